@@ -1,0 +1,34 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Both create .venv when it is missing and install the project into it; nothing else is needed.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SHARED ?= ../shared
+GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
+PYTEST_ARGS ?=
+
+.PHONY: test test-slow demo venv clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[spark,test]'
+	touch $@
+
+# Unpacks the golden store into a fresh temp dir, runs the default suite, removes the temp dir.
+test: venv
+	@golden_dir=$$(mktemp -d) && trap 'rm -rf "$$golden_dir"' EXIT && \
+	  tar -xJf $(GOLDEN_ARCHIVE) -C "$$golden_dir" && \
+	  ROCKETSTORE_GOLDEN_DIR="$$golden_dir" $(PY) -m pytest $(PYTEST_ARGS)
+
+test-slow: PYTEST_ARGS = -m slow
+test-slow: test
+
+demo: venv
+	$(PY) -m rocketstore_spark.demo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

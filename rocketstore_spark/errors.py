@@ -1,0 +1,62 @@
+"""The one exception hierarchy of rocketstore-spark.
+
+Every error says what was expected, what was found and, where a file is involved, the file and the byte
+offset, so that a data engineer can find the broken bytes with ``xxd -s OFFSET FILE``.
+This module is imported by the store layer and must stay free of pyspark.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+
+class RocketStoreError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class StoreNotFoundError(RocketStoreError):
+    """The given path is not a RocketMQ store directory (or does not exist)."""
+
+
+class StoreConfigError(RocketStoreError):
+    """File sizes (commit log, consume queue, index) are missing, ambiguous or contradict the files."""
+
+
+class StoreFormatError(RocketStoreError):
+    """Bytes on disk do not follow the RocketMQ format.
+
+    ``path`` and ``offset`` locate the problem; ``offset`` is a byte position inside ``path``.
+    """
+
+    def __init__(self, message: str, path: Optional[os.PathLike | str] = None, offset: Optional[int] = None):
+        self.path = None if path is None else os.fspath(path)
+        self.offset = offset
+        where = ""
+        if self.path is not None:
+            where = f" [file {self.path}" + (f", byte offset {offset}" if offset is not None else "") + "]"
+        super().__init__(message + where)
+
+
+class CorruptRecordError(StoreFormatError):
+    """A commit-log record fails RocketMQ's own checks (magic, length arithmetic, body CRC)."""
+
+
+class DataLossError(RocketStoreError):
+    """Requested messages are gone: commit-log files expired, or the range lies past the valid end."""
+
+
+class MessageValidationError(RocketStoreError):
+    """A message handed to the writer breaks RocketMQ's rules (topic name, body or properties size...)."""
+
+
+class StoreLockedError(RocketStoreError):
+    """Another writer or a running broker holds the store's ``lock`` file."""
+
+
+class StoreClosedError(RocketStoreError):
+    """An operation was attempted on a store that was closed or opened read-only."""
+
+
+class InvalidArgumentError(RocketStoreError, ValueError):
+    """A caller passed an argument the API cannot accept (bad boundary, bad subscription expression...)."""
