@@ -264,3 +264,19 @@ def decode_msg_id(msg_id: str) -> tuple[bytes, int, int]:
         raise ValueError(f"expected a 32 or 56 hex-character offsetMsgId, found {len(msg_id)} characters")
     addr_len = len(raw) - 12
     return raw[:addr_len], int.from_bytes(raw[addr_len:addr_len + 4], "big"), int.from_bytes(raw[-8:], "big")
+
+
+def dispatch_tags_code(topic: str, properties: dict, store_timestamp: int,
+                       delay_levels_ms=L.DEFAULT_DELAY_LEVELS_MS) -> int:
+    """The consume-queue tagsCode the store computes at dispatch (``checkMessageAndReturnSize``).
+
+    For ``SCHEDULE_TOPIC_XXXX`` with a DELAY level it is the delivery time (store time + the level's delay,
+    the level clamped to the highest); otherwise the Java hash of the TAGS property (0 when absent).
+    """
+    if topic == L.SCHEDULE_TOPIC:
+        level_text = properties.get(L.PROPERTY_DELAY_TIME_LEVEL)
+        if level_text is not None:
+            level = min(int(level_text), len(delay_levels_ms))
+            if level > 0:
+                return store_timestamp + delay_levels_ms[level - 1]
+    return tags_code_of(properties.get(L.PROPERTY_TAGS))

@@ -161,10 +161,11 @@ def parse_properties(props: pa.Array) -> pa.MapArray:
     keep = np.asarray(pc.and_(pc.greater(pc.binary_length(names), 0), pc.greater(pc.binary_length(values), 0)))
     names, values, rows = names.filter(pa.array(keep)), values.filter(pa.array(keep)), rows[keep]
     if len(rows):
-        pairs = pa.table({"row": rows, "name": names, "i": np.arange(len(rows))})
-        last = pairs.group_by(["row", "name"], use_threads=False).aggregate([("i", "max")])
-        if last.num_rows != len(rows):  # a repeated name in some record: keep its last value only
-            chosen = np.sort(np.asarray(last.column("i_max")))
+        codes = np.asarray(pc.dictionary_encode(names).indices, dtype=np.int64)
+        pair_key = rows.astype(np.int64) * (int(codes.max()) + 1) + codes
+        if len(np.unique(pair_key)) != len(pair_key):  # a repeated name in some record: keep its last value
+            _, last_from_end = np.unique(pair_key[::-1], return_index=True)
+            chosen = np.sort(len(pair_key) - 1 - last_from_end)
             names, values, rows = names.take(pa.array(chosen)), values.take(pa.array(chosen)), rows[chosen]
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])

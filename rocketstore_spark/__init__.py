@@ -1,0 +1,7 @@
+"""rocketstore-spark: Apache RocketMQ's on-disk store as a PySpark data source and sink.
+
+Importing this package does not import pyspark; the store layer (:mod:`rocketstore_spark.store`) works
+without Spark.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,333 @@
+"""``RocketStore``: the facade over one RocketMQ store directory.
+
+Opening is read-only and never modifies a byte; ``RocketStore.open(path, mode="a")`` returns the writer
+(:mod:`.appender`). Recovery (the valid end of the commit log) runs lazily, the first time it is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import (CorruptRecordError, DataLossError, InvalidArgumentError, StoreFormatError,
+                      StoreNotFoundError)
+from . import layout as L
+from .checkpoint import Checkpoint, read_checkpoint
+from .codec import dispatch_tags_code, parse_records, read_be
+from .columns import arrow_schema, build_batch, normalize_columns
+from .commitlog import END_BLANK, CommitLog
+from .consume_queue import ConsumeQueue, Subscription
+from .mapped_file_queue import MappedFileQueue
+from .messages import GetMessageResult, MessageLookups
+from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
+from .sizes import StoreSizes, cq_directories, detect_sizes
+
+DEFAULT_BATCH_ROWS = 10_000
+
+
+def resolve_store_root(path) -> Path:
+    """The store directory for ``path`` (a broker home holding ``store/`` is accepted too)."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise StoreNotFoundError(f"store path {root} does not exist; expected a RocketMQ store directory "
+                                 "(the broker's storePathRootDir, holding commitlog/ and consumequeue/)")
+    if not root.is_dir():
+        raise StoreNotFoundError(f"store path {root} is a file; expected a RocketMQ store directory holding "
+                                 "commitlog/ and consumequeue/")
+    if not (root / L.COMMITLOG_DIR).is_dir() and (root / "store" / L.COMMITLOG_DIR).is_dir():
+        root = root / "store"
+    if not (root / L.COMMITLOG_DIR).is_dir():
+        raise StoreNotFoundError(f"{root} is not a RocketMQ store: expected a {L.COMMITLOG_DIR}/ directory in it")
+    return root
+
+
+class RocketStore(MessageLookups):
+    """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
+
+    def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
+                 valid_end: Optional[int] = None):
+        self.root = Path(root)
+        self.sizes = sizes
+        self.check_crc_on_recover = check_crc_on_recover
+        self.commitlog = CommitLog(MappedFileQueue(self.root / L.COMMITLOG_DIR, sizes.commit_log_file_size))
+        self.abort_present = (self.root / L.ABORT_FILE).exists()
+        self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        for directory in cq_directories(self.root):
+            if not directory.name.isdigit():
+                raise StoreFormatError(f"unexpected directory {directory.name!r} in {directory.parent}: "
+                                       "expected numeric queue ids", directory)
+            key = (directory.parent.name, int(directory.name))
+            self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size)
+        self._recovery: Optional[RecoveryResult] = None
+        self._given_valid_end = valid_end
+        self._index_files = None
+
+    @classmethod
+    def open(cls, path, mode: str = "r", *, commit_log_file_size=None, consume_queue_file_size=None,
+             index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
+             valid_end: Optional[int] = None, **writer_options):
+        """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
+
+        Sizes are detected from the files; pass them when a store has none of a kind or detection is
+        ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
+        """
+        if mode == "a":
+            from .appender import StoreWriter
+
+            return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
+                                    consume_queue_file_size=consume_queue_file_size,
+                                    index_hash_slots=index_hash_slots, index_max_entries=index_max_entries,
+                                    **writer_options)
+        if mode != "r":
+            raise InvalidArgumentError(f"mode must be 'r' (read) or 'a' (append), found {mode!r}")
+        if writer_options:
+            raise InvalidArgumentError(f"unknown option(s) for reading: {sorted(writer_options)}")
+        root = resolve_store_root(path)
+        sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
+                             index_max_entries)
+        return cls(root, sizes, check_crc_on_recover, valid_end)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        """Release memory maps."""
+        self.commitlog.queue.close()
+        for q in self._queues.values():
+            q.files.close()
+        for f in self._index_files or []:
+            f.close()
+        self._index_files = None
+
+    # --- recovery ---------------------------------------------------------------------------------------
+
+    @property
+    def recovery(self) -> RecoveryResult:
+        """How the real store would recover this directory (computed once)."""
+        if self._recovery is None:
+            queues = list(self._queues.values())
+            if self._given_valid_end is not None:
+                for q in queues:
+                    q.truncate_at_phy(self._given_valid_end)
+                self._recovery = RecoveryResult("given", -1, self._given_valid_end)
+            else:
+                self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
+                                         self.check_crc_on_recover)
+                if self._recovery.mode == MODE_ABNORMAL:
+                    self._redispatch(self._recovery)
+        return self._recovery
+
+    def _redispatch(self, result: RecoveryResult) -> None:
+        """Add the consume-queue units abnormal recovery would write for records past the queues' end."""
+        for walk, idx in undispatched_records(result, list(self._queues.values())):
+            buf = self.commitlog.queue.buffer(walk.file_index)
+            cols = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
+                    "storeTimestamp")
+            batch = build_batch(buf, walk.fields.take(idx), cols)
+            ts = walk.fields.store_timestamp[idx]
+            for row, store_ts in zip(batch.to_pylist(), ts):
+                key = (row["topic"], row["queueId"])
+                cq = self._queues.get(key)
+                if cq is None:
+                    cq = ConsumeQueue(key[0], key[1], self.root / L.CONSUMEQUEUE_DIR / key[0] / str(key[1]),
+                                      self.sizes.consume_queue_file_size)
+                    self._queues[key] = cq
+                if row["queueOffset"] == cq.max_offset:
+                    code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
+                    cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
+
+    # --- metadata ---------------------------------------------------------------------------------------
+
+    def checkpoint(self) -> Optional[Checkpoint]:
+        """The checkpoint file's values (None when the store has none)."""
+        return self._checkpoint
+
+    def topics(self) -> list[str]:
+        """Topics with a consume queue, sorted."""
+        _ = self.recovery
+        return sorted({t for t, _q in self._queues})
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids of ``topic``, sorted (empty for an unknown topic)."""
+        _ = self.recovery
+        return sorted(q for t, q in self._queues if t == topic)
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""
+        _ = self.recovery
+        cq = self._queues.get((topic, int(queue_id)))
+        if cq is None:
+            raise InvalidArgumentError(f"no consume queue for topic {topic!r} queue {queue_id} in {self.root}; "
+                                       f"topics are {self.topics()}")
+        return cq
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
+        cq = self.consume_queue(topic, queue_id)
+        first = cq.first_offset
+        per = cq.units_per_file
+        units = cq.units(first, min(cq.max_offset, (first // per + 1) * per))
+        alive = np.flatnonzero(units["phy_offset"] >= self.min_phy_offset())
+        return first + (int(alive[0]) if len(alive) else len(units))
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
+        return self.consume_queue(topic, queue_id).max_offset
+
+    def min_phy_offset(self) -> int:
+        """Start of the oldest commit-log file."""
+        return self.commitlog.queue.min_offset
+
+    def max_phy_offset(self) -> int:
+        """The valid end of the commit log after recovery."""
+        return self.recovery.valid_end
+
+    # --- reading ----------------------------------------------------------------------------------------
+
+    def read_queue(self, topic: str, queue_id: int, start: Optional[int] = None, end: Optional[int] = None,
+                   tags=None, columns=None, *, batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False,
+                   fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+        """Messages of one queue in queue-offset order, as RecordBatches of about ``batch_rows`` rows.
+
+        ``tags`` is a subscription expression: units are filtered on the consume-queue hash before any
+        commit-log byte is read, then the real tag is checked. ``columns`` limits what is decoded.
+        """
+        columns = normalize_columns(columns)
+        sub = Subscription.parse(tags)
+        cq = self.consume_queue(topic, queue_id)
+        lo = self.min_offset(topic, queue_id) if start is None else max(int(start), cq.first_offset)
+        hi = cq.max_offset if end is None else min(int(end), cq.max_offset)
+        if start is not None and int(start) < self.min_offset(topic, queue_id) and fail_on_data_loss and \
+                int(start) < hi:
+            raise DataLossError(
+                f"{topic}/{queue_id}: offsets {start}..{self.min_offset(topic, queue_id)} are gone (their "
+                f"commit-log files expired); start at {self.min_offset(topic, queue_id)} or pass "
+                "fail_on_data_loss=False to skip them")
+        step = max(batch_rows, 1) * 4
+        while lo < hi:
+            stop = min(hi, lo + step)
+            units = cq.units(lo, stop)
+            offsets = np.arange(lo, lo + len(units), dtype=np.int64)
+            yield from self._read_units(cq, offsets, units, columns, sub, batch_rows, verify_crc,
+                                        fail_on_data_loss)
+            lo = stop
+
+    def _read_units(self, cq, offsets, units, columns, sub, batch_rows, verify_crc, fail_on_data_loss):
+        phy = units["phy_offset"].astype(np.int64)
+        size = units["size"].astype(np.int64)
+        keep = (size != L.CQ_FILLER_SIZE) & sub.matches_codes(units["tags_code"])
+        valid_end = self.recovery.valid_end
+        past = keep & (phy + size > valid_end)
+        if past.any():
+            i = int(np.flatnonzero(past)[0])
+            path, at = cq.unit_location(int(offsets[i]))
+            raise CorruptRecordError(
+                f"consume-queue unit {int(offsets[i])} of {cq.topic}/{cq.queue_id} points at commit-log offset "
+                f"{int(phy[i])} (+{int(size[i])} bytes), past the commit log's valid end {valid_end}", path, at)
+        gone = keep & (phy < self.min_phy_offset())
+        if gone.any():
+            if fail_on_data_loss:
+                i = int(np.flatnonzero(gone)[0])
+                raise DataLossError(
+                    f"{cq.topic}/{cq.queue_id} offset {int(offsets[i])}: commit-log offset {int(phy[i])} is "
+                    f"before the oldest commit-log file ({self.min_phy_offset()}); pass fail_on_data_loss=False "
+                    "to skip expired messages")
+            keep &= ~gone
+        sel = np.flatnonzero(keep)
+        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        file_idx, pos = self.commitlog.locate(phy[sel])
+        for chunk_start in range(0, len(sel), batch_rows):
+            part = slice(chunk_start, chunk_start + batch_rows)
+            for f in np.unique(file_idx[part]):
+                in_file = np.flatnonzero(file_idx[part] == f) + chunk_start
+                fields = self.commitlog.read_fields(int(f), pos[in_file], size[sel[in_file]], verify_crc,
+                                                    f" for {cq.topic}/{cq.queue_id}")
+                batch = build_batch(self.commitlog.queue.buffer(int(f)), fields, want,
+                                    str(self.commitlog.queue.files[int(f)].path))
+                if not sub.is_all:
+                    batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
+                                                               value_set=pa.array(sub.tags)), False))
+                    if want != columns:
+                        batch = batch.select(list(columns))
+                if batch.num_rows:
+                    yield batch
+
+    def scan_commitlog(self, start: int = 0, end: Optional[int] = None, columns=None, *,
+                       batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
+        """Every record in commit-log order from ``start`` to ``end`` (clamped to the valid end), including
+        records that never reach a consume queue (PREPARED / ROLLBACK transaction halves)."""
+        columns = normalize_columns(columns)
+        valid_end = self.recovery.valid_end
+        end = valid_end if end is None else min(int(end), valid_end)
+        start = max(int(start), self.min_phy_offset())
+        walks = {w.file_index: w for w in self.recovery.walks}
+        files = self.commitlog.queue.files
+        for index, info in enumerate(files):
+            if info.from_offset + self.sizes.commit_log_file_size <= start or info.from_offset >= end:
+                continue
+            walk = walks.get(index)
+            if walk is None or verify_crc:
+                walk = self.commitlog.walk_file(index, check_crc=verify_crc)
+                if walk.end_kind != END_BLANK and info.from_offset + walk.end_position < end:
+                    raise CorruptRecordError(
+                        f"commit log stops early: {walk.problem or 'no record where one was expected'} "
+                        f"before the valid end {end}", info.path, walk.end_position)
+            f = walk.fields
+            absolute = info.from_offset + f.position
+            sel = np.flatnonzero((absolute >= start) & (absolute < end))
+            buf = self.commitlog.queue.buffer(index)
+            for chunk in range(0, len(sel), batch_rows):
+                yield build_batch(buf, f.take(sel[chunk:chunk + batch_rows]), columns, str(info.path))
+
+    def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
+        """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range)."""
+        columns = normalize_columns(columns)
+        if phy_offset < self.min_phy_offset() or phy_offset >= self.recovery.valid_end:
+            return None
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        fields = self.commitlog.read_fields(int(file_idx[0]), pos, what=" (lookup by physical offset)")
+        return build_batch(self.commitlog.queue.buffer(int(file_idx[0])), fields, columns)
+
+    def read_records_at(self, phy_offsets, columns=None) -> pa.Table:
+        """Records at the given commit-log offsets (in the order given), each checked; offsets outside
+        [min_phy_offset, valid end) are skipped."""
+        columns = normalize_columns(columns)
+        phy = np.asarray(phy_offsets, dtype=np.int64)
+        phy = phy[(phy >= self.min_phy_offset()) & (phy < self.recovery.valid_end)]
+        file_idx, pos = self.commitlog.locate(phy)
+        batches = []
+        for f in dict.fromkeys(file_idx.tolist()):
+            sel = file_idx == f
+            fields = self.commitlog.read_fields(f, pos[sel], what=" (lookup by physical offset)")
+            batches.append(build_batch(self.commitlog.queue.buffer(f), fields, columns))
+        if not batches:
+            return arrow_schema(columns).empty_table()
+        return pa.Table.from_batches(batches)
+
+    def store_time_at(self, phy_offset: int, size: int) -> int:
+        """``pickupStoreTimestamp``: store time of the record at ``phy_offset``; -1 when not readable."""
+        if phy_offset < self.min_phy_offset() or phy_offset + size > self.recovery.valid_end:
+            return -1
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        buf = self.commitlog.queue.buffer(int(file_idx[0]))
+        p = int(pos[0])
+        if p + L.BORN_HOST_POSITION + L.IPV6_HOST_LENGTH + 8 > len(buf):
+            return -1
+        sysflag = int(read_be(buf, np.array([p + L.SYSFLAG_POSITION]), 4)[0])
+        at = p + L.BORN_HOST_POSITION + L.host_length(sysflag, L.BORNHOST_V6_FLAG)
+        return int(read_be(buf, np.array([at]), 8)[0])
+
+    def _parse_one(self, phy_offset: int):
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        return parse_records(self.commitlog.queue.buffer(int(file_idx[0])), pos)
+
+
+__all__ = ["RocketStore", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]
