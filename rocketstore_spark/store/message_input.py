@@ -1,0 +1,224 @@
+"""Turning a ``pyarrow.Table`` of messages into checked, fully resolved columns for the encoder.
+
+Accepted columns are the store layer's (``COLUMNS``) plus the raw ones (``rawBody``, ``propertiesString``).
+``body`` (or ``rawBody``) and ``topic`` are required; everything else has RocketMQ's defaults: queue 0, store
+time = now, born time = store time, hosts from the writer, a generated UNIQ_KEY. Columns win over the
+properties map for TAGS, KEYS and UNIQ_KEY; ``propertiesString`` is written verbatim (byte-exact copies).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import MessageValidationError
+from . import layout as L
+from .columns import FIELD_TYPES, parse_properties, property_values, split_keys
+from .encoder import EncodeInput, UniqKeyFactory, binary_lengths, compress_body, serialize_properties
+
+TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # TopicValidator.VALID_CHAR_BIT_MAP characters
+IGNORED_COLUMNS = ("msgId", "commitLogOffset", "storeSize")  # always derived from where a record lands
+OVERRIDDEN = {"tags": L.PROPERTY_TAGS, "keys": L.PROPERTY_KEYS, "uniqKey": L.PROPERTY_UNIQ_KEY}
+
+
+@dataclass
+class PreparedMessages:
+    """Encoder input plus what dispatch needs (topic per row, tags, keys, uniq keys, given queue offsets)."""
+
+    enc: EncodeInput
+    tags: pa.Array
+    keys: pa.ListArray
+    uniq_key: pa.Array
+    delay_level: pa.Array
+    given_queue_offset: np.ndarray | None
+
+
+def _column(table: pa.Table, name: str):
+    col = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _ints(table: pa.Table, name: str, default: int, dtype=np.int64) -> np.ndarray:
+    if name not in table.column_names:
+        return np.full(table.num_rows, default, dtype=dtype)
+    col = _column(table, name)
+    if pa.types.is_timestamp(col.type):
+        col = col.cast(pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
+    try:
+        return np.asarray(pc.fill_null(col.cast(pa.int64()), default), dtype=dtype)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise MessageValidationError(f"column {name!r} must be integral, found type {col.type}") from e
+
+
+def _hosts(table: pa.Table, name: str, default: str):
+    """(n, 16) address bytes, ports and IPv6 mask from 'a.b.c.d:port' / '[v6]:port' strings."""
+    n = table.num_rows
+    col = _column(table, name) if name in table.column_names else pa.nulls(n, pa.string())
+    encoded = pc.dictionary_encode(pc.fill_null(col.cast(pa.string()), default))
+    parsed = []
+    for text in encoded.dictionary.to_pylist():
+        host, _, port = text.rpartition(":")
+        try:
+            packed = ipaddress.ip_address(host.strip("[]")).packed
+            port_no = int(port)
+            if not 0 <= port_no <= 0xFFFF:
+                raise ValueError("port out of range")
+        except ValueError as e:
+            raise MessageValidationError(
+                f"column {name!r}: expected 'a.b.c.d:port' or '[ipv6]:port', found {text!r}") from e
+        parsed.append((packed.ljust(16, b"\0"), port_no, len(packed) == 16))
+    idx = np.asarray(encoded.indices, dtype=np.int64)
+    addr = np.frombuffer(b"".join(p[0] for p in parsed), dtype=np.uint8).reshape(-1, 16)[idx]
+    ports = np.array([p[1] for p in parsed], dtype=np.int64)[idx]
+    v6 = np.array([p[2] for p in parsed], dtype=bool)[idx]
+    return addr, ports, v6
+
+
+def validate_topics(topics: pa.Array) -> None:
+    """RocketMQ's topic rules: non-empty, ``[%|a-zA-Z0-9_-]`` only (so no path separators or '..'),
+    at most 255 bytes (over 127 needs v2 records, as for long retry topics)."""
+    for topic in pc.unique(topics).to_pylist():
+        if topic is None or topic == "":
+            raise MessageValidationError("topic is required: found a null or empty topic")
+        if not TOPIC_PATTERN.match(topic):
+            raise MessageValidationError(
+                f"invalid topic {topic!r}: RocketMQ topics may contain only letters, digits, '%', '|', '_' "
+                "and '-' (no path separators or '..')")
+        if len(topic.encode("utf-8")) > L.MAX_TOPIC_LENGTH:
+            raise MessageValidationError(f"topic {topic[:40]!r}... is {len(topic)} characters; the store "
+                                         f"allows at most {L.MAX_TOPIC_LENGTH}")
+
+
+def _pair(name: str, values: pa.Array) -> pa.Array:
+    """``name \u0001 value \u0002`` per row ('' where the value is null)."""
+    joined = pc.binary_join_element_wise(pa.scalar(name), pa.scalar(L.NAME_VALUE_SEPARATOR), values,
+                                         pa.scalar(L.PROPERTY_SEPARATOR), pa.scalar(""))
+    return pc.fill_null(joined, "")
+
+
+def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int) -> pa.Array:
+    """The serialised properties of each row.
+
+    ``propertiesString`` (when given and not null) is used verbatim. Otherwise the ``properties`` map is
+    written minus the names that columns override, then TAGS, KEYS and UNIQ_KEY from their columns, and a
+    generated UNIQ_KEY for rows that have none.
+    """
+    n = table.num_rows
+    names = table.column_names
+    if "properties" in names:
+        props = _column(table, "properties")
+        if not pa.types.is_map(props.type):
+            raise MessageValidationError(f"column 'properties' must be map<string,string>, found {props.type}")
+    else:
+        props = pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.string()),
+                                        pa.array([], pa.string()))
+    overridden = [OVERRIDDEN[c] for c in OVERRIDDEN if c in names]
+    offsets = np.asarray(props.offsets)
+    keep = ~np.asarray(pc.fill_null(pc.is_in(props.keys, value_set=pa.array(overridden, pa.string())), False))
+    rows = np.repeat(np.arange(n), np.diff(offsets))[keep]
+    new_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=n), out=new_offsets[1:])
+    base = pa.MapArray.from_arrays(pa.array(new_offsets), props.keys.filter(pa.array(keep)),
+                                   props.items.filter(pa.array(keep)))
+    parts = [serialize_properties(base)]
+    if "tags" in names:
+        parts.append(_pair(L.PROPERTY_TAGS, _column(table, "tags").cast(pa.string())))
+    if "keys" in names:
+        keys_col = _column(table, "keys")
+        keys_text = pc.binary_join(keys_col, L.KEY_SEPARATOR) if pa.types.is_list(keys_col.type) \
+            else keys_col.cast(pa.string())
+        keys_text = pc.if_else(pc.equal(pc.fill_null(keys_text, ""), ""), pa.scalar(None, pa.string()), keys_text)
+        parts.append(_pair(L.PROPERTY_KEYS, keys_text))
+    uniq = _column(table, "uniqKey").cast(pa.string()) if "uniqKey" in names else property_values(props, L.PROPERTY_UNIQ_KEY)
+    missing = np.asarray(pc.is_null(uniq))
+    if "propertiesString" in names:
+        missing &= np.asarray(pc.is_null(_column(table, "propertiesString")))
+    if missing.any():
+        generated = np.array([None] * n, dtype=object)
+        generated[missing] = uniq_factory.make(int(missing.sum()), now_ms)
+        generated = pa.array(generated, pa.string())
+        uniq = pc.if_else(pa.array(missing), generated, uniq)
+    if "uniqKey" in names:
+        parts.append(_pair(L.PROPERTY_UNIQ_KEY, uniq))
+    elif missing.any():
+        parts.append(_pair(L.PROPERTY_UNIQ_KEY, generated))
+    text = pc.binary_join_element_wise(*parts, pa.scalar("")) if len(parts) > 1 else parts[0]
+    if "propertiesString" in names:
+        given = _column(table, "propertiesString").cast(pa.string())
+        text = pc.if_else(pc.is_valid(given), given, text)
+    return text
+
+
+def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
+                     max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, now_ms: int | None = None
+                     ) -> PreparedMessages:
+    """Check ``table`` and resolve every field of its messages (see the module docstring)."""
+    names = table.column_names
+    unknown = [c for c in names if c not in FIELD_TYPES]
+    if unknown:
+        raise MessageValidationError(f"unknown column(s) {unknown}; expected columns among {list(FIELD_TYPES)}")
+    if "topic" not in names:
+        raise MessageValidationError("column 'topic' is required")
+    if "body" not in names and "rawBody" not in names:
+        raise MessageValidationError("column 'body' is required (binary or string)")
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    n = table.num_rows
+    topic = _column(table, "topic").cast(pa.string())
+    validate_topics(topic)
+    sysflag = _ints(table, "sysFlag", 0) & ~(L.BORNHOST_V6_FLAG | L.STOREHOSTADDRESS_V6_FLAG)
+    if "rawBody" in names:
+        body = _column(table, "rawBody").cast(pa.binary())
+    else:
+        body = _column(table, "body")
+        if not (pa.types.is_binary(body.type) or pa.types.is_string(body.type) or
+                pa.types.is_large_binary(body.type) or pa.types.is_large_string(body.type)):
+            raise MessageValidationError(f"column 'body' must be binary or string, found {body.type}")
+        body = body.cast(pa.binary())
+        compressed = np.flatnonzero(sysflag & L.COMPRESSED_FLAG)
+        if len(compressed):
+            packed = [compress_body(body[int(i)].as_py() or b"", int(sysflag[i])) for i in compressed]
+            mask = np.zeros(n, dtype=bool)
+            mask[compressed] = True
+            body = pc.replace_with_mask(body, pa.array(mask), pa.array(packed, pa.binary()))
+    if body.null_count:
+        row = int(np.flatnonzero(np.asarray(pc.is_null(body)))[0])
+        raise MessageValidationError(f"row {row}: body is null; every message needs a body (may be empty)")
+    body_len = binary_lengths(body)
+    if (body_len > max_message_size).any():
+        row = int(np.flatnonzero(body_len > max_message_size)[0])
+        raise MessageValidationError(f"row {row}: body is {int(body_len[row])} bytes; the store accepts at most "
+                                     f"{max_message_size} (maxMessageSize)")
+    props = build_properties(table, uniq_factory, now_ms)
+    props_len = binary_lengths(props)
+    if (props_len > L.MAX_PROPERTIES_LENGTH).any():
+        row = int(np.flatnonzero(props_len > L.MAX_PROPERTIES_LENGTH)[0])
+        raise MessageValidationError(f"row {row}: properties are {int(props_len[row])} bytes once serialised; "
+                                     f"RocketMQ allows at most {L.MAX_PROPERTIES_LENGTH}")
+    store_addr, store_port, store_v6 = _hosts(table, "storeHost", store_host)
+    born_addr, born_port, born_v6 = _hosts(table, "bornHost", store_host)
+    sysflag = sysflag | np.where(born_v6, L.BORNHOST_V6_FLAG, 0) | np.where(store_v6, L.STOREHOSTADDRESS_V6_FLAG, 0)
+    queue_id = _ints(table, "queueId", 0)
+    if (queue_id < 0).any() or (queue_id > 0x7FFFFFFF).any():
+        raise MessageValidationError(f"queueId must be a non-negative int, found {int(queue_id.min())}")
+    store_ts = _ints(table, "storeTimestamp", now_ms)
+    born_ts = _ints(table, "bornTimestamp", -1)
+    born_ts = np.where(born_ts < 0, store_ts, born_ts)
+    enc = EncodeInput(
+        topic=topic, queue_id=queue_id, flag=_ints(table, "flag", 0),
+        queue_offset=_ints(table, "queueOffset", 0), sysflag=sysflag, born_timestamp=born_ts,
+        born_addr=born_addr, born_port=born_port, store_timestamp=store_ts, store_addr=store_addr,
+        store_port=store_port, reconsume_times=_ints(table, "reconsumeTimes", 0),
+        prepared_offset=_ints(table, "preparedTransactionOffset", 0), body=body, properties=props)
+    parsed = parse_properties(props)  # dispatch reads what is stored, exactly as the broker does
+    return PreparedMessages(
+        enc=enc, tags=property_values(parsed, L.PROPERTY_TAGS),
+        keys=split_keys(property_values(parsed, L.PROPERTY_KEYS)),
+        uniq_key=property_values(parsed, L.PROPERTY_UNIQ_KEY),
+        delay_level=property_values(parsed, L.PROPERTY_DELAY_TIME_LEVEL),
+        given_queue_offset=_ints(table, "queueOffset", -1) if "queueOffset" in names else None)
