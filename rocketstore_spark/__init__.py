@@ -5,3 +5,10 @@ without Spark.
 """
 
 __version__ = "0.1.0"
+
+
+def register(spark) -> None:
+    """Register the ``rocketstore`` format on ``spark`` (for sessions where Python data source lookup is off)."""
+    from .spark.source import RocketStoreDataSource
+
+    spark.dataSource.register(RocketStoreDataSource)

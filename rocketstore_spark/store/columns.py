@@ -29,7 +29,7 @@ TIMESTAMP_TYPE = pa.timestamp("ms", tz="UTC")
 FIELD_TYPES = {
     "topic": pa.string(), "queueId": pa.int32(), "queueOffset": pa.int64(), "commitLogOffset": pa.int64(),
     "storeSize": pa.int32(), "msgId": pa.string(), "uniqKey": pa.string(), "tags": pa.string(),
-    "keys": pa.list_(pa.string()), "body": pa.binary(), "properties": pa.map_(pa.string(), pa.string()),
+    "keys": pa.list_(pa.field("element", pa.string())), "body": pa.binary(), "properties": pa.map_(pa.string(), pa.string()),
     "bornTimestamp": TIMESTAMP_TYPE, "storeTimestamp": TIMESTAMP_TYPE, "bornHost": pa.string(),
     "storeHost": pa.string(), "sysFlag": pa.int32(), "flag": pa.int32(), "reconsumeTimes": pa.int32(),
     "bodyCRC": pa.int32(), "preparedTransactionOffset": pa.int64(), "rawBody": pa.binary(),
@@ -194,7 +194,7 @@ def split_keys(keys_value: pa.Array) -> pa.ListArray:
     keep = np.asarray(pc.greater(pc.binary_length(tokens), 0))
     offsets = np.zeros(len(keys_value) + 1, dtype=np.int32)
     np.cumsum(np.bincount(rows[keep], minlength=len(keys_value)), out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), tokens.filter(pa.array(keep)))
+    return pa.ListArray.from_arrays(pa.array(offsets), tokens.filter(pa.array(keep)), type=FIELD_TYPES["keys"])
 
 
 def decompress_body(data: bytes, sysflag: int) -> bytes:

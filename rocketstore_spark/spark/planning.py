@@ -1,0 +1,223 @@
+"""Planning a batch read on the driver: which queue-offset ranges (or commit-log ranges) each partition reads.
+
+Plans come from consume-queue files and the recovered valid end only; partitions are small picklable
+dataclasses (paths and offsets) and never cross a consume-queue file boundary.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import numpy as np
+from pyspark.sql.datasource import InputPartition
+
+from ..errors import DataLossError
+from ..store import RocketStore
+from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
+
+log = logging.getLogger("rocketstore_spark")
+
+
+@dataclass(frozen=True)
+class StoreHandle:
+    """What an executor needs to open a store without re-running recovery."""
+
+    path: str
+    broker: str
+    valid_end: int
+    sizes: tuple[int, int, int, int]  # commit log, consume queue, index slots, index entries
+    # a crashed store (abort present) needs abnormal recovery everywhere: its re-dispatched units exist
+    # only in memory, so executors recover it again rather than trusting the valid end alone
+    recover: bool = False
+
+    def open(self) -> RocketStore:
+        cl, cq, slots, entries = self.sizes
+        return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
+                                index_hash_slots=slots, index_max_entries=entries,
+                                valid_end=None if self.recover else self.valid_end)
+
+
+@dataclass(frozen=True)
+class QueuePartition(InputPartition):
+    """Queue offsets [start, end) of one consume queue, within one consume-queue file."""
+
+    store: StoreHandle
+    topic: str
+    queue_id: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class CommitLogPartition(InputPartition):
+    """Commit-log offsets [start, end) of one commit-log file (scanMode=commitlog)."""
+
+    store: StoreHandle
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class LookupPartition(InputPartition):
+    """Exact records by commit-log offset (from msgId / uniqKey pushdown)."""
+
+    store: StoreHandle
+    offsets: tuple[int, ...]
+
+
+@dataclass
+class Pushed:
+    """Restrictions taken from pushed-down filters (all optional; None means unrestricted)."""
+
+    topics: Optional[set] = None
+    queue_ids: Optional[set] = None
+    tags: Optional[set] = None
+    queue_offset: tuple = (0, 1 << 62)  # [lo, hi)
+    phy_offset: tuple = (0, 1 << 62)
+    store_time: tuple = (None, None)  # [lo ms, hi ms)
+    uniq_keys: Optional[set] = None
+    msg_ids: Optional[set] = None
+    empty: bool = False  # contradictory filters: nothing can match
+    notes: list = field(default_factory=list)
+
+
+def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
+    s = store.sizes
+    return StoreHandle(ref.path, ref.broker, store.max_phy_offset(),
+                       (s.commit_log_file_size, s.consume_queue_file_size, s.index_hash_slots, s.index_max_entries),
+                       recover=store.abort_present)
+
+
+def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
+    return RocketStore.open(ref.path, **opts.sizes)
+
+
+def _offset_for(spec, ref: StoreRef, topic: str, qid: int, multi: bool, default: str):
+    """The requested offset for a queue from earliest/latest/JSON (None = the default edge)."""
+    if isinstance(spec, str):
+        return spec
+    node = spec.get(ref.broker, {}) if multi else spec
+    value = node.get(topic, {}).get(str(qid))
+    if value is None:
+        return default
+    return EARLIEST if value == -2 else LATEST if value == -1 else int(value)
+
+
+def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed, topic: str, qid: int,
+                multi: bool) -> tuple[int, int]:
+    """[start, end) queue offsets to read for one queue after options and pushdown."""
+    lo_min, hi_max = store.min_offset(topic, qid), store.max_offset(topic, qid)
+    start = _offset_for(opts.starting_offsets, ref, topic, qid, multi, EARLIEST)
+    end = _offset_for(opts.ending_offsets, ref, topic, qid, multi, LATEST)
+    start = lo_min if start == EARLIEST else hi_max if start == LATEST else start
+    end = lo_min if end == EARLIEST else hi_max if end == LATEST else min(end, hi_max)
+    if opts.starting_timestamp is not None:
+        start = store.offset_by_time(topic, qid, opts.starting_timestamp, "lower")
+    if opts.ending_timestamp is not None:
+        end = store.offset_by_time(topic, qid, opts.ending_timestamp, "lower")
+    if start < lo_min:
+        if opts.fail_on_data_loss and start < end:
+            raise DataLossError(
+                f"{ref.broker}/{topic}/{qid}: requested offsets {start}..{lo_min} are gone (their commit-log "
+                f"files expired; the queue now starts at {lo_min}). Start from {lo_min} ('earliest') or set "
+                "failOnDataLoss=false to skip what was lost")
+        log.warning("%s/%s/%s: offsets %s..%s expired, skipping them", ref.broker, topic, qid, start, lo_min)
+        start = lo_min
+    start = max(start, pushed.queue_offset[0])
+    end = min(end, pushed.queue_offset[1])
+    cq = store.consume_queue(topic, qid)
+    if pushed.phy_offset != (0, 1 << 62) and start < end:
+        units = cq.units(start, end)["phy_offset"].astype(np.int64)
+        start, end = (start + int(np.searchsorted(units, pushed.phy_offset[0], "left")),
+                      start + int(np.searchsorted(units, pushed.phy_offset[1], "left")))
+    lo_t, hi_t = pushed.store_time
+    if lo_t is not None and start < end:
+        start = max(start, store.offset_by_time(topic, qid, lo_t, "lower"))
+    if hi_t is not None and start < end:
+        end = min(end, store.offset_by_time(topic, qid, hi_t, "lower"))
+    return start, max(start, end)
+
+
+def split_range(start: int, end: int, per_file: int, max_messages: int) -> list[tuple[int, int]]:
+    """Split at consume-queue file boundaries, then into pieces of at most ``max_messages``."""
+    out = []
+    while start < end:
+        stop = min(end, (start // per_file + 1) * per_file, start + max_messages)
+        out.append((start, stop))
+        start = stop
+    return out
+
+
+def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
+    """Every partition of a batch read."""
+    parts: list[InputPartition] = []
+    if pushed.empty:
+        return parts
+    multi = len(opts.stores) > 1
+    for ref in opts.stores:
+        with open_store(ref, opts) as store:
+            handle = handle_for(store, ref)
+            if opts.scan_mode == SCAN_COMMITLOG:
+                parts.extend(_plan_commitlog(store, handle, pushed))
+                continue
+            topics = [t for t in store.topics() if opts.wants_topic(t)
+                      and (pushed.topics is None or t in pushed.topics)]
+            if pushed.msg_ids is not None or pushed.uniq_keys is not None:
+                parts.extend(_plan_lookups(store, handle, topics, pushed))
+                continue
+            per_file = store.sizes.consume_queue_file_size // 20
+            for topic in topics:
+                for qid in store.queue_ids(topic):
+                    if pushed.queue_ids is not None and qid not in pushed.queue_ids:
+                        continue
+                    start, end = queue_range(store, ref, opts, pushed, topic, qid, multi)
+                    for lo, hi in split_range(start, end, per_file, opts.max_messages_per_partition):
+                        parts.append(QueuePartition(handle, topic, qid, lo, hi))
+    return _ensure_min_partitions(parts, opts.min_partitions)
+
+
+def _plan_commitlog(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> list[InputPartition]:
+    lo = max(store.min_phy_offset(), pushed.phy_offset[0])
+    hi = min(handle.valid_end, pushed.phy_offset[1])
+    size = store.sizes.commit_log_file_size
+    out = []
+    pos = lo
+    while pos < hi:
+        stop = min(hi, (pos // size + 1) * size)
+        out.append(CommitLogPartition(handle, pos, stop))
+        pos = stop
+    return out
+
+
+def _plan_lookups(store: RocketStore, handle: StoreHandle, topics, pushed: Pushed) -> list[InputPartition]:
+    from ..store.codec import decode_msg_id
+
+    offsets = set()
+    for msg_id in pushed.msg_ids or ():
+        try:
+            offsets.add(decode_msg_id(msg_id)[2])
+        except ValueError:
+            continue  # not an offsetMsgId: matches no row
+    for key in pushed.uniq_keys or ():
+        for topic in topics:
+            table = store.query_by_key(topic, key, columns=("commitLogOffset", "uniqKey"))
+            offsets.update(o for o, u in zip(table.column(0).to_pylist(), table.column(1).to_pylist()) if u == key)
+    valid = tuple(sorted(o for o in offsets if store.min_phy_offset() <= o < handle.valid_end))
+    return [LookupPartition(handle, valid)] if valid else []
+
+
+def _ensure_min_partitions(parts: list, min_partitions: Optional[int]) -> list:
+    """Split the largest queue partitions until there are at least ``min_partitions``."""
+    if not min_partitions:
+        return parts
+    while len(parts) < min_partitions:
+        sizes = [p.end - p.start if isinstance(p, QueuePartition) else 0 for p in parts]
+        if not sizes or max(sizes) < 2:
+            break
+        i = int(np.argmax(sizes))
+        p = parts[i]
+        mid = p.start + (p.end - p.start) // 2
+        parts[i:i + 1] = [replace(p, end=mid), replace(p, start=mid)]
+    return parts

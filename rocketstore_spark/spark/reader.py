@@ -1,0 +1,116 @@
+"""The batch reader: plans partitions on the driver, reads them on executors as Arrow batches."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceReader
+
+from ..errors import DataLossError
+from ..store import RocketStore
+from ..store.consume_queue import Subscription
+from .filters import apply_filters
+from .options import ReadOptions
+from .planning import CommitLogPartition, LookupPartition, Pushed, QueuePartition, StoreHandle, plan
+from .schema import arrow_schema_for, store_columns, to_spark_batch
+
+log = logging.getLogger("rocketstore_spark")
+_OPEN_STORES: "OrderedDict[StoreHandle, RocketStore]" = OrderedDict()
+_MAX_OPEN_STORES = 8
+
+
+def store_for(handle: StoreHandle) -> RocketStore:
+    """An opened store per handle, reused across partitions of a Python worker (maps stay warm)."""
+    store = _OPEN_STORES.get(handle)
+    if store is None:
+        store = handle.open()
+        _OPEN_STORES[handle] = store
+        while len(_OPEN_STORES) > _MAX_OPEN_STORES:
+            _OPEN_STORES.popitem(last=False)[1].close()
+    _OPEN_STORES.move_to_end(handle)
+    return store
+
+
+def effective_tags(opts: ReadOptions, pushed: Pushed):
+    """The subscription to read with: the ``tags`` option, narrowed by pushed ``tags`` filters."""
+    option_tags = set(Subscription.parse(opts.tags).tags) if opts.tags else None
+    tags = pushed.tags if option_tags is None else (option_tags if pushed.tags is None else option_tags & pushed.tags)
+    return None if tags is None else sorted(tags)
+
+
+class RocketStoreReader(DataSourceReader):
+    """Reads the partitions :func:`~rocketstore_spark.spark.planning.plan` makes."""
+
+    def __init__(self, opts: ReadOptions, spark_columns: tuple[str, ...]):
+        self.opts = opts
+        self.spark_columns = spark_columns
+        self.pushed = Pushed()
+
+    def partitions(self):
+        return plan(self.opts, self.pushed)
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        target = arrow_schema_for(self.spark_columns)
+        columns = store_columns(self.spark_columns)
+        handle = partition.store
+        try:
+            store = store_for(handle)
+        except FileNotFoundError as e:
+            import socket
+
+            raise DataLossError(f"store {handle.path} is not visible on executor host {socket.gethostname()}: "
+                                f"{e}; put the store on a filesystem every executor mounts") from e
+        tags = effective_tags(self.opts, self.pushed)
+        if tags is not None and not tags:
+            return
+        if isinstance(partition, QueuePartition):
+            batches = store.read_queue(partition.topic, partition.queue_id, partition.start, partition.end,
+                                       tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
+                                       fail_on_data_loss=self.opts.fail_on_data_loss)
+        elif isinstance(partition, CommitLogPartition):
+            batches = self._filtered(store.scan_commitlog(partition.start, partition.end,
+                                                          columns=tuple(dict.fromkeys(columns + _FILTER_COLS)),
+                                                          verify_crc=self.opts.verify_crc), columns, tags)
+        elif isinstance(partition, LookupPartition):
+            table = store.read_records_at(list(partition.offsets), tuple(dict.fromkeys(columns + _FILTER_COLS)))
+            batches = self._filtered(table.to_batches(), columns, tags)
+        else:
+            raise TypeError(f"unexpected partition {partition!r}")
+        for batch in batches:
+            if batch.num_rows:
+                yield to_spark_batch(batch, handle.broker, target)
+
+    def _filtered(self, batches, columns, tags) -> Iterator[pa.RecordBatch]:
+        """Row filters for paths that do not go through consume queues (commit-log scans, lookups)."""
+        opts, pushed = self.opts, self.pushed
+        lo_t, hi_t = pushed.store_time
+        for batch in batches:
+            topics = pc.unique(batch.column("topic")).to_pylist()
+            wanted = [t for t in topics if opts.wants_topic(t) and (pushed.topics is None or t in pushed.topics)]
+            mask = pc.is_in(batch.column("topic"), value_set=pa.array(wanted, pa.string()))
+            if tags is not None:
+                mask = pc.and_(mask, pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(tags)), False))
+            if pushed.queue_ids is not None:
+                mask = pc.and_(mask, pc.is_in(batch.column("queueId"), value_set=pa.array(sorted(pushed.queue_ids),
+                                                                                            pa.int32())))
+            ts = batch.column("storeTimestamp").cast(pa.int64())
+            for bound, op in ((opts.starting_timestamp, pc.greater_equal), (lo_t, pc.greater_equal),
+                              (opts.ending_timestamp, pc.less), (hi_t, pc.less)):
+                if bound is not None:
+                    mask = pc.and_(mask, op(ts, bound))
+            yield batch.filter(mask).select(list(columns))
+
+
+_FILTER_COLS = ("topic", "tags", "queueId", "storeTimestamp")
+
+
+class RocketStorePushdownReader(RocketStoreReader):
+    """The same reader with ``pushFilters``: used only when Spark runs filter pushdown (Spark >= 4.1 with
+    ``spark.sql.python.filterPushdown.enabled``); a reader defining pushFilters fails when it is off."""
+
+    def pushFilters(self, filters):
+        return list(apply_filters(filters, self.pushed))

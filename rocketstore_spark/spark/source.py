@@ -1,0 +1,44 @@
+"""``RocketStoreDataSource``: the ``rocketstore`` format for spark.read / readStream / write / writeStream."""
+
+from __future__ import annotations
+
+import sys
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from .options import parse_read_options
+from .reader import RocketStorePushdownReader, RocketStoreReader
+from .schema import SCHEMA, SPARK_COLUMNS, validate_user_schema
+
+PUSHDOWN_WORKER = "data_source_pushdown_filters"
+
+
+def _called_from_pushdown_worker() -> bool:
+    """Is Spark's filter-pushdown worker asking for the reader? Only then may it have ``pushFilters``:
+    Spark rejects a reader defining pushFilters whenever pushdown is disabled (and 4.0 has no pushdown)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if PUSHDOWN_WORKER in (frame.f_globals.get("__name__", "") + frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class RocketStoreDataSource(DataSource):
+    """Apache RocketMQ stores (commit log, consume queues, index) read and written directly, no broker."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rocketstore"
+
+    def schema(self):
+        # called at load() when no schema is given: validate the options now so mistakes surface early
+        parse_read_options(self.options)
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> RocketStoreReader:
+        columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
+        opts = parse_read_options(self.options)
+        cls = RocketStorePushdownReader if _called_from_pushdown_worker() else RocketStoreReader
+        return cls(opts, columns)
