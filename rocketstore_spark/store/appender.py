@@ -10,7 +10,9 @@ the checkpoint and removes ``abort``: the store then opens in RocketMQ with norm
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -19,11 +21,11 @@ import pyarrow.compute as pc
 from ..errors import MessageValidationError, StoreClosedError, StoreNotFoundError
 from . import layout as L
 from .checkpoint import Checkpoint, write_checkpoint
-from .codec import java_string_hashes
-from .encoder import UniqKeyFactory, encode_records, record_lengths, value_offsets
+from .encoded_batch import EncodedBatch, encode_batch
+from .encoder import UniqKeyFactory
 from .index_writer import IndexWriter
 from .locking import StoreLock
-from .message_input import PreparedMessages, prepare_messages
+from .message_input import prepare_messages
 from .repair import repair_store
 from .sizes import detect_sizes
 from .store import RocketStore
@@ -91,59 +93,79 @@ class StoreWriter:
 
         Returns ``{"count", "first_phy_offset", "end_phy_offset"}``.
         """
-        if self._closed:
-            raise StoreClosedError(f"store {self.root} is closed")
+        self._check_open()
         if isinstance(table, pa.RecordBatch):
             table = pa.Table.from_batches([table])
         first = self.next_phy
         for chunk in _chunks(table):
-            prepared = prepare_messages(chunk, store_host=self.store_host, uniq_factory=self._uniq,
-                                        max_message_size=self.max_message_size)
-            self._append_prepared(prepared)
+            self.append_encoded(self.encode(chunk))
         return {"count": table.num_rows, "first_phy_offset": first, "end_phy_offset": self.next_phy}
 
-    def _append_prepared(self, msgs: PreparedMessages) -> None:
-        enc = msgs.enc
-        n = len(enc)
+    def encode(self, table: pa.Table) -> EncodedBatch:
+        """Prepare and encode messages without publishing them (what Spark tasks do in parallel)."""
+        return encode_table(table, store_host=self.store_host, uniq_factory=self._uniq,
+                            max_message_size=self.max_message_size)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"store {self.root} is closed; open it again with mode='a'")
+
+    def append_encoded(self, batch: EncodedBatch, now_ms: Optional[int] = None) -> None:
+        """Publish an encoded batch: assign offsets and store times, write commit log, queues and index."""
+        self._check_open()
+        n = len(batch)
         if n == 0:
             return
-        tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
-        dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
-        topics = enc.topic.to_pylist()
-        enc.queue_offset = self._assign_queue_offsets(topics, enc.queue_id, dispatch, msgs.given_queue_offset)
-        lengths = record_lengths(enc)
+        lengths = batch.lengths
         limit = self.sizes.commit_log_file_size - L.END_FILE_MIN_BLANK_LENGTH
         if (lengths > limit).any():
             row = int(np.flatnonzero(lengths > limit)[0])
             raise MessageValidationError(f"row {row}: a {int(lengths[row])}-byte record cannot fit in a "
                                          f"{self.sizes.commit_log_file_size}-byte commit-log file")
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        store_ts = np.where(batch.ts_given, batch.store_ts, now_ms)
+        queue_offset = self._assign_queue_offsets(batch)
         phy, blanks = self._place(lengths)
-        records = encode_records(enc, phy)
-        self._write_commitlog(records, phy, blanks)
-        self._write_consume_queues(msgs, topics, phy, lengths, dispatch)
-        self._write_index(msgs, topics, phy, tran)
+        self._write_commitlog(batch, phy, queue_offset, store_ts, blanks)
+        tags_code = np.where(batch.delay_ms > 0, store_ts + batch.delay_ms, batch.tags_code)
+        self._write_consume_queues(batch, phy, queue_offset, tags_code)
+        if len(batch.entry_rec):
+            self.index.put(batch.entry_hash, phy[batch.entry_rec], store_ts[batch.entry_rec])
         self.next_phy = int(phy[-1] + lengths[-1])
-        last_dispatched = np.flatnonzero(dispatch)
+        dispatched = np.flatnonzero(batch.dispatch)
         self._checkpoint = Checkpoint(
-            physic_msg_timestamp=int(enc.store_timestamp[-1]),
-            logics_msg_timestamp=int(enc.store_timestamp[last_dispatched[-1]]) if len(last_dispatched)
+            physic_msg_timestamp=int(store_ts[-1]),
+            logics_msg_timestamp=int(store_ts[dispatched[-1]]) if len(dispatched)
             else self._checkpoint.logics_msg_timestamp,
             index_msg_timestamp=self.index.last_full_end_timestamp or self._checkpoint.index_msg_timestamp)
 
-    def _assign_queue_offsets(self, topics, queue_ids, dispatch, given) -> np.ndarray:
-        """Consecutive offsets per queue for dispatched records; 0 (or as given) for PREPARED/ROLLBACK."""
-        out = np.zeros(len(topics), dtype=np.int64) if given is None else np.maximum(given, 0)
-        counters = dict(self._queue_next)
-        for i in np.flatnonzero(dispatch):
-            key = (topics[i], int(queue_ids[i]))
-            nxt = counters.get(key, 0)
-            if given is not None and given[i] >= 0 and given[i] != nxt:
-                raise MessageValidationError(
-                    f"row {i}: queueOffset {int(given[i])} given for {key[0]}/{key[1]}, but that queue's next "
-                    f"offset is {nxt}; drop the queueOffset column to have offsets assigned")
-            out[i] = nxt
-            counters[key] = nxt + 1
-        self._queue_next = counters
+    def _assign_queue_offsets(self, batch: EncodedBatch) -> np.ndarray:
+        """Consecutive offsets per queue for dispatched records; 0 for PREPARED/ROLLBACK halves."""
+        out = np.zeros(len(batch), dtype=np.int64)
+        rows = np.flatnonzero(batch.dispatch)
+        if not len(rows):
+            return out
+        pairs = (batch.topic_idx[rows].astype(np.int64) << 32) | batch.queue_id[rows].astype(np.int64)
+        uniq, inv = np.unique(pairs, return_inverse=True)
+        names = batch.topic_names
+        keys = [(names[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in uniq]
+        base = np.array([self._queue_next.get(k, 0) for k in keys], dtype=np.int64)
+        counts = np.bincount(inv, minlength=len(uniq))
+        order = np.argsort(inv, kind="stable")
+        rank = np.empty(len(rows), dtype=np.int64)
+        rank[order] = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+        assigned = base[inv] + rank
+        given = batch.queue_offset_given[rows]
+        wrong = (given >= 0) & (given != assigned)
+        if wrong.any():
+            i = int(np.flatnonzero(wrong)[0])
+            topic, qid = keys[inv[i]]
+            raise MessageValidationError(
+                f"row {int(rows[i])}: queueOffset {int(given[i])} given for {topic}/{qid}, but that queue's next "
+                f"offset is {int(assigned[i])}; drop the queueOffset column to have offsets assigned")
+        out[rows] = assigned
+        for k, b, c in zip(keys, base, counts):
+            self._queue_next[k] = int(b + c)
         return out
 
     def _place(self, lengths: np.ndarray):
@@ -159,9 +181,10 @@ class StoreWriter:
             window = lengths[i:i + room // 92 + 2]
             cum = np.cumsum(window)
             fit = int(np.searchsorted(cum, room - L.END_FILE_MIN_BLANK_LENGTH, side="right"))
-            out[i:i + fit] = pos + np.concatenate(([0], cum[:fit - 1])) if fit else out[i:i]
-            pos += int(cum[fit - 1]) if fit else 0
-            i += fit
+            if fit:
+                out[i:i + fit] = pos + np.concatenate(([0], cum[:fit - 1]))
+                pos += int(cum[fit - 1])
+                i += fit
             if i < len(lengths) and fit < len(window):
                 blanks.append((pos, file_end - pos))
                 pos = file_end
@@ -176,64 +199,53 @@ class StoreWriter:
             self._fds[path] = fd
         return fd
 
-    def _write_commitlog(self, records: pa.Array, phy: np.ndarray, blanks) -> None:
+    def _write_commitlog(self, batch: EncodedBatch, phy, queue_offset, store_ts, blanks) -> None:
+        """Copy the records into place, patching queue offset, physical offset and store time."""
         size = self.sizes.commit_log_file_size
-        offsets = value_offsets(records)
-        data = memoryview(records.buffers()[2]) if records.buffers()[2] is not None else memoryview(b"")
+        rec_off = batch.record_offsets
         file_no = phy // size
-        for f in np.unique(file_no):
-            rows = np.flatnonzero(file_no == f)
-            lo, hi = int(rows[0]), int(rows[-1]) + 1
-            path = self.root / L.COMMITLOG_DIR / L.offset_to_file_name(int(f) * size)
-            os.pwrite(self._fd(path, size), data[offsets[lo]:offsets[hi]], int(phy[lo] - f * size))
+        bounds = np.flatnonzero(np.diff(file_no)) + 1
+        for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(phy)]))):
+            for a, b in _byte_bounded(rec_off, int(lo), int(hi), PATCH_CHUNK_BYTES):
+                chunk = np.array(batch.data[rec_off[a]:rec_off[b]])
+                rel = rec_off[a:b] - rec_off[a]
+                _patch_longs(chunk, rel + L.QUEUE_OFFSET_POSITION, queue_offset[a:b])
+                _patch_longs(chunk, rel + L.PHYSICAL_OFFSET_POSITION, phy[a:b])
+                _patch_longs(chunk, rel + batch.ts_pos[a:b], store_ts[a:b])
+                path = self.root / L.COMMITLOG_DIR / L.offset_to_file_name(int(file_no[a]) * size)
+                os.pwrite(self._fd(path, size), memoryview(chunk), int(phy[a] % size))
         for pos, length in blanks:
             path = self.root / L.COMMITLOG_DIR / L.offset_to_file_name(pos - pos % size)
             os.pwrite(self._fd(path, size), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos % size)
 
-    def _write_consume_queues(self, msgs, topics, phy, lengths, dispatch) -> None:
-        enc = msgs.enc
-        rows = np.flatnonzero(dispatch)
+    def _write_consume_queues(self, batch: EncodedBatch, phy, queue_offset, tags_code) -> None:
+        rows = np.flatnonzero(batch.dispatch)
         if not len(rows):
             return
-        tags_codes = _dispatch_tags_codes(msgs, topics, rows)
         cq_size = self.sizes.consume_queue_file_size
-        groups: dict[tuple[str, int], list[int]] = {}
-        for r in rows:
-            groups.setdefault((topics[r], int(enc.queue_id[r])), []).append(r)
-        code_of = dict(zip(rows.tolist(), tags_codes.tolist()))
-        for (topic, qid), members in groups.items():
-            members = np.array(members)
-            units = np.zeros(len(members), dtype=L.CQ_UNIT_DTYPE)
-            units["phy_offset"], units["size"] = phy[members], lengths[members]
-            units["tags_code"] = [code_of[m] for m in members]
-            byte = enc.queue_offset[members] * L.CQ_STORE_UNIT_SIZE
-            directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(qid)
+        pairs = (batch.topic_idx[rows].astype(np.int64) << 32) | batch.queue_id[rows].astype(np.int64)
+        order = np.argsort(pairs, kind="stable")
+        rows, pairs = rows[order], pairs[order]
+        bounds = np.flatnonzero(np.diff(pairs)) + 1
+        for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(rows)]))):
+            members = rows[lo:hi]
+            topic = batch.topic_names[int(batch.topic_idx[members[0]])]
+            directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(int(batch.queue_id[members[0]]))
             directory.mkdir(parents=True, exist_ok=True)
+            units = np.zeros(len(members), dtype=L.CQ_UNIT_DTYPE)
+            units["phy_offset"], units["size"] = phy[members], batch.lengths[members]
+            units["tags_code"] = tags_code[members]
+            byte = queue_offset[members] * L.CQ_STORE_UNIT_SIZE
             file_no = byte // cq_size
             for f in np.unique(file_no):
                 sel = np.flatnonzero(file_no == f)
                 path = directory / L.offset_to_file_name(int(f) * cq_size)
                 os.pwrite(self._fd(path, cq_size), units[sel].tobytes(), int(byte[sel[0]] - f * cq_size))
 
-    def _write_index(self, msgs, topics, phy, tran) -> None:
-        rows = np.flatnonzero(tran != L.TRANSACTION_ROLLBACK_TYPE)
-        keys_offsets = np.asarray(msgs.keys.offsets)
-        tokens = msgs.keys.flatten().to_pylist()
-        uniq = msgs.uniq_key.to_pylist()
-        full_keys, entry_rows = [], []
-        for r in rows:
-            if uniq[r] is not None:
-                full_keys.append(f"{topics[r]}#{uniq[r]}")
-                entry_rows.append(r)
-            for t in tokens[keys_offsets[r]:keys_offsets[r + 1]]:
-                full_keys.append(f"{topics[r]}#{t}")
-                entry_rows.append(r)
-        if not full_keys:
-            return
-        hashes = np.abs(java_string_hashes(full_keys))
-        hashes = np.where(hashes >= 1 << 31, 0, hashes)
-        entry_rows = np.array(entry_rows)
-        self.index.put(hashes, phy[entry_rows], msgs.enc.store_timestamp[entry_rows])
+    def ensure_queues(self, topic: str, queue_nums: int) -> None:
+        """Create the consume-queue directories 0..queue_nums-1 of ``topic`` (a new topic's queues)."""
+        for qid in range(queue_nums):
+            (self.root / L.CONSUMEQUEUE_DIR / topic / str(qid)).mkdir(parents=True, exist_ok=True)
 
     # --- closing -----------------------------------------------------------------------------------------
 
@@ -260,26 +272,36 @@ class StoreWriter:
             self._lock.release()
 
 
-def _dispatch_tags_codes(msgs: PreparedMessages, topics, rows) -> np.ndarray:
-    """tagsCode per dispatched row: Java hash of TAGS (0 without), or for SCHEDULE_TOPIC_XXXX with a DELAY
-    level the delivery time (``checkMessageAndReturnSize``)."""
-    encoded = pc.dictionary_encode(msgs.tags.take(pa.array(rows)))
-    dict_codes = java_string_hashes(encoded.dictionary)
-    idx = np.asarray(pc.fill_null(encoded.indices, -1), dtype=np.int64)
-    codes = np.where(idx >= 0, dict_codes[np.maximum(idx, 0)] if len(dict_codes) else 0, 0)
-    delays = msgs.delay_level.take(pa.array(rows)).to_pylist() if msgs.delay_level.null_count < len(
-        msgs.delay_level) else None
-    if delays is not None:
-        levels = L.DEFAULT_DELAY_LEVELS_MS
-        for k, r in enumerate(rows):
-            if topics[r] == L.SCHEDULE_TOPIC and delays[k] is not None:
-                try:
-                    level = min(int(delays[k]), len(levels))
-                except ValueError as e:
-                    raise MessageValidationError(f"row {r}: DELAY property {delays[k]!r} is not a level") from e
-                if level > 0:
-                    codes[k] = int(msgs.enc.store_timestamp[r]) + levels[level - 1]
-    return codes
+PATCH_CHUNK_BYTES = 64 * 1024 * 1024
+
+
+def _byte_bounded(offsets: np.ndarray, lo: int, hi: int, limit: int):
+    """Split rows [lo, hi) into runs of at most ``limit`` bytes (at least one row each)."""
+    while lo < hi:
+        stop = int(np.searchsorted(offsets, offsets[lo] + limit, side="right")) - 1
+        stop = min(max(stop, lo + 1), hi)
+        yield lo, stop
+        lo = stop
+
+
+def _patch_longs(buf: np.ndarray, positions: np.ndarray, values: np.ndarray) -> None:
+    """Write big-endian longs into ``buf`` at ``positions``."""
+    raw = np.asarray(values, dtype=">i8").view(np.uint8).reshape(-1, 8)
+    buf[np.asarray(positions, dtype=np.int64)[:, None] + np.arange(8)] = raw
+
+
+def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
+                 max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> EncodedBatch:
+    """Check, resolve and encode the messages of ``table`` (see :mod:`.message_input`)."""
+    prepared = prepare_messages(table, store_host=store_host, uniq_factory=uniq_factory,
+                                max_message_size=max_message_size)
+    if "storeTimestamp" in table.column_names:
+        ts_given = np.asarray(pc.is_valid(table.column("storeTimestamp").combine_chunks()
+                                          if isinstance(table.column("storeTimestamp"), pa.ChunkedArray)
+                                          else table.column("storeTimestamp")))
+    else:
+        ts_given = np.zeros(table.num_rows, dtype=bool)
+    return encode_batch(prepared, ts_given)
 
 
 def _chunks(table: pa.Table):

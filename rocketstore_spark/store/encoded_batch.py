@@ -1,0 +1,160 @@
+"""``EncodedBatch``: records encoded ahead of publication, with what publishing still has to fill in.
+
+Everything that does not depend on where a record lands is done here (by writers and Spark tasks, in
+parallel): properties, UNIQ_KEY, body compression and CRC, the record bytes, the index key hashes. What only the
+publisher can know — physical offset, queue offset and (when not given) the store timestamp — is left as zeros
+at fixed positions and patched at publication. A batch can be saved to a staging directory and loaded back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import layout as L
+from .codec import java_string_hashes
+from .encoder import encode_records, record_lengths, value_offsets
+from .message_input import PreparedMessages
+
+META_SUFFIX = ".meta.npz"
+DATA_SUFFIX = ".rec"
+
+
+@dataclass
+class EncodedBatch:
+    data: np.ndarray  # uint8, records end to end
+    record_offsets: np.ndarray  # int64, n + 1
+    topic_names: list
+    topic_idx: np.ndarray  # int32 index into topic_names
+    queue_id: np.ndarray
+    queue_offset_given: np.ndarray  # int64, -1 where the publisher assigns it
+    dispatch: np.ndarray  # bool: NOT_TYPE / COMMIT records go to consume queues
+    tags_code: np.ndarray  # int64 (SCHEDULE_TOPIC_XXXX rows: delay_ms is added to the store time instead)
+    delay_ms: np.ndarray  # int64, > 0 only for SCHEDULE_TOPIC_XXXX rows with a DELAY level
+    store_ts: np.ndarray  # int64
+    ts_given: np.ndarray  # bool: False → the publisher stamps its own time
+    ts_pos: np.ndarray  # int64, position of STORETIMESTAMP inside the record (56 or 68)
+    entry_rec: np.ndarray  # int64: record of each index entry (UNIQ_KEY first, then KEYS tokens)
+    entry_hash: np.ndarray  # int64: indexKeyHashMethod(topic#key)
+
+    def __len__(self) -> int:
+        return len(self.topic_idx)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.record_offsets)
+
+    def topics(self) -> list:
+        names = self.topic_names
+        return [names[i] for i in self.topic_idx]
+
+    def save(self, stem: Path) -> None:
+        """Write ``<stem>.rec`` (record bytes) and ``<stem>.meta.npz``; fsync both."""
+        import os
+
+        with open(str(stem) + DATA_SUFFIX, "wb") as fh:
+            fh.write(memoryview(self.data))
+            fh.flush()
+            os.fsync(fh.fileno())
+        meta = {k: v for k, v in self.__dict__.items() if k not in ("data", "topic_names")}
+        with open(str(stem) + META_SUFFIX, "wb") as fh:
+            np.savez(fh, topic_names=np.array(self.topic_names, dtype=object).astype(str), **meta)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    @classmethod
+    def load(cls, stem: Path) -> "EncodedBatch":
+        meta = np.load(str(stem) + META_SUFFIX, allow_pickle=False)
+        data_path = Path(str(stem) + DATA_SUFFIX)
+        data = np.fromfile(data_path, dtype=np.uint8) if data_path.stat().st_size else np.zeros(0, np.uint8)
+        fields = {k: meta[k] for k in meta.files if k != "topic_names"}
+        return cls(data=data, topic_names=[str(t) for t in meta["topic_names"]], **fields)
+
+
+def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
+    """Encode prepared messages with zero physical and queue offsets (patched when published)."""
+    enc = msgs.enc
+    n = len(enc)
+    records = encode_records(enc, np.zeros(n, dtype=np.int64))
+    offsets = value_offsets(records)
+    data = np.frombuffer(records.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if n else \
+        np.zeros(0, dtype=np.uint8)
+    offsets = offsets - offsets[0]
+    tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
+    dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
+    encoded_topics = pc.dictionary_encode(enc.topic)
+    topic_names = encoded_topics.dictionary.to_pylist()
+    topic_idx = np.asarray(encoded_topics.indices, dtype=np.int32)
+    tags_code, delay_ms = _tags_codes(msgs, topic_names, topic_idx)
+    entry_rec, entry_hash = _index_entries(msgs, enc.topic, tran)
+    ts_pos = L.BORN_HOST_POSITION + np.where(enc.sysflag & L.BORNHOST_V6_FLAG, L.IPV6_HOST_LENGTH,
+                                             L.IPV4_HOST_LENGTH)
+    given = msgs.given_queue_offset if msgs.given_queue_offset is not None else np.full(n, -1, np.int64)
+    assert np.array_equal(np.diff(offsets), record_lengths(enc))
+    return EncodedBatch(
+        data=data, record_offsets=offsets, topic_names=topic_names, topic_idx=topic_idx,
+        queue_id=enc.queue_id.astype(np.int32), queue_offset_given=np.where(dispatch, given, -1),
+        dispatch=dispatch, tags_code=tags_code, delay_ms=delay_ms, store_ts=enc.store_timestamp.astype(np.int64),
+        ts_given=np.asarray(ts_given, dtype=bool), ts_pos=ts_pos.astype(np.int64), entry_rec=entry_rec,
+        entry_hash=entry_hash)
+
+
+def _tags_codes(msgs: PreparedMessages, topic_names, topic_idx) -> tuple[np.ndarray, np.ndarray]:
+    """Java hash of TAGS per row (0 without); DELAY levels of SCHEDULE_TOPIC_XXXX rows as delays in ms."""
+    n = len(topic_idx)
+    encoded = pc.dictionary_encode(msgs.tags)
+    dict_codes = java_string_hashes(encoded.dictionary)
+    idx = np.asarray(pc.fill_null(encoded.indices, -1), dtype=np.int64)
+    codes = np.where(idx >= 0, dict_codes[np.maximum(idx, 0)] if len(dict_codes) else 0, 0).astype(np.int64)
+    delay_ms = np.zeros(n, dtype=np.int64)
+    if L.SCHEDULE_TOPIC in topic_names and msgs.delay_level.null_count < n:
+        schedule = topic_idx == topic_names.index(L.SCHEDULE_TOPIC)
+        levels_ms = L.DEFAULT_DELAY_LEVELS_MS
+        for r in np.flatnonzero(schedule):
+            text = msgs.delay_level[int(r)].as_py()
+            if text is None:
+                continue
+            try:
+                level = min(int(text), len(levels_ms))
+            except ValueError:
+                from ..errors import MessageValidationError
+
+                raise MessageValidationError(f"row {int(r)}: DELAY property {text!r} is not a delay level")
+            if level > 0:
+                delay_ms[r] = levels_ms[level - 1]
+    return codes, delay_ms
+
+
+def _index_entries(msgs: PreparedMessages, topics: pa.Array, tran: np.ndarray):
+    """(record, hash) of every index entry in ``buildIndex`` order; ROLLBACK records are not indexed."""
+    n = len(tran)
+    indexed = tran != L.TRANSACTION_ROLLBACK_TYPE
+    has_uniq = np.asarray(pc.is_valid(msgs.uniq_key)) & indexed
+    key_offsets = value_offsets_list(msgs.keys)
+    token_counts = np.where(indexed, np.diff(key_offsets), 0)
+    per_row = has_uniq.astype(np.int64) + token_counts
+    total = int(per_row.sum())
+    if total == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    entry_rec = np.repeat(np.arange(n), per_row)
+    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
+    slot = np.arange(total) - np.repeat(starts, per_row)  # 0 = UNIQ_KEY when present
+    is_uniq = has_uniq[entry_rec] & (slot == 0)
+    token_index = key_offsets[entry_rec] + slot - has_uniq[entry_rec].astype(np.int64)
+    tokens = msgs.keys.flatten()
+    key_values = pc.if_else(pa.array(is_uniq), msgs.uniq_key.take(pa.array(entry_rec)),
+                            tokens.take(pa.array(np.where(is_uniq, 0, token_index)))
+                            if len(tokens) else pa.nulls(total, pa.string()))
+    full = pc.binary_join_element_wise(topics.take(pa.array(entry_rec)), key_values, "#")
+    hashes = np.abs(java_string_hashes(full))
+    return entry_rec.astype(np.int64), np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+
+
+def value_offsets_list(arr: pa.ListArray) -> np.ndarray:
+    """The n + 1 offsets of a list array (slices respected), relative to its flattened values."""
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+    return (raw - raw[0]).astype(np.int64)
