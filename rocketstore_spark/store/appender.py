@@ -26,7 +26,7 @@ from .encoder import UniqKeyFactory
 from .index_writer import IndexWriter
 from .locking import StoreLock
 from .message_input import prepare_messages
-from .repair import repair_store
+from .journal import recover_store
 from .sizes import detect_sizes
 from .store import RocketStore
 
@@ -59,18 +59,22 @@ class StoreWriter:
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, store_host: str = DEFAULT_STORE_HOST,
-             max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> "StoreWriter":
-        """Open (creating if absent) the store at ``path`` for appending; repairs a crashed tail first."""
+             max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, lock: Optional[StoreLock] = None
+             ) -> "StoreWriter":
+        """Open (creating if absent) the store at ``path`` for appending.
+
+        Finishes or rolls back an interrupted publication and repairs a crashed tail first. ``lock`` lets a
+        caller that already holds the store's lock hand it over (the writer releases it on close).
+        """
         root = Path(path).expanduser()
         if root.exists() and not root.is_dir():
             raise StoreNotFoundError(f"{root} is a file; expected a store directory (or a path to create one)")
         root.mkdir(parents=True, exist_ok=True)
-        lock = StoreLock.acquire(root)
+        lock = lock or StoreLock.acquire(root)
         try:
             sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                                  index_max_entries)
-            if (root / L.ABORT_FILE).exists():
-                repair_store(root, sizes)
+            recover_store(root, sizes)
             return cls(root, sizes, lock, store_host, max_message_size)
         except BaseException:
             lock.release()
@@ -255,6 +259,21 @@ class StoreWriter:
             os.fsync(fd)
         self.index.flush()
         write_checkpoint(self.root / L.CHECKPOINT_FILE, self._checkpoint)
+
+    def abandon(self) -> None:
+        """Give up after a failure: undo whatever a journalled publication wrote (or repair the tail),
+        then release the lock."""
+        if self._closed:
+            return
+        try:
+            self.index.close()
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+            recover_store(self.root, self.sizes)
+        finally:
+            self._closed = True
+            self._lock.release()
 
     def close(self) -> None:
         """Flush everything, remove ``abort`` and release the lock. Idempotent."""

@@ -70,7 +70,8 @@ class EncodedBatch:
     def load(cls, stem: Path) -> "EncodedBatch":
         meta = np.load(str(stem) + META_SUFFIX, allow_pickle=False)
         data_path = Path(str(stem) + DATA_SUFFIX)
-        data = np.fromfile(data_path, dtype=np.uint8) if data_path.stat().st_size else np.zeros(0, np.uint8)
+        # mapped, not read: publishing copies it into place one commit-log file at a time
+        data = np.memmap(data_path, dtype=np.uint8, mode="r") if data_path.stat().st_size else np.zeros(0, np.uint8)
         fields = {k: meta[k] for k in meta.files if k != "topic_names"}
         return cls(data=data, topic_names=[str(t) for t in meta["topic_names"]], **fields)
 

@@ -1,0 +1,237 @@
+"""The publication journal: all-or-nothing appends of a whole job, surviving a crash at any step.
+
+Before a job's first byte reaches the store, ``.rocketstore/journal/<job>.json`` records the store's state: the
+commit log's end, the touched queues' ends, the newest index file's header, the checkpoint. When every byte is
+written the journal's state becomes ``done`` (an atomic rename) — the commit point. :func:`recover_store`, run
+whenever a store is opened for writing (and by ``rocketstore recover``), finishes a ``done`` journal (cleans up)
+and rolls any other back to the recorded state, so a store holds all of a job or none of it. Rollback never
+touches bytes before the recorded ends, so nothing published earlier can be lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+import numpy as np
+
+from . import layout as L
+from .index_file import IndexHeader, index_file_size
+from .repair import repair_store, zero_from
+from .sizes import StoreSizes
+
+META_DIR = ".rocketstore"
+JOURNAL_DIR = "journal"
+STAGING_DIR = "staging"
+TRASH_DIR = "trash"
+STATE_PUBLISHING = "publishing"
+STATE_DONE = "done"
+
+
+def meta_dir(root: Path) -> Path:
+    return Path(root) / META_DIR
+
+
+def staging_dir(root: Path, job_id: str) -> Path:
+    return meta_dir(root) / STAGING_DIR / job_id
+
+
+def _write_json_atomically(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def journal_path(root: Path, job_id: str) -> Path:
+    return meta_dir(root) / JOURNAL_DIR / f"{job_id}.json"
+
+
+def write_journal(root: Path, payload: dict) -> None:
+    _write_json_atomically(journal_path(root, payload["job"]), payload)
+
+
+def mark_done(root: Path, job_id: str) -> None:
+    """The commit point: from here on recovery keeps the job."""
+    path = journal_path(root, job_id)
+    payload = json.loads(path.read_text())
+    payload["state"] = STATE_DONE
+    _write_json_atomically(path, payload)
+
+
+def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: Path,
+             planned_index_entries: int, kind: str = "append") -> dict:
+    """The pre-publication state the journal records (``queues``: "topic/qid" → (max offset, dir existed))."""
+    index_files = sorted(p.name for p in index_dir.iterdir() if p.is_file()) if index_dir.is_dir() else []
+    header = None
+    if index_files:
+        with open(index_dir / index_files[-1], "rb") as fh:
+            header = fh.read(L.INDEX_HEADER_SIZE).hex()
+    checkpoint = Path(root) / L.CHECKPOINT_FILE
+    commitlog = Path(root) / L.COMMITLOG_DIR
+    return {
+        "job": job_id, "kind": kind, "state": STATE_PUBLISHING, "start_phy": start_phy,
+        "commitlog_files": sorted(p.name for p in commitlog.iterdir()) if commitlog.is_dir() else [],
+        "queues": queues, "index_files": index_files, "index_header": header,
+        "planned_index_entries": planned_index_entries,
+        "checkpoint": checkpoint.read_bytes().hex() if checkpoint.exists() else None,
+        "topics_existed": sorted(p.name for p in (Path(root) / L.CONSUMEQUEUE_DIR).iterdir())
+        if (Path(root) / L.CONSUMEQUEUE_DIR).is_dir() else [],
+    }
+
+
+def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
+    """Finish or roll back interrupted publications, then repair a crashed tail. Caller holds the lock.
+
+    Returns what was done, one line per journal, for logs and ``rocketstore recover``.
+    """
+    done = []
+    jdir = meta_dir(root) / JOURNAL_DIR
+    for path in sorted(jdir.glob("*.json")) if jdir.is_dir() else []:
+        payload = json.loads(path.read_text())
+        job = payload["job"]
+        if payload["state"] == STATE_DONE:
+            _discard_trash(root, job)
+            done.append(f"job {job}: was committed; cleaned up")
+        else:
+            rollback(root, sizes, payload)
+            done.append(f"job {job}: was interrupted before its commit point; rolled back")
+            (Path(root) / L.ABORT_FILE).unlink(missing_ok=True)
+        shutil.rmtree(staging_dir(root, job), ignore_errors=True)
+        path.unlink()
+    if (Path(root) / L.ABORT_FILE).exists():
+        end = repair_store(root, sizes)
+        (Path(root) / L.ABORT_FILE).unlink()
+        done.append(f"crashed tail repaired: commit log valid up to offset {end}")
+    remove_empty_dirs(meta_dir(root))
+    return done
+
+
+def _discard_trash(root: Path, job: str) -> None:
+    shutil.rmtree(meta_dir(root) / TRASH_DIR / job, ignore_errors=True)
+
+
+def rollback(root: Path, sizes: StoreSizes, journal: dict) -> None:
+    """Put the store back in the state the journal recorded."""
+    root = Path(root)
+    if journal.get("kind") == "overwrite":
+        _rollback_overwrite(root, journal)
+        return
+    _rollback_commitlog(root, sizes, journal)
+    for key, (before, existed) in journal["queues"].items():
+        topic, _, qid = key.rpartition("/")
+        _rollback_queue(root / L.CONSUMEQUEUE_DIR / topic / qid, sizes, before, existed)
+    for topic_dir in (root / L.CONSUMEQUEUE_DIR).iterdir() if (root / L.CONSUMEQUEUE_DIR).is_dir() else []:
+        if topic_dir.name not in journal["topics_existed"] and not any(p.is_file() for p in topic_dir.rglob("*")):
+            shutil.rmtree(topic_dir)
+    _rollback_index(root, sizes, journal)
+    checkpoint = root / L.CHECKPOINT_FILE
+    if journal["checkpoint"] is None:
+        checkpoint.unlink(missing_ok=True)
+    else:
+        checkpoint.write_bytes(bytes.fromhex(journal["checkpoint"]))
+
+
+def _rollback_commitlog(root: Path, sizes: StoreSizes, journal: dict) -> None:
+    start = journal["start_phy"]
+    before = set(journal["commitlog_files"])
+    directory = root / L.COMMITLOG_DIR
+    for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if path.name not in before:
+            path.unlink()
+        elif int(path.name) <= start < int(path.name) + sizes.commit_log_file_size:
+            zero_from(path, start - int(path.name))
+
+
+def _rollback_queue(directory: Path, sizes: StoreSizes, before: int, existed: bool) -> None:
+    if not existed:
+        shutil.rmtree(directory, ignore_errors=True)
+        return
+    cut = before * L.CQ_STORE_UNIT_SIZE
+    for path in sorted(directory.iterdir()):
+        start = int(path.name)
+        if start > cut or (start == cut and cut > 0):
+            path.unlink()
+        elif start <= cut < start + sizes.consume_queue_file_size:
+            zero_from(path, cut - start)
+
+
+def _rollback_index(root: Path, sizes: StoreSizes, journal: dict) -> None:
+    directory = root / L.INDEX_DIR
+    before = journal["index_files"]
+    for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if path.name not in before:
+            path.unlink()
+    if not before or journal["index_header"] is None:
+        return
+    header_bytes = bytes.fromhex(journal["index_header"])
+    header = IndexHeader(*L.INDEX_HEADER.unpack(header_bytes))
+    path = directory / before[-1]
+    slots_end = L.INDEX_HEADER_SIZE + sizes.index_hash_slots * L.INDEX_SLOT_SIZE
+    with open(path, "r+b") as fh:
+        data = bytearray(fh.read(index_file_size(sizes.index_hash_slots, sizes.index_max_entries)))
+        slots = np.frombuffer(bytes(data[L.INDEX_HEADER_SIZE:slots_end]), dtype=">i4").astype(np.int64)
+        entries = np.frombuffer(bytes(data[slots_end:]), dtype=L.INDEX_ENTRY_DTYPE)
+        count = header.index_count
+        # undo the chain pushes: a slot pointing at a job entry goes back along 'prev' to an older entry
+        for slot in np.flatnonzero(slots >= count):
+            value = int(slots[slot])
+            while value >= count:
+                value = int(entries[value]["prev"]) if value < len(entries) else 0
+            slots[slot] = value
+        fh.seek(L.INDEX_HEADER_SIZE)
+        fh.write(slots.astype(">i4").tobytes())
+        fh.seek(0)
+        fh.write(header_bytes)
+    zero_from(path, slots_end + count * L.INDEX_ENTRY_SIZE)
+
+
+def move_to_trash(root: Path, job_id: str) -> None:
+    """For overwrite: move the store's data aside (renames only) so that rollback can bring it back."""
+    trash = meta_dir(root) / TRASH_DIR / job_id
+    trash.mkdir(parents=True, exist_ok=True)
+    for name in (L.COMMITLOG_DIR, L.CONSUMEQUEUE_DIR, L.INDEX_DIR, L.CHECKPOINT_FILE):
+        if (Path(root) / name).exists() and not (trash / name).exists():
+            os.replace(Path(root) / name, trash / name)
+
+
+def _rollback_overwrite(root: Path, journal: dict) -> None:
+    trash = meta_dir(root) / TRASH_DIR / journal["job"]
+    for name in (L.COMMITLOG_DIR, L.CONSUMEQUEUE_DIR, L.INDEX_DIR, L.CHECKPOINT_FILE):
+        if (trash / name).exists():
+            target = Path(root) / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+            os.replace(trash / name, target)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def remove_empty_dirs(directory: Path) -> None:
+    """Remove ``directory`` and its subdirectories where they hold no file (``.rocketstore`` housekeeping)."""
+    if not directory.is_dir():
+        return
+    for sub in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if sub.is_dir() and not any(sub.iterdir()):
+            sub.rmdir()
+    if not any(directory.iterdir()):
+        directory.rmdir()
+
+
+def pending_journals(root: Path) -> list[Path]:
+    jdir = meta_dir(root) / JOURNAL_DIR
+    return sorted(jdir.glob("*.json")) if jdir.is_dir() else []
+
+
+__all__ = ["recover_store", "write_journal", "mark_done", "snapshot", "staging_dir", "move_to_trash",
+           "pending_journals"]

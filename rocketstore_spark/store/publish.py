@@ -1,0 +1,127 @@
+"""Publishing staged batches as one all-or-nothing job (the Spark sink's driver-side commit).
+
+Tasks encode their messages into ``.rocketstore/staging/<job>/`` (:func:`stage`). The driver then calls
+:func:`publish_staged`, which takes the store's lock, records a journal, appends every staged batch in the
+order given (offsets and store times assigned here), creates the queues of new topics, flushes, marks the
+journal done (the commit point) and cleans up. :func:`discard_staged` is the abort: the store is untouched.
+
+``ROCKETSTORE_FAULT_AT=<step>`` kills the process at a named step; the crash-safety tests use it to prove
+that every step is recoverable: ``journal``, ``part-<i>``, ``before-done``, ``after-done``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import uuid
+from pathlib import Path
+from typing import Iterable, Optional
+
+import numpy as np
+import pyarrow as pa
+
+from . import layout as L
+from .appender import StoreWriter, encode_table
+from .encoded_batch import EncodedBatch
+from .encoder import UniqKeyFactory
+from .journal import (TRASH_DIR, journal_path, mark_done, meta_dir, move_to_trash, remove_empty_dirs, snapshot,
+                      staging_dir, write_journal)
+from .locking import StoreLock
+
+FAULT_ENV = "ROCKETSTORE_FAULT_AT"
+
+
+def fault_point(step: str) -> None:
+    """Kill this process at ``step`` when the fault-injection variable names it (tests only)."""
+    if os.environ.get(FAULT_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_host: str,
+          max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> list[str]:
+    """Encode ``tables`` into staging files of job ``job_id``; returns the staged stems, in order."""
+    directory = staging_dir(Path(root), job_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    factory = UniqKeyFactory()
+    stems = []
+    for i, table in enumerate(tables):
+        if table.num_rows == 0:
+            continue
+        batch = encode_table(table, store_host=store_host, uniq_factory=factory, max_message_size=max_message_size)
+        stem = directory / f"{name}-{i:06d}"
+        batch.save(stem)
+        stems.append(str(stem))
+    return stems
+
+
+def discard_staged(root, job_id: str) -> None:
+    """Abort: remove the job's staging directory; the store itself was never touched."""
+    shutil.rmtree(staging_dir(Path(root), job_id), ignore_errors=True)
+
+
+def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Optional[dict] = None,
+                   overwrite: bool = False, store_host: str = "127.0.0.1:10911", sizes: Optional[dict] = None,
+                   now_ms: Optional[int] = None) -> dict:
+    """Append the staged batches ``stems`` (in order) as one job; see the module docstring."""
+    root = Path(root)
+    sizes = sizes or {}
+    lock = StoreLock.acquire(root)
+    if overwrite:
+        from .journal import recover_store
+        from .sizes import detect_sizes
+
+        try:
+            recover_store(root, detect_sizes(root, **sizes))
+            write_journal(root, snapshot(root, job_id, 0, {}, root / L.INDEX_DIR, 0, kind="overwrite"))
+            fault_point("journal")
+            move_to_trash(root, job_id)
+        except BaseException:
+            lock.release()
+            raise
+    writer = StoreWriter.open(root, store_host=store_host, lock=lock, **sizes)
+    try:
+        batches = [EncodedBatch.load(Path(s)) for s in stems]
+        new_topic_queues = dict(new_topic_queues or {})
+        if not overwrite:
+            write_journal(root, snapshot(root, job_id, writer.next_phy, _touched(writer, batches, new_topic_queues),
+                                         root / L.INDEX_DIR, sum(len(b.entry_rec) for b in batches)))
+            fault_point("journal")
+        count = 0
+        for i, batch in enumerate(batches):
+            writer.append_encoded(batch, now_ms=now_ms)
+            count += len(batch)
+            fault_point(f"part-{i}")
+        for topic, queue_nums in new_topic_queues.items():
+            writer.ensure_queues(topic, queue_nums)
+        writer.flush()
+        fault_point("before-done")
+        mark_done(root, job_id)
+        fault_point("after-done")
+        end = writer.next_phy
+    except BaseException:
+        writer.abandon()
+        raise
+    writer.close()  # releases the lock; the next writer's recovery would also finish a done journal
+    shutil.rmtree(meta_dir(root) / TRASH_DIR / job_id, ignore_errors=True)
+    discard_staged(root, job_id)
+    journal_path(root, job_id).unlink(missing_ok=True)
+    remove_empty_dirs(meta_dir(root))
+    return {"job": job_id, "count": count, "end_phy_offset": end}
+
+
+def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
+    """'topic/qid' → [max offset before, queue dir existed] for every queue the job writes or creates."""
+    keys = set()
+    for b in batches:
+        rows = np.flatnonzero(b.dispatch)
+        keys.update((b.topic_names[int(t)], int(q)) for t, q in set(zip(b.topic_idx[rows].tolist(),
+                                                                         b.queue_id[rows].tolist())))
+    for topic, n in new_topic_queues.items():
+        keys.update((topic, q) for q in range(n))
+    cq = writer.root / L.CONSUMEQUEUE_DIR
+    return {f"{t}/{q}": [writer.queue_next_offset(t, q), (cq / t / str(q)).is_dir()] for t, q in sorted(keys)}
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
