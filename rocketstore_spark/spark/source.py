@@ -7,9 +7,13 @@ import sys
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
+from ..store.locking import StoreLock
+from ..store.publish import new_job_id
 from .options import parse_read_options
 from .reader import RocketStorePushdownReader, RocketStoreReader
 from .schema import SCHEMA, SPARK_COLUMNS, validate_user_schema
+from .write_options import existing_queue_counts, parse_write_options, validate_input_schema
+from .writer import RocketStoreWriter
 
 PUSHDOWN_WORKER = "data_source_pushdown_filters"
 
@@ -42,3 +46,13 @@ class RocketStoreDataSource(DataSource):
         opts = parse_read_options(self.options)
         cls = RocketStorePushdownReader if _called_from_pushdown_worker() else RocketStoreReader
         return cls(opts, columns)
+
+    def writer(self, schema: StructType, overwrite: bool) -> RocketStoreWriter:
+        opts = parse_write_options(self.options, overwrite)
+        validate_input_schema(schema, opts)
+        import os
+
+        os.makedirs(opts.path, exist_ok=True)
+        StoreLock.acquire(opts.path).release()  # fail fast when a broker or another writer holds the store
+        return RocketStoreWriter(opts, new_job_id(), {} if overwrite else existing_queue_counts(opts.path),
+                                 overwrite)

@@ -204,17 +204,35 @@ class UniqKeyFactory:
 
 
 def compress_body(data: bytes, sysflag: int) -> bytes:
-    """Compress a body the way RocketMQ's producer does for the codec in ``sysflag`` (ZLIB level 5 default)."""
+    """Compress a body exactly as RocketMQ's producer does for the codec in ``sysflag``, level 5
+    (``compressLevel``); the bytes equal what Java writes, so re-encoded records keep their body CRC.
+
+    ZLIB: ``Deflater`` stream. LZ4: lz4-java ``LZ4FrameOutputStream`` (4 MiB independent blocks, no sizes or
+    checksums). ZSTD: zstd-jni ``ZstdOutputStream``: a flushed block, then the frame end on close.
+    """
     kind = (sysflag & L.COMPRESSION_TYPE_MASK) >> L.COMPRESSION_TYPE_SHIFT
     if kind == L.COMPRESSION_LZ4:
         import lz4.frame
 
-        return lz4.frame.compress(data)
+        compressor = lz4.frame.LZ4FrameCompressor(block_size=lz4.frame.BLOCKSIZE_MAX4MB, block_linked=False,
+                                                  content_checksum=False, auto_flush=True)
+        return compressor.begin() + compressor.compress(data) + compressor.flush()
     if kind == L.COMPRESSION_ZSTD:
+        import io
+
         import zstandard
 
-        return zstandard.ZstdCompressor(level=5).compress(data)
-    return zlib.compress(data, 5)
+        out = io.BytesIO()
+        writer = zstandard.ZstdCompressor(level=COMPRESS_LEVEL, write_content_size=False).stream_writer(
+            out, closefd=False, size=-1)
+        writer.write(data)
+        writer.flush(zstandard.FLUSH_BLOCK)
+        writer.flush(zstandard.FLUSH_FRAME)
+        return out.getvalue()
+    return zlib.compress(data, COMPRESS_LEVEL)
+
+
+COMPRESS_LEVEL = 5  # DefaultMQProducer.compressLevel (rocketmq.message.compressLevel)
 
 
 __all__ = ["EncodeInput", "encode_records", "record_lengths", "serialize_properties", "UniqKeyFactory",

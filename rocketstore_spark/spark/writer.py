@@ -1,0 +1,172 @@
+"""The batch sink: tasks encode and stage in parallel, the driver publishes the whole job atomically.
+
+Commit protocol (details in :mod:`rocketstore_spark.store.publish` and :mod:`rocketstore_spark.store.journal`):
+
+1. ``writer()`` on the driver validates options and the input schema, checks that nobody holds the store's
+   ``lock`` (fail fast) and picks a job id.
+2. Each task attempt encodes its rows into its own files under ``<store>/.rocketstore/staging/<job>/``
+   (final record bytes except physical offset, queue offset and a missing store time). The store is not
+   touched, so retried, failed and speculative attempts leave nothing behind but staging files.
+3. ``commit()`` receives the messages of exactly the attempts Spark committed (one per partition) and
+   publishes their staged files in partition order under the store lock: journal, append, flush, mark
+   done. ``abort()`` deletes the staging directory: the store stays byte-identical.
+4. A driver killed inside ``commit()`` leaves a journal; the next writer (or ``rocketstore recover``) rolls the
+   job back completely, or, past the commit point, just cleans up.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from ..errors import MessageValidationError
+from ..store import layout as L
+from ..store.codec import java_string_hashes
+from ..store.publish import discard_staged, publish_staged, stage
+from .write_options import WriteOptions
+
+STAGE_CHUNK_ROWS = 200_000
+
+
+@dataclass(frozen=True)
+class StagedCommit(WriterCommitMessage):
+    """What one successful task attempt staged (paths and counts only)."""
+
+    partition_id: int
+    attempt: int
+    stems: tuple[str, ...]
+    count: int
+    new_topic_max_queue: tuple[tuple[str, int], ...]  # new topics seen → highest queue id used
+
+
+class RocketStoreWriter(DataSourceArrowWriter):
+    """Batch writer; see the module docstring for the commit protocol."""
+
+    def __init__(self, opts: WriteOptions, job_id: str, queue_counts: dict, overwrite: bool):
+        self.opts = opts
+        self.job_id = job_id
+        self.queue_counts = queue_counts  # existing topic → number of queues
+        self.overwrite = overwrite
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx else 0
+        attempt = ctx.attemptNumber() if ctx else 0
+        name = f"{partition:06d}-{attempt}-{uuid.uuid4().hex[:8]}"
+        new_topics: dict[str, int] = {}
+        count = 0
+
+        def tables():
+            nonlocal count
+            pending, rows = [], 0
+            for batch in iterator:
+                table = self.normalize(pa.Table.from_batches([batch]), partition, count + rows, new_topics)
+                pending.append(table)
+                rows += table.num_rows
+                if rows >= STAGE_CHUNK_ROWS:
+                    count += rows
+                    yield pa.concat_tables(pending)
+                    pending, rows = [], 0
+            if pending:
+                count += rows
+                yield pa.concat_tables(pending)
+
+        stems = stage(self.opts.path, self.job_id, name, tables(), store_host=self.opts.store_host,
+                      max_message_size=self.opts.max_message_size)
+        return StagedCommit(partition, attempt, tuple(stems), count, tuple(sorted(new_topics.items())))
+
+    def normalize(self, table: pa.Table, partition: int, row_base: int, new_topics: dict) -> pa.Table:
+        """Input columns → store-layer columns: topic/queue assignment, compression flags, checks."""
+        opts = self.opts
+        keep = [c for c in table.column_names if c in opts.passed_columns]
+        out = table.select(keep)
+        n = out.num_rows
+        if "topic" not in out.column_names:
+            out = out.append_column("topic", pa.array([opts.topic] * n, pa.string()))
+        if "keys" in out.column_names and not pa.types.is_list(out.schema.field("keys").type):
+            out = out.set_column(out.column_names.index("keys"), "keys",
+                                 pc.split_pattern(pc.fill_null(out.column("keys"), ""), L.KEY_SEPARATOR))
+        topics = out.column("topic").combine_chunks()
+        if topics.null_count:
+            raise MessageValidationError("column topic has a null value; every message needs a topic")
+        queue_counts = self._queue_counts_for(topics)
+        if "queueId" not in out.column_names:
+            out = out.append_column("queueId", pa.array(self._select_queues(table, queue_counts, partition, row_base),
+                                                        pa.int32()))
+        qids = np.asarray(pc.fill_null(out.column("queueId").combine_chunks(), 0), dtype=np.int64)
+        self._check_queue_ids(topics, qids, new_topics)
+        if opts.compress_body != "none" and "body" in out.column_names:
+            out = self._flag_compression(out)
+        return out
+
+    def _queue_counts_for(self, topics: pa.Array) -> np.ndarray:
+        encoded = pc.dictionary_encode(topics)
+        per_topic = np.array([self.queue_counts.get(t, self.opts.queue_nums)
+                              for t in encoded.dictionary.to_pylist()], dtype=np.int64)
+        return per_topic[np.asarray(encoded.indices)]
+
+    def _select_queues(self, table: pa.Table, counts: np.ndarray, partition: int, row_base: int) -> np.ndarray:
+        selector = self.opts.queue_selector
+        n = table.num_rows
+        if selector == "partition":
+            return (np.full(n, partition) % counts).astype(np.int32)
+        if selector == "hash":
+            source = "shardingKey" if "shardingKey" in table.column_names else "keys"
+            if source not in table.column_names:
+                raise MessageValidationError("queueSelector=hash needs a shardingKey or keys column")
+            col = table.column(source).combine_chunks()
+            if pa.types.is_list(col.type):
+                col = pc.list_element(pc.if_else(pc.greater(pc.list_value_length(col), 0), col,
+                                                 pa.scalar([""], col.type)), 0)
+            hashes = np.abs(java_string_hashes(pc.fill_null(col.cast(pa.string()), "")))
+            return (hashes % counts).astype(np.int32)
+        return ((partition + row_base + np.arange(n)) % counts).astype(np.int32)
+
+    def _check_queue_ids(self, topics: pa.Array, qids: np.ndarray, new_topics: dict) -> None:
+        if (qids < 0).any():
+            raise MessageValidationError(f"queueId must be >= 0, found {int(qids.min())}")
+        encoded = pc.dictionary_encode(topics)
+        idx = np.asarray(encoded.indices)
+        for k, topic in enumerate(encoded.dictionary.to_pylist()):
+            top = int(qids[idx == k].max())
+            if topic in self.queue_counts:
+                if top >= self.queue_counts[topic]:
+                    raise MessageValidationError(
+                        f"queueId {top} is beyond topic {topic!r}, which has {self.queue_counts[topic]} queues "
+                        f"(0..{self.queue_counts[topic] - 1}) in {self.opts.path}")
+            else:
+                new_topics[topic] = max(new_topics.get(topic, -1), top)
+
+    def _flag_compression(self, table: pa.Table) -> pa.Table:
+        """Set RocketMQ's COMPRESSED flag and type bits on bodies over the threshold (the producer's rule)."""
+        code = {"zlib": L.COMPRESSION_ZLIB, "lz4": L.COMPRESSION_LZ4, "zstd": L.COMPRESSION_ZSTD}[self.opts.compress_body]
+        lengths = np.asarray(pc.fill_null(pc.binary_length(table.column("body").combine_chunks()), 0))
+        sysflag = np.asarray(pc.fill_null(table.column("sysFlag").combine_chunks(), 0), dtype=np.int64) \
+            if "sysFlag" in table.column_names else np.zeros(table.num_rows, dtype=np.int64)
+        big = (lengths > self.opts.compress_threshold) & ((sysflag & L.COMPRESSED_FLAG) == 0)
+        sysflag = np.where(big, sysflag | L.COMPRESSED_FLAG | (code << L.COMPRESSION_TYPE_SHIFT), sysflag)
+        column = pa.array(sysflag.astype(np.int32))
+        if "sysFlag" in table.column_names:
+            return table.set_column(table.column_names.index("sysFlag"), "sysFlag", column)
+        return table.append_column("sysFlag", column)
+
+    def commit(self, messages: list[Optional[StagedCommit]]) -> None:
+        staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
+        new_topics: dict[str, int] = {}
+        for m in staged:
+            for topic, top in m.new_topic_max_queue:
+                new_topics[topic] = max(new_topics.get(topic, 0), top + 1, self.opts.queue_nums)
+        stems = [s for m in staged for s in m.stems]
+        publish_staged(self.opts.path, self.job_id, stems, new_topic_queues=new_topics,
+                       overwrite=self.overwrite, store_host=self.opts.store_host, sizes=self.opts.sizes)
+
+    def abort(self, messages: list[Optional[StagedCommit]]) -> None:
+        discard_staged(self.opts.path, self.job_id)
