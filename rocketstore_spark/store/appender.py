@@ -54,6 +54,7 @@ class StoreWriter:
         self._uniq = UniqKeyFactory()
         self._fds: dict[Path, int] = {}
         self._closed = False
+        self.recovery_actions: list[str] = []  # what opening had to finish, roll back or repair
         (root / L.ABORT_FILE).write_text(str(os.getpid()))
 
     @classmethod
@@ -74,8 +75,10 @@ class StoreWriter:
         try:
             sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                                  index_max_entries)
-            recover_store(root, sizes)
-            return cls(root, sizes, lock, store_host, max_message_size)
+            actions = recover_store(root, sizes)
+            writer = cls(root, sizes, lock, store_host, max_message_size)
+            writer.recovery_actions = actions
+            return writer
         except BaseException:
             lock.release()
             raise
