@@ -27,8 +27,14 @@ test: venv
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test
 
+DEMO_DIR ?= demo-output
+DEMO_MESSAGES ?= 200000
+
+# Generates a sample store (once) and runs the quickstart ETL on local Spark.
 demo: venv
-	$(PY) -m rocketstore_spark.demo
+	test -d $(DEMO_DIR)/store/commitlog || $(VENV)/bin/rocketstore generate $(DEMO_DIR)/store --messages $(DEMO_MESSAGES)
+	$(VENV)/bin/rocketstore inspect $(DEMO_DIR)/store
+	$(PY) examples/etl_quickstart.py $(DEMO_DIR)/store $(DEMO_DIR)/hourly-parquet
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
