@@ -38,7 +38,7 @@ class RocketStoreDataSource(DataSource):
 
     def schema(self):
         # called at load() when no schema is given: validate the options now so mistakes surface early
-        parse_read_options(self.options)
+        parse_read_options(self.options, stream=True)  # the superset: readStream options are valid here too
         return SCHEMA
 
     def reader(self, schema: StructType) -> RocketStoreReader:
@@ -56,3 +56,20 @@ class RocketStoreDataSource(DataSource):
         StoreLock.acquire(opts.path).release()  # fail fast when a broker or another writer holds the store
         return RocketStoreWriter(opts, new_job_id(), {} if overwrite else existing_queue_counts(opts.path),
                                  overwrite)
+
+    def streamReader(self, schema: StructType):
+        from .stream_reader import RocketStoreStreamReader
+
+        columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
+        return RocketStoreStreamReader(parse_read_options(self.options, stream=True), columns)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from .stream_writer import RocketStoreStreamWriter
+
+        opts = parse_write_options(self.options, False)
+        validate_input_schema(schema, opts)
+        import os
+
+        os.makedirs(opts.path, exist_ok=True)
+        StoreLock.acquire(opts.path).release()
+        return RocketStoreStreamWriter(opts, existing_queue_counts(opts.path))

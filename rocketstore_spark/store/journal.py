@@ -69,7 +69,7 @@ def mark_done(root: Path, job_id: str) -> None:
 
 
 def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: Path,
-             planned_index_entries: int, kind: str = "append") -> dict:
+             planned_index_entries: int, kind: str = "append", sink=None) -> dict:
     """The pre-publication state the journal records (``queues``: "topic/qid" → (max offset, dir existed))."""
     index_files = sorted(p.name for p in index_dir.iterdir() if p.is_file()) if index_dir.is_dir() else []
     header = None
@@ -79,7 +79,7 @@ def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: P
     checkpoint = Path(root) / L.CHECKPOINT_FILE
     commitlog = Path(root) / L.COMMITLOG_DIR
     return {
-        "job": job_id, "kind": kind, "state": STATE_PUBLISHING, "start_phy": start_phy,
+        "job": job_id, "kind": kind, "state": STATE_PUBLISHING, "start_phy": start_phy, "sink": sink,
         "commitlog_files": sorted(p.name for p in commitlog.iterdir()) if commitlog.is_dir() else [],
         "queues": queues, "index_files": index_files, "index_header": header,
         "planned_index_entries": planned_index_entries,
@@ -87,6 +87,24 @@ def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: P
         "topics_existed": sorted(p.name for p in (Path(root) / L.CONSUMEQUEUE_DIR).iterdir())
         if (Path(root) / L.CONSUMEQUEUE_DIR).is_dir() else [],
     }
+
+
+SINKS_DIR = "sinks"
+
+
+def sink_state_path(root: Path, sink_id: str) -> Path:
+    return meta_dir(root) / SINKS_DIR / f"{sink_id}.json"
+
+
+def last_sink_batch(root: Path, sink_id: str) -> int:
+    """The newest batch id a streaming sink committed into this store (-1 when none)."""
+    path = sink_state_path(root, sink_id)
+    return json.loads(path.read_text())["lastBatchId"] if path.exists() else -1
+
+
+def record_sink_batch(root: Path, sink_id: str, batch_id: int) -> None:
+    if batch_id > last_sink_batch(root, sink_id):
+        _write_json_atomically(sink_state_path(root, sink_id), {"sinkId": sink_id, "lastBatchId": batch_id})
 
 
 def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
@@ -101,6 +119,8 @@ def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
         job = payload["job"]
         if payload["state"] == STATE_DONE:
             _discard_trash(root, job)
+            if payload.get("sink"):
+                record_sink_batch(root, *payload["sink"])
             done.append(f"job {job}: was committed; cleaned up")
         else:
             rollback(root, sizes, payload)
@@ -234,4 +254,4 @@ def pending_journals(root: Path) -> list[Path]:
 
 
 __all__ = ["recover_store", "write_journal", "mark_done", "snapshot", "staging_dir", "move_to_trash",
-           "pending_journals"]
+           "pending_journals", "last_sink_batch", "record_sink_batch"]

@@ -25,8 +25,8 @@ from . import layout as L
 from .appender import StoreWriter, encode_table
 from .encoded_batch import EncodedBatch
 from .encoder import UniqKeyFactory
-from .journal import (TRASH_DIR, journal_path, mark_done, meta_dir, move_to_trash, remove_empty_dirs, snapshot,
-                      staging_dir, write_journal)
+from .journal import (TRASH_DIR, journal_path, last_sink_batch, mark_done, meta_dir, move_to_trash,
+                      record_sink_batch, remove_empty_dirs, snapshot, staging_dir, write_journal)
 from .locking import StoreLock
 
 FAULT_ENV = "ROCKETSTORE_FAULT_AT"
@@ -42,13 +42,13 @@ def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_hos
           max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> list[str]:
     """Encode ``tables`` into staging files of job ``job_id``; returns the staged stems, in order."""
     directory = staging_dir(Path(root), job_id)
-    directory.mkdir(parents=True, exist_ok=True)
     factory = UniqKeyFactory()
     stems = []
     for i, table in enumerate(tables):
         if table.num_rows == 0:
             continue
         batch = encode_table(table, store_host=store_host, uniq_factory=factory, max_message_size=max_message_size)
+        directory.mkdir(parents=True, exist_ok=True)
         stem = directory / f"{name}-{i:06d}"
         batch.save(stem)
         stems.append(str(stem))
@@ -62,11 +62,28 @@ def discard_staged(root, job_id: str) -> None:
 
 def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Optional[dict] = None,
                    overwrite: bool = False, store_host: str = "127.0.0.1:10911", sizes: Optional[dict] = None,
-                   now_ms: Optional[int] = None) -> dict:
-    """Append the staged batches ``stems`` (in order) as one job; see the module docstring."""
+                   now_ms: Optional[int] = None, sink: Optional[tuple] = None) -> dict:
+    """Append the staged batches ``stems`` (in order) as one job; see the module docstring.
+
+    ``sink=(sink_id, batch_id)`` makes the publication idempotent per streaming batch: a batch id the sink
+    already committed (a replay after a restart) publishes nothing; the batch id is recorded atomically with
+    the job (inside its journal).
+    """
     root = Path(root)
     sizes = sizes or {}
     lock = StoreLock.acquire(root)
+    if sink is not None:
+        from .journal import recover_store as _recover
+        from .sizes import detect_sizes as _detect
+
+        try:
+            _recover(root, _detect(root, **sizes))
+            if last_sink_batch(root, sink[0]) >= sink[1]:
+                discard_staged(root, job_id)
+                return {"job": job_id, "count": 0, "skipped": True}
+        except BaseException:
+            lock.release()
+            raise
     if overwrite:
         from .journal import recover_store
         from .sizes import detect_sizes
@@ -85,7 +102,8 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
         new_topic_queues = dict(new_topic_queues or {})
         if not overwrite:
             write_journal(root, snapshot(root, job_id, writer.next_phy, _touched(writer, batches, new_topic_queues),
-                                         root / L.INDEX_DIR, sum(len(b.entry_rec) for b in batches)))
+                                         root / L.INDEX_DIR, sum(len(b.entry_rec) for b in batches),
+                                         sink=list(sink) if sink else None))
             fault_point("journal")
         count = 0
         for i, batch in enumerate(batches):
@@ -98,6 +116,8 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
         fault_point("before-done")
         mark_done(root, job_id)
         fault_point("after-done")
+        if sink is not None:
+            record_sink_batch(root, *sink)
         end = writer.next_phy
     except BaseException:
         writer.abandon()

@@ -296,6 +296,33 @@ class RocketStore(MessageLookups):
         fields = self.commitlog.read_fields(int(file_idx[0]), pos, what=" (lookup by physical offset)")
         return build_batch(self.commitlog.queue.buffer(int(file_idx[0])), fields, columns)
 
+    def complete_queue_end(self, topic: str, queue_id: int, max_back: int = 1024) -> int:
+        """The queue's end for a live store: the offset after the last unit whose record is complete and
+        passes RocketMQ's checks (a writer may be halfway through the tail). Looks back at most ``max_back``."""
+        cq = self.consume_queue(topic, queue_id)
+        hi = cq.max_offset
+        floor = max(cq.first_offset, hi - max_back)
+        while hi > floor:
+            unit = cq.units(hi - 1, hi)[0]
+            if self._record_complete(int(unit["phy_offset"]), int(unit["size"])):
+                return hi
+            hi -= 1
+        return hi
+
+    def _record_complete(self, phy_offset: int, size: int) -> bool:
+        if size == L.CQ_FILLER_SIZE:
+            return True
+        if phy_offset < self.min_phy_offset() or phy_offset + size > self.commitlog.queue.end_offset:
+            return False
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        buf = self.commitlog.queue.buffer(int(file_idx[0]))
+        fields = parse_records(buf, pos)
+        if not fields.valid[0] or int(fields.total_size[0]) != size:
+            return False
+        from .codec import check_body_crcs
+
+        return not check_body_crcs(buf, fields)[0]
+
     def read_records_at(self, phy_offsets, columns=None) -> pa.Table:
         """Records at the given commit-log offsets (in the order given), each checked; offsets outside
         [min_phy_offset, valid end) are skipped."""

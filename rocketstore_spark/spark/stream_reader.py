@@ -1,0 +1,197 @@
+"""``spark.readStream.format("rocketstore")``: micro-batches over stores that keep growing.
+
+Offsets are ``{"<brokerName>": {"<topic>": {"<queueId>": nextOffset}}}`` (end exclusive). ``latestOffset`` reads
+consume-queue tails only: a unit counts when it is complete and the record it points to is complete and
+checks out (so a half-written unit or record is never handed out). Topics and queues that appear later are
+read from their earliest offset. ``maxMessagesPerTrigger`` (and on Spark >= 4.2 the engine's read limits)
+bound each batch, shared out across queues in proportion to their backlog.
+
+``Trigger.AvailableNow``: on Spark >= 4.2 the reader implements ``SupportsTriggerAvailableNow`` and reads up
+to the offsets current when the query starts, in bounded batches. On 4.0/4.1 Spark runs AvailableNow as a
+single batch of everything available and ``maxMessagesPerTrigger`` cannot be honoured (a warning says so).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from pyspark.sql.datasource import DataSourceStreamReader
+
+from ..errors import DataLossError
+from ..store import RocketStore
+from .options import EARLIEST, LATEST, ReadOptions, StoreRef
+from .planning import QueuePartition, StoreHandle, split_range
+from .reader import RocketStoreReader
+
+try:  # Spark >= 4.2
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - Spark 4.0 / 4.1
+    ReadAllAvailable = ReadMaxRows = None
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+log = logging.getLogger("rocketstore_spark")
+Offsets = dict  # broker → topic → str(queue id) → next offset
+
+
+def open_live(ref: StoreRef, opts: ReadOptions) -> RocketStore:
+    """A store opened without recovery: streaming trusts consume-queue tails checked record by record."""
+    probe = RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62)
+    return probe
+
+
+def live_ends(store: RocketStore, opts: ReadOptions) -> dict:
+    """topic → queue id → next offset whose units and records are complete (checked from the tail back)."""
+    out: dict = {}
+    for topic in store.topics():
+        if not opts.wants_topic(topic):
+            continue
+        for qid in store.queue_ids(topic):
+            out.setdefault(topic, {})[str(qid)] = store.complete_queue_end(topic, qid)
+    return out
+
+
+def share_limit(backlog: dict, limit: int) -> dict:
+    """Split ``limit`` messages across queues in proportion to their backlog (at least one each, in order)."""
+    total = sum(backlog.values())
+    if total <= limit:
+        return dict(backlog)
+    shares = {k: (v * limit) // total for k, v in backlog.items()}
+    left = limit - sum(shares.values())
+    for k in sorted(backlog, key=lambda k: backlog[k] - shares[k], reverse=True):
+        if left <= 0:
+            break
+        if shares[k] < backlog[k]:
+            shares[k] += 1
+            left -= 1
+    return shares
+
+
+class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, opts: ReadOptions, spark_columns: tuple[str, ...]):
+        self.opts = opts
+        self.spark_columns = spark_columns
+        self._batch = RocketStoreReader(opts, spark_columns)
+        self._available_now_target: Optional[Offsets] = None
+        self._last_end: Optional[Offsets] = None
+
+    # --- offsets ------------------------------------------------------------------------------------------
+
+    def _latest(self) -> Offsets:
+        out = {}
+        for ref in self.opts.stores:
+            with open_live(ref, self.opts) as store:
+                out[ref.broker] = live_ends(store, self.opts)
+        return out
+
+    def initialOffset(self) -> Offsets:
+        latest = self._latest()
+        start = self.opts.starting_offsets
+        out: Offsets = {}
+        for ref in self.opts.stores:
+            with open_live(ref, self.opts) as store:
+                for topic, queues in latest.get(ref.broker, {}).items():
+                    for qid in queues:
+                        out.setdefault(ref.broker, {}).setdefault(topic, {})[qid] = \
+                            self._initial_for(store, ref, topic, int(qid), queues[qid], start)
+        self._last_end = out
+        return out
+
+    def _initial_for(self, store, ref, topic, qid, latest, start) -> int:
+        if self.opts.starting_timestamp is not None:
+            return store.offset_by_time(topic, qid, self.opts.starting_timestamp, "lower")
+        if isinstance(start, dict):
+            node = start.get(ref.broker, {}) if len(self.opts.stores) > 1 else start
+            value = node.get(topic, {}).get(str(qid))
+            if value is not None and value >= 0:
+                return int(value)
+            start = EARLIEST if value == -2 else LATEST if value == -1 else LATEST
+        return store.min_offset(topic, qid) if start == EARLIEST else latest
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now_target = self._latest()
+
+    def getDefaultReadLimit(self):
+        if ReadMaxRows is not None and self.opts.max_messages_per_trigger:
+            return ReadMaxRows(self.opts.max_messages_per_trigger)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def latestOffset(self, start: Optional[Offsets] = None, limit=None) -> Offsets:
+        start = start if start is not None else (self._last_end or self.initialOffset())
+        latest = self._available_now_target or self._latest()
+        if limit is None:  # Spark 4.0/4.1: only the option can bound a batch
+            max_rows = self.opts.max_messages_per_trigger
+        elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+        else:
+            max_rows = None
+        backlog, end = {}, {}
+        for broker, topics in latest.items():
+            for topic, queues in topics.items():
+                for qid, top in queues.items():
+                    begin = start.get(broker, {}).get(topic, {}).get(qid)
+                    if begin is None:  # a queue that appeared: read it from its earliest offset
+                        begin = self._earliest(broker, topic, int(qid))
+                    backlog[(broker, topic, qid)] = max(int(top) - int(begin), 0)
+                    end.setdefault(broker, {}).setdefault(topic, {})[qid] = max(int(begin), 0)
+        grants = share_limit(backlog, max_rows) if max_rows else backlog
+        for (broker, topic, qid), n in grants.items():
+            end[broker][topic][qid] += n
+        for broker, topics in start.items():  # keep queues that vanished from the listing
+            for topic, queues in topics.items():
+                for qid, value in queues.items():
+                    end.setdefault(broker, {}).setdefault(topic, {}).setdefault(qid, value)
+        self._last_end = end
+        return end
+
+    def _earliest(self, broker: str, topic: str, qid: int) -> int:
+        ref = next(r for r in self.opts.stores if r.broker == broker)
+        with open_live(ref, self.opts) as store:
+            return store.min_offset(topic, qid)
+
+    # --- partitions ---------------------------------------------------------------------------------------
+
+    def partitions(self, start: Offsets, end: Offsets):
+        parts = []
+        for ref in self.opts.stores:
+            ends = end.get(ref.broker, {})
+            if not ends:
+                continue
+            with open_live(ref, self.opts) as store:
+                handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
+                                     (store.sizes.commit_log_file_size, store.sizes.consume_queue_file_size,
+                                      store.sizes.index_hash_slots, store.sizes.index_max_entries))
+                per_file = store.sizes.consume_queue_file_size // 20
+                for topic, queues in ends.items():
+                    for qid, hi in queues.items():
+                        lo = start.get(ref.broker, {}).get(topic, {}).get(qid)
+                        if lo is None:
+                            lo = store.min_offset(topic, int(qid)) if topic in store.topics() else hi
+                        lo = self._check_loss(store, ref, topic, int(qid), int(lo), int(hi))
+                        for a, b in split_range(lo, int(hi), per_file, self.opts.max_messages_per_partition):
+                            parts.append(QueuePartition(handle, topic, int(qid), a, b))
+        return parts
+
+    def _check_loss(self, store, ref, topic, qid, lo, hi) -> int:
+        if topic not in store.topics() or qid not in store.queue_ids(topic):
+            return hi
+        first = store.min_offset(topic, qid)
+        if lo < first and lo < hi:
+            message = (f"{ref.broker}/{topic}/{qid}: offsets {lo}..{min(first, hi)} were lost (commit-log files "
+                       f"expired or the queue's min offset moved to {first}) before this query read them")
+            if self.opts.fail_on_data_loss:
+                raise DataLossError(message + "; restart from earliest or set failOnDataLoss=false to skip them")
+            log.warning("%s; skipping them (failOnDataLoss=false)", message)
+            return min(first, hi)
+        return lo
+
+    def read(self, partition):
+        return self._batch.read(partition)
+
+    def commit(self, end: Offsets) -> None:
+        """Nothing to release: offsets live in Spark's checkpoint, the store is only read."""
+
+    def stop(self) -> None:
+        self._available_now_target = None
