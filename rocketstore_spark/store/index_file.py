@@ -112,9 +112,42 @@ class IndexFile:
 
 
 def _candidate_slot_counts(length: int) -> np.ndarray:
+    """Slot counts S with header + 4·S + 20·N == length for some N >= 1 (every fifth S at most)."""
     body = length - L.INDEX_HEADER_SIZE
-    slots = np.arange(1, body // L.INDEX_SLOT_SIZE + 1, dtype=np.int64)
-    return slots[(body - slots * L.INDEX_SLOT_SIZE) % L.INDEX_ENTRY_SIZE == 0]
+    if body <= L.INDEX_ENTRY_SIZE or body % 4:
+        return np.zeros(0, dtype=np.int64)
+    first = next((s for s in range(1, 6) if (body - s * 4) % L.INDEX_ENTRY_SIZE == 0), None)
+    if first is None:
+        return np.zeros(0, dtype=np.int64)
+    return np.arange(first, (body - L.INDEX_ENTRY_SIZE) // 4 + 1, 5, dtype=np.int64)
+
+
+def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.ndarray:
+    """The slot counts under which, in every non-empty file, the newest entry is its bucket's slot head.
+    Files are memory-mapped: only the header, a few slots and entries are touched."""
+    for path in paths:
+        with open(path, "rb") as fh:
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            buf = np.frombuffer(mm, dtype=np.uint8)
+            count = int(read_be(buf, np.array([36]), 4)[0])
+            if count <= 1:
+                continue
+            newest = count - 1
+            entry_pos = L.INDEX_HEADER_SIZE + candidates * L.INDEX_SLOT_SIZE + newest * L.INDEX_ENTRY_SIZE
+            fits = entry_pos + L.INDEX_ENTRY_SIZE <= length
+            cands, entry_pos = candidates[fits], entry_pos[fits]
+            key_hash = read_be(buf, entry_pos, 4)
+            ok = key_hash >= 0
+            slot_pos = L.INDEX_HEADER_SIZE + np.where(ok, key_hash % np.maximum(cands, 1), 0) * L.INDEX_SLOT_SIZE
+            ok &= read_be(buf, slot_pos, 4) == newest
+            candidates = cands[ok]
+            del buf
+        finally:
+            mm.close()
+        if len(candidates) <= 1:
+            break
+    return candidates
 
 
 def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Optional[int]):
@@ -144,23 +177,11 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
         raise StoreConfigError(
             f"no hash-slot count fits index file {paths[0]} of {length} bytes with the given options "
             f"(index_hash_slots={slots}, index_max_entries={max_entries})")
-    for path in paths:
-        with open(path, "rb") as fh:
-            buf = np.frombuffer(fh.read(), dtype=np.uint8)
-        count = int(read_be(buf, np.array([36]), 4)[0])
-        if count <= 1:
-            continue
-        newest = count - 1
-        entry_pos = L.INDEX_HEADER_SIZE + candidates * L.INDEX_SLOT_SIZE + newest * L.INDEX_ENTRY_SIZE
-        fits = entry_pos + L.INDEX_ENTRY_SIZE <= length
-        cands, entry_pos = candidates[fits], entry_pos[fits]
-        key_hash = read_be(buf, entry_pos, 4)
-        ok = key_hash >= 0
-        slot_pos = L.INDEX_HEADER_SIZE + np.where(ok, key_hash % cands, 0) * L.INDEX_SLOT_SIZE
-        ok &= read_be(buf, slot_pos, 4) == newest
-        candidates = cands[ok]
-        if len(candidates) <= 1:
-            break
+    preferred = candidates[candidates == L.DEFAULT_INDEX_HASH_SLOTS]
+    if len(preferred) and _consistent(paths, preferred, length).size:
+        candidates = preferred  # the broker default fits every file: no need to read more of them
+    else:
+        candidates = _consistent(paths, candidates, length)
     if len(candidates) == 1:
         s = int(candidates[0])
         return s, (length - L.INDEX_HEADER_SIZE - s * L.INDEX_SLOT_SIZE) // L.INDEX_ENTRY_SIZE

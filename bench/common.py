@@ -1,0 +1,58 @@
+"""Shared pieces of the benchmarks: a vectorised message generator and a local Spark session."""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+
+
+def spark_session(app: str):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]")).appName(app)
+             .config("spark.ui.enabled", "false").config("spark.driver.memory", "4g")
+             .config("spark.sql.python.filterPushdown.enabled", "true").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def message_tables(n: int, body_bytes: int = 1024, rare_fraction: float = 0.01, chunk: int = 200_000,
+                   queues: int = 8, seed: int = 7):
+    """Tables of ``n`` messages: topic 'bench', ``queues`` queues, ~1% tagged 'rare' (the rest 'common'),
+    one unique key each, random bodies of ``body_bytes``."""
+    rng = np.random.default_rng(seed)
+    base_ts = int(time.time() * 1000) - n
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        seq = np.arange(start, start + m)
+        data = rng.integers(0, 256, size=m * body_bytes, dtype=np.uint8)
+        offsets = np.arange(0, (m + 1) * body_bytes, body_bytes, dtype=np.int32)
+        body = pa.Array.from_buffers(pa.binary(), m, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        rare = rng.random(m) < rare_fraction
+        yield pa.table({
+            "topic": pa.array(np.full(m, "bench", dtype=object), pa.string()),
+            "queueId": pa.array((seq % queues).astype(np.int32)),
+            "tags": pa.array(np.where(rare, "rare", "common").astype(object), pa.string()),
+            "keys": pa.array([[f"key-{i}"] for i in seq], pa.list_(pa.string())),
+            "body": body,
+            "storeTimestamp": pa.array(base_ts + seq, pa.int64()),
+        })
+
+
+def timed(fn, repeat: int = 1):
+    best = None
+    result = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        elapsed = time.perf_counter() - t0
+        best = elapsed if best is None else min(best, elapsed)
+    return best, result
+
+
+def emit(**fields):
+    print(json.dumps(fields), flush=True)
