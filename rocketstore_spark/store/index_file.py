@@ -150,6 +150,32 @@ def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.nd
     return candidates
 
 
+def _fully_consistent(paths: list[Path], slots: int, length: int) -> bool:
+    """Every used slot points at an entry of its own bucket and every entry links only backwards."""
+    entries_count = (length - L.INDEX_HEADER_SIZE - slots * L.INDEX_SLOT_SIZE) // L.INDEX_ENTRY_SIZE
+    for path in paths:
+        with open(path, "rb") as fh:
+            head = fh.read(L.INDEX_HEADER_SIZE + slots * L.INDEX_SLOT_SIZE)
+            count = int.from_bytes(head[36:40], "big", signed=True)
+            if count <= 1:
+                continue
+            if count > entries_count + 1:
+                return False
+            entries = np.frombuffer(fh.read(count * L.INDEX_ENTRY_SIZE), dtype=L.INDEX_ENTRY_DTYPE)
+        if len(entries) < count:
+            return False
+        table = np.frombuffer(head[L.INDEX_HEADER_SIZE:], dtype=">i4").astype(np.int64)
+        used = np.flatnonzero(table > 0)
+        if (table[used] >= count).any():
+            return False
+        hashes = entries["key_hash"].astype(np.int64)
+        if (hashes[1:] < 0).any() or (entries["prev"][1:].astype(np.int64) >= np.arange(1, count)).any():
+            return False
+        if ((hashes[table[used]] % slots) != used).any():
+            return False
+    return True
+
+
 def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Optional[int]):
     """(slots, max_entries) for the index files, from options, file lengths and the slot/entry structure.
 
@@ -182,6 +208,8 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
         candidates = preferred  # the broker default fits every file: no need to read more of them
     else:
         candidates = _consistent(paths, candidates, length)
+    if len(candidates) > 1:
+        candidates = np.array([c for c in candidates if _fully_consistent(paths, int(c), length)], dtype=np.int64)
     if len(candidates) == 1:
         s = int(candidates[0])
         return s, (length - L.INDEX_HEADER_SIZE - s * L.INDEX_SLOT_SIZE) // L.INDEX_ENTRY_SIZE

@@ -1,0 +1,171 @@
+"""The writer: byte-identical re-encoding of the golden store, round trips, validation, locking."""
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from rocketstore_spark.errors import (MessageValidationError, StoreClosedError, StoreLockedError,
+                                      StoreNotFoundError)
+from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.codec import java_string_hash
+from tests.conftest import GOLDEN_SIZES
+
+RAW = ["topic", "queueId", "queueOffset", "flag", "sysFlag", "bornTimestamp", "storeTimestamp", "bornHost",
+       "storeHost", "reconsumeTimes", "preparedTransactionOffset", "rawBody", "propertiesString"]
+SMALL = dict(commit_log_file_size=16 * 1024, consume_queue_file_size=200, index_hash_slots=64,
+             index_max_entries=256)
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name != "lock":
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def reencoded(golden_store, tmp_path_factory):
+    table = pa.Table.from_batches(list(golden_store.scan_commitlog(columns=RAW)))
+    out = tmp_path_factory.mktemp("reencoded") / "store"
+    with RocketStore.open(out, mode="a", **GOLDEN_SIZES) as writer:
+        writer.append(table)
+    return out
+
+
+def test_reencoding_the_golden_store_is_byte_identical(reencoded, golden_store_path):
+    for sub in ("commitlog", "consumequeue"):
+        originals = sorted(p for p in (golden_store_path / sub).rglob("*") if p.is_file())
+        assert originals
+        for original in originals:
+            copy = reencoded / sub / original.relative_to(golden_store_path / sub)
+            assert copy.read_bytes() == original.read_bytes(), copy
+    mine = sorted((reencoded / "index").iterdir())
+    theirs = sorted((golden_store_path / "index").iterdir())
+    assert [p.read_bytes() for p in mine] == [p.read_bytes() for p in theirs]
+
+
+def test_reencoded_store_reopens_cleanly(reencoded, golden_store):
+    with RocketStore.open(reencoded) as store:
+        assert store.recovery.mode == "normal" and not (reencoded / "abort").exists()
+        assert store.max_phy_offset() == golden_store.max_phy_offset()
+        assert (reencoded / "lock").read_bytes() == b"lock"
+        last = list(golden_store.scan_commitlog(columns=["storeTimestamp"]))[-1].column(0)[-1].value
+        assert store.checkpoint().physic_msg_timestamp == last
+        for topic in golden_store.topics():
+            for qid in golden_store.queue_ids(topic):
+                assert store.max_offset(topic, qid) == golden_store.max_offset(topic, qid)
+
+
+def messages(n, topic="orders", start=0, **extra):
+    cols = {"topic": [topic] * n, "queueId": [i % 3 for i in range(n)],
+            "body": [f"body-{start + i}".encode() * (1 + i % 7) for i in range(n)],
+            "tags": ["TagA" if i % 2 else "TagB" for i in range(n)],
+            "keys": [[f"k{start + i}", f"group{(start + i) % 5}"] for i in range(n)]}
+    cols.update(extra)
+    return pa.table(cols)
+
+
+def test_round_trip_with_rolling_files(tmp_path):
+    long_topic = "%RETRY%" + "x" * 150
+    table = pa.concat_tables([messages(400), messages(50, topic=long_topic, start=400)])
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+        writer.append(table)
+        writer.append(messages(100, start=450))
+    with RocketStore.open(tmp_path / "s") as store:
+        assert len(store.commitlog.queue.files) > 3  # files rolled, with BLANK tails
+        rows = [r for b in store.scan_commitlog() for r in b.to_pylist()]
+        assert [r["body"] for r in rows] == table.column("body").to_pylist() + messages(100, start=450).column(
+            "body").to_pylist()
+        assert all(len(r["uniqKey"]) == 32 for r in rows)
+        per_queue = {}
+        for r in rows:
+            per_queue.setdefault((r["topic"], r["queueId"]), []).append(r["queueOffset"])
+        assert all(v == list(range(len(v))) for v in per_queue.values())
+        long_rows = [r for r in rows if r["topic"] == long_topic]
+        assert len(long_rows) == 50
+        found = store.query_by_key("orders", "k7", columns=["body"]).column(0).to_pylist()
+        assert found == [b"body-7"]
+        assert store.query_by_key(long_topic, "k401").num_rows == 1
+        assert store.query_by_key("orders", "group3", max_num=64).num_rows == 64
+        uniq = rows[10]["uniqKey"]
+        assert store.query_by_key("orders", uniq, columns=["uniqKey"]).column(0).to_pylist() == [uniq]
+
+
+def test_reopen_for_append_continues_offsets(tmp_path):
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+        writer.append(messages(10))
+    with RocketStore.open(tmp_path / "s", mode="a") as writer:
+        assert writer.queue_next_offset("orders", 0) == 4
+        writer.append(messages(10, start=10))
+    with RocketStore.open(tmp_path / "s") as store:
+        assert store.max_offset("orders", 0) == 8
+
+
+def test_hash_collisions_never_return_the_wrong_message(tmp_path):
+    assert java_string_hash("Aa") == java_string_hash("BB")
+    table = pa.table({"topic": ["t"] * 4, "body": [b"1", b"2", b"3", b"4"], "tags": ["Aa", "BB", "Aa", "BB"],
+                      "keys": [["Aa"], ["BB"], ["Aa"], ["BB"]]})
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+        writer.append(table)
+    with RocketStore.open(tmp_path / "s") as store:
+        got = [b.column(0).to_pylist() for b in store.read_queue("t", 0, tags="Aa", columns=["body"])]
+        assert sum(got, []) == [b"1", b"3"]
+        assert store.query_by_key("t", "BB", columns=["body"]).column(0).to_pylist() == [b"2", b"4"]
+        res = store.get_message("t", 0, 0, tags="Aa", columns=["body"])
+        assert res.messages.column(0).to_pylist() == [b"1", b"3"]
+
+
+@pytest.mark.parametrize("flag", [0x101, 0x201, 0x301])
+def test_compressed_bodies_round_trip(tmp_path, flag):
+    body = b"rocketmq " * 2000
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+        writer.append(pa.table({"topic": ["t"], "body": [body], "sysFlag": [flag]}))
+    with RocketStore.open(tmp_path / "s") as store:
+        row = next(store.scan_commitlog(columns=["body", "rawBody", "sysFlag"])).to_pylist()[0]
+        assert row["body"] == body and len(row["rawBody"]) < len(body) and row["sysFlag"] == flag
+
+
+@pytest.mark.parametrize("table,match", [
+    (pa.table({"topic": ["../evil"], "body": [b"x"]}), "invalid topic"),
+    (pa.table({"topic": ["a/b"], "body": [b"x"]}), "invalid topic"),
+    (pa.table({"topic": [""], "body": [b"x"]}), "topic is required"),
+    (pa.table({"topic": ["t" * 256], "body": [b"x"]}), "at most 255"),
+    (pa.table({"topic": ["t"], "body": pa.array([None], pa.binary())}), "body is null"),
+    (pa.table({"topic": ["t"], "body": [b"x" * (5 * 1024 * 1024)]}), "at most 4194304"),
+    (pa.table({"topic": ["t"], "body": [b"x"], "properties": pa.array([[("k", "v" * 40000)]],
+                                                                       pa.map_(pa.string(), pa.string()))}),
+     "32767"),
+    (pa.table({"topic": ["t"], "body": [b"x"], "color": ["red"]}), "unknown column"),
+    (pa.table({"topic": ["t"], "body": [b"x"], "bornHost": ["nohost"]}), "bornHost"),
+])
+def test_bad_messages_are_rejected_before_anything_is_written(tmp_path, table, match):
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+        writer.append(messages(3))
+        before = tree_digest(tmp_path / "s")
+        with pytest.raises(MessageValidationError, match=match):
+            writer.append(table)
+        assert tree_digest(tmp_path / "s") == before
+
+
+def test_lock_closed_and_file_paths(tmp_path):
+    writer = RocketStore.open(tmp_path / "s", mode="a", **SMALL)
+    with pytest.raises(StoreLockedError):
+        RocketStore.open(tmp_path / "s", mode="a")
+    code = ("import sys\nfrom rocketstore_spark.store import RocketStore\nfrom rocketstore_spark.errors import "
+            "StoreLockedError\ntry:\n    RocketStore.open(sys.argv[1], mode='a')\nexcept StoreLockedError as e:\n"
+            "    print('LOCKED', e)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True,
+                         timeout=60)
+    assert "LOCKED" in out.stdout and "lock" in out.stdout
+    writer.close()
+    with pytest.raises(StoreClosedError):
+        writer.append(messages(1))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StoreNotFoundError):
+        RocketStore.open(tmp_path / "file", mode="a")
