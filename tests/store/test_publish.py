@@ -1,0 +1,105 @@
+"""All-or-nothing publication of staged batches, with the publishing process killed at every step."""
+
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.publish import discard_staged, new_job_id, publish_staged, stage
+from tests.store.test_writer import SMALL, messages, tree_digest
+
+STEPS = ["journal", "part-0", "part-1", "before-done"]
+
+
+@pytest.fixture
+def base_store(tmp_path):
+    root = tmp_path / "store"
+    with RocketStore.open(root, mode="a", **SMALL) as w:
+        w.append(messages(300))
+    return root
+
+
+def stage_job(root, job):
+    return (stage(root, job, "p0", [messages(200, start=300), messages(50, topic="fresh", start=500)],
+                  store_host="10.0.0.1:10911")
+            + stage(root, job, "p1", [messages(80, start=550)], store_host="10.0.0.1:10911"))
+
+
+def run_publish(root, job, stems, step):
+    code = ("import sys\nfrom rocketstore_spark.store.publish import publish_staged\n"
+            f"publish_staged({str(root)!r}, {job!r}, {stems!r}, new_topic_queues={{'fresh': 4}})\n")
+    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT=step),
+                          timeout=120)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_killed_before_the_commit_point_rolls_back_completely(base_store, step):
+    before = tree_digest(base_store)
+    job = new_job_id()
+    result = run_publish(base_store, job, stage_job(base_store, job), step)
+    assert result.returncode == -9  # the fault really fired
+    with RocketStore.open(base_store) as s:  # readable without error while the journal is pending
+        assert s.max_phy_offset() > 0
+    with RocketStore.open(base_store, mode="a") as w:
+        assert any("rolled back" in a for a in w.recovery_actions)
+    assert tree_digest(base_store) == before
+    assert not (base_store / ".rocketstore").exists()
+
+
+def test_killed_after_the_commit_point_keeps_everything(base_store):
+    job = new_job_id()
+    assert run_publish(base_store, job, stage_job(base_store, job), "after-done").returncode == -9
+    with RocketStore.open(base_store, mode="a") as w:
+        assert any("committed" in a for a in w.recovery_actions)
+    with RocketStore.open(base_store) as s:
+        assert s.topics() == ["fresh", "orders"] and s.queue_ids("fresh") == [0, 1, 2, 3]
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300 + 200 + 80
+        assert sum(s.max_offset("fresh", q) for q in range(4)) == 50 and s.max_offset("fresh", 3) == 0
+
+
+def test_publish_and_abort(base_store):
+    before = tree_digest(base_store)
+    job = new_job_id()
+    stems = stage_job(base_store, job)
+    discard_staged(base_store, job)
+    assert tree_digest(base_store) == before and not list((base_store / ".rocketstore").rglob("*.rec"))
+    job = new_job_id()
+    result = publish_staged(base_store, job, stage_job(base_store, job), new_topic_queues={"fresh": 4})
+    assert result["count"] == 330 and not (base_store / ".rocketstore").exists()
+    with RocketStore.open(base_store) as s:
+        bodies = [b for q in s.queue_ids("orders") for t in s.read_queue("orders", q, columns=["body"])
+                  for b in t.column(0).to_pylist()]
+        assert len(bodies) == len(set(bodies)) == 580
+    assert stems
+
+
+def test_sink_batches_are_idempotent(base_store):
+    for attempt in range(2):
+        job = new_job_id()
+        stems = stage(base_store, job, "p", [messages(10, start=1000)], store_host="10.0.0.1:10911")
+        result = publish_staged(base_store, job, stems, sink=("sink-a", 7))
+        assert result.get("skipped", False) == (attempt == 1)
+    with RocketStore.open(base_store) as s:
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 310
+
+
+def test_overwrite_replaces_and_rolls_back(base_store):
+    job = new_job_id()
+    stems = stage(base_store, job, "p", [pa.table({"topic": ["other"], "body": [b"only"]})],
+                  store_host="10.0.0.1:10911")
+    before = tree_digest(base_store)
+    code = ("from rocketstore_spark.store.publish import publish_staged\n"
+            f"publish_staged({str(base_store)!r}, {job!r}, {stems!r}, overwrite=True)\n")
+    assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="part-0"),
+                          timeout=120).returncode == -9
+    RocketStore.open(base_store, mode="a").close()
+    assert tree_digest(base_store) == before
+    job = new_job_id()
+    stems = stage(base_store, job, "p", [pa.table({"topic": ["other"], "body": [b"only"]})],
+                  store_host="10.0.0.1:10911")
+    publish_staged(base_store, job, stems, overwrite=True)
+    with RocketStore.open(base_store) as s:
+        assert s.topics() == ["other"]
