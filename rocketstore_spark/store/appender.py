@@ -60,12 +60,13 @@ class StoreWriter:
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, store_host: str = DEFAULT_STORE_HOST,
-             max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, lock: Optional[StoreLock] = None
-             ) -> "StoreWriter":
+             max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, lock: Optional[StoreLock] = None,
+             recover: bool = True) -> "StoreWriter":
         """Open (creating if absent) the store at ``path`` for appending.
 
         Finishes or rolls back an interrupted publication and repairs a crashed tail first. ``lock`` lets a
-        caller that already holds the store's lock hand it over (the writer releases it on close).
+        caller that already holds the store's lock hand it over (the writer releases it on close);
+        ``recover=False`` is for that caller when it has just recovered the store itself.
         """
         root = Path(path).expanduser()
         if root.exists() and not root.is_dir():
@@ -75,7 +76,7 @@ class StoreWriter:
         try:
             sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                                  index_max_entries)
-            actions = recover_store(root, sizes)
+            actions = recover_store(root, sizes) if recover else []
             writer = cls(root, sizes, lock, store_host, max_message_size)
             writer.recovery_actions = actions
             return writer

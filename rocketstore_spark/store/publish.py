@@ -98,7 +98,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
         except BaseException:
             lock.release()
             raise
-    writer = StoreWriter.open(root, store_host=store_host, lock=lock, **sizes)
+    writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=not overwrite, **sizes)
     try:
         batches = [EncodedBatch.load(Path(s)) for s in stems]
         new_topic_queues = dict(new_topic_queues or {})
