@@ -87,10 +87,10 @@ def test_sink_batches_are_idempotent(base_store):
 
 
 def test_overwrite_replaces_and_rolls_back(base_store):
+    before = tree_digest(base_store)
     job = new_job_id()
     stems = stage(base_store, job, "p", [pa.table({"topic": ["other"], "body": [b"only"]})],
                   store_host="10.0.0.1:10911")
-    before = tree_digest(base_store)
     code = ("from rocketstore_spark.store.publish import publish_staged\n"
             f"publish_staged({str(base_store)!r}, {job!r}, {stems!r}, overwrite=True)\n")
     assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="part-0"),
