@@ -16,7 +16,8 @@ from . import layout as L
 from .codec import java_string_hash
 from .mapped_file_queue import MappedFileQueue
 
-UNITS_PER_RECOVERY_FILES = 3  # ConsumeQueue.recover starts from the third-last file
+UNITS_PER_RECOVERY_FILES = 3
+EXT_ADDRESS_MAX = -(1 << 31) - 1  # ConsumeQueueExt.MAX_ADDR: tagsCode at or below is an ext-file address  # ConsumeQueue.recover starts from the third-last file
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,17 @@ class Subscription:
                 "e.g. 'TagA || TagB' (empty tags, '*' inside a list and single '|' are not allowed)")
         return Subscription(tuple(dict.fromkeys(parts)))
 
-    def matches_codes(self, tags_codes: np.ndarray) -> np.ndarray:
-        """The consume-queue test: ``(int) tagsCode`` in the code set (everything for ``*``)."""
-        if self.is_all:
-            return np.ones(len(tags_codes), dtype=bool)
-        low = (np.asarray(tags_codes, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-        return np.isin(low.astype(np.int64), self.codes)
+    def matches_codes(self, tags_codes: np.ndarray, topic: str = "") -> np.ndarray:
+        """The consume-queue test: ``(int) tagsCode`` in the code set (everything for ``*``).
+
+        Units whose tagsCode is not a tag hash pass, to be decided on the real tag: ConsumeQueueExt addresses
+        (<= Integer.MIN_VALUE - 1) and every unit of SCHEDULE_TOPIC_XXXX (its tagsCode is a delivery time).
+        """
+        codes = np.asarray(tags_codes, dtype=np.int64)
+        if self.is_all or topic == L.SCHEDULE_TOPIC:
+            return np.ones(len(codes), dtype=bool)
+        low = (codes & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+        return np.isin(low.astype(np.int64), self.codes) | (codes <= EXT_ADDRESS_MAX)
 
 
 class ConsumeQueue:

@@ -223,7 +223,7 @@ class RocketStore(MessageLookups):
     def _read_units(self, cq, offsets, units, columns, sub, batch_rows, verify_crc, fail_on_data_loss):
         phy = units["phy_offset"].astype(np.int64)
         size = units["size"].astype(np.int64)
-        keep = (size != L.CQ_FILLER_SIZE) & sub.matches_codes(units["tags_code"])
+        keep = (size != L.CQ_FILLER_SIZE) & sub.matches_codes(units["tags_code"], cq.topic)
         valid_end = self.recovery.valid_end
         past = keep & (phy + size > valid_end)
         if past.any():
