@@ -93,7 +93,8 @@ class IndexWriter:
         diffs = np.where((ts - diff_base) < 0, 0, diffs)
         diffs = np.minimum(diffs, JAVA_INT_MAX)
         slot_base = L.INDEX_HEADER_SIZE
-        slots = np.frombuffer(self._mm, dtype=">i4", count=self.slots, offset=slot_base).copy()
+        # a writable view: only the slots touched are read and written, so a sparse file stays sparse
+        slots = np.frombuffer(self._mm, dtype=">i4", count=self.slots, offset=slot_base)
         bucket = hashes % self.slots
         current = slots[bucket].astype(np.int64)
         current = np.where((current <= 0) | (current > first + np.arange(k)), 0, current)
@@ -113,7 +114,7 @@ class IndexWriter:
         last_of_bucket = np.ones(k, dtype=bool)
         last_of_bucket[:-1] = sorted_bucket[1:] != sorted_bucket[:-1]
         slots[sorted_bucket[last_of_bucket]] = numbers[order][last_of_bucket]
-        self._mm[slot_base:entry_base] = slots.astype(">i4").tobytes()
+        del slots
         used = h.hash_slot_count + int((prev == 0).sum())
         self._header = IndexHeader(begin_ts, int(ts[-1]), begin_phy, int(phy[-1]), used, first + k)
         self._mm[0:L.INDEX_HEADER_SIZE] = L.INDEX_HEADER.pack(*self._header.__dict__.values())

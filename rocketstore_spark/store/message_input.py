@@ -131,8 +131,11 @@ def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int)
         parts.append(_pair(L.PROPERTY_TAGS, _column(table, "tags").cast(pa.string())))
     if "keys" in names:
         keys_col = _column(table, "keys")
-        keys_text = pc.binary_join(keys_col, L.KEY_SEPARATOR) if pa.types.is_list(keys_col.type) \
-            else keys_col.cast(pa.string())
+        if pa.types.is_list(keys_col.type) or pa.types.is_large_list(keys_col.type):
+            # Spark hands lists over with non-null elements, which binary_join has no kernel for
+            keys_text = pc.binary_join(keys_col.cast(pa.list_(pa.string())), L.KEY_SEPARATOR)
+        else:
+            keys_text = keys_col.cast(pa.string())
         keys_text = pc.if_else(pc.equal(pc.fill_null(keys_text, ""), ""), pa.scalar(None, pa.string()), keys_text)
         parts.append(_pair(L.PROPERTY_KEYS, keys_text))
     uniq = _column(table, "uniqKey").cast(pa.string()) if "uniqKey" in names else property_values(props, L.PROPERTY_UNIQ_KEY)
