@@ -23,9 +23,20 @@ _OPEN_STORES: "OrderedDict[StoreHandle, RocketStore]" = OrderedDict()
 _MAX_OPEN_STORES = 8
 
 
-def store_for(handle: StoreHandle) -> RocketStore:
-    """An opened store per handle, reused across partitions of a Python worker (maps stay warm)."""
+def store_for(handle: StoreHandle, partition=None) -> RocketStore:
+    """An opened store per handle, reused across partitions of a Python worker (maps stay warm).
+
+    A cached store that has not seen a queue's units up to the partition's end (the store grew since it was
+    opened: streaming, or appends between planning and reading) is opened again.
+    """
     store = _OPEN_STORES.get(handle)
+    files = store.commitlog.queue.files if store is not None else []
+    if files and not files[0].path.exists():  # expired under us: the cached listing is stale
+        _OPEN_STORES.pop(handle).close()
+        store = None
+    if store is not None and isinstance(partition, QueuePartition) and not _covers(store, partition):
+        _OPEN_STORES.pop(handle).close()
+        store = None
     if store is None:
         store = handle.open()
         _OPEN_STORES[handle] = store
@@ -33,6 +44,11 @@ def store_for(handle: StoreHandle) -> RocketStore:
             _OPEN_STORES.popitem(last=False)[1].close()
     _OPEN_STORES.move_to_end(handle)
     return store
+
+
+def _covers(store: RocketStore, partition: QueuePartition) -> bool:
+    return partition.topic in store.topics() and partition.queue_id in store.queue_ids(partition.topic) and \
+        store.max_offset(partition.topic, partition.queue_id) >= partition.end
 
 
 def effective_tags(opts: ReadOptions, pushed: Pushed):
@@ -58,7 +74,7 @@ class RocketStoreReader(DataSourceReader):
         columns = store_columns(self.spark_columns)
         handle = partition.store
         try:
-            store = store_for(handle)
+            store = store_for(handle, partition)
         except FileNotFoundError as e:
             import socket
 
@@ -68,6 +84,11 @@ class RocketStoreReader(DataSourceReader):
         if tags is not None and not tags:
             return
         if isinstance(partition, QueuePartition):
+            if not _covers(store, partition):
+                raise DataLossError(
+                    f"{handle.broker}/{partition.topic}/{partition.queue_id}: offsets up to {partition.end} were "
+                    f"planned but the consume queue in {handle.path} now ends earlier (truncated or replaced "
+                    "since planning)")
             batches = store.read_queue(partition.topic, partition.queue_id, partition.start, partition.end,
                                        tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
                                        fail_on_data_loss=self.opts.fail_on_data_loss)

@@ -1,0 +1,147 @@
+"""readStream / writeStream: exactly-once micro-batches over a store that keeps growing."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pyarrow as pa
+import pytest
+
+from rocketstore_spark.store import RocketStore
+
+SMALL = dict(commit_log_file_size=64 * 1024, consume_queue_file_size=2000, index_hash_slots=256,
+             index_max_entries=2048)
+
+APPENDER = textwrap.dedent("""
+    import sys, time
+    import pyarrow as pa
+    from rocketstore_spark.store import RocketStore
+    path, bursts, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    for b in range(bursts):
+        with RocketStore.open(path, mode="a") as w:
+            w.append(pa.table({"topic": ["live"] * size, "queueId": [i % 4 for i in range(size)],
+                               "body": [f"m-{b * size + i}".encode() * 20 for i in range(size)]}))
+        time.sleep(0.4)
+""")
+
+QUERY = textwrap.dedent("""
+    import os, sys, time
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+    store, out, ckpt = sys.argv[1:4]
+    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    q = (spark.readStream.format("rocketstore").option("startingOffsets", "earliest")
+         .option("maxMessagesPerTrigger", "300").load(store).select("body", "queueId", "queueOffset")
+         .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
+         .trigger(processingTime="500 milliseconds").start())
+    print("started", flush=True)
+    q.awaitTermination()
+""")
+
+
+def seed(path, n=20):
+    with RocketStore.open(path, mode="a", **SMALL) as w:
+        w.append(pa.table({"topic": ["live"] * n, "queueId": [i % 4 for i in range(n)],
+                           "body": [f"seed-{i}".encode() * 20 for i in range(n)]}))
+
+
+def stream_to_parquet(spark, store, out, ckpt, **trigger):
+    q = (spark.readStream.format("rocketstore").option("startingOffsets", "earliest")
+         .option("maxMessagesPerTrigger", "300").load(str(store)).select("body", "queueId", "queueOffset")
+         .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+         .trigger(**trigger).start())
+    return q
+
+
+def test_growing_store_to_parquet_exactly_once(spark, tmp_path):
+    store, out, ckpt = tmp_path / "store", tmp_path / "out", tmp_path / "ckpt"
+    seed(store)
+    bursts, size = 12, 150
+    appender = subprocess.Popen([sys.executable, "-c", APPENDER, str(store), str(bursts), str(size)])
+    try:
+        for _ in range(2):  # stop and restart from the checkpoint while the store grows
+            q = stream_to_parquet(spark, store, out, ckpt, processingTime="500 milliseconds")
+            time.sleep(4)
+            q.stop()
+        killed = subprocess.Popen([sys.executable, "-c", QUERY, str(store), str(out), str(ckpt)],
+                                  stdout=subprocess.PIPE, text=True)
+        assert killed.stdout.readline().strip() == "started"
+        time.sleep(6)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        assert appender.wait(timeout=120) == 0
+    finally:
+        appender.kill()
+    with RocketStore.open(store) as s:
+        assert len(s.commitlog.queue.files) > 3  # the appender rolled commit-log files
+    q = stream_to_parquet(spark, store, out, ckpt, availableNow=True)
+    q.awaitTermination()
+    assert all(p["numInputRows"] <= 300 for p in q.recentProgress)
+    bodies = [r[0] for r in spark.read.parquet(str(out)).select("body").collect()]
+    expected = [f"seed-{i}".encode() * 20 for i in range(20)] + \
+        [f"m-{i}".encode() * 20 for i in range(bursts * size)]
+    assert sorted(bodies) == sorted(expected)
+
+
+def test_store_to_store_through_the_sink_exactly_once(spark, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    seed(a, 500)
+
+    def run(limit):
+        q = (spark.readStream.format("rocketstore").option("startingOffsets", "earliest")
+             .option("maxMessagesPerTrigger", str(limit)).load(str(a))
+             .writeStream.format("rocketstore").option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start(str(b)))
+        q.awaitTermination()
+        return q
+
+    run(200)
+    with RocketStore.open(a, mode="a") as w:
+        w.append(pa.table({"topic": ["live"] * 100, "body": [f"late-{i}".encode() for i in range(100)]}))
+    q = run(70)
+    assert all(p["numInputRows"] <= 70 for p in q.recentProgress)
+    with RocketStore.open(b) as s:
+        bodies = [x for qid in s.queue_ids("live") for batch in s.read_queue("live", qid, columns=["body"])
+                  for x in batch.column(0).to_pylist()]
+    assert sorted(bodies) == sorted([f"seed-{i}".encode() * 20 for i in range(500)] +
+                                    [f"late-{i}".encode() for i in range(100)])
+    assert (b / ".rocketstore" / "sinks").is_dir()
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_expired_files_under_a_running_query(spark, tmp_path, fail):
+    store = tmp_path / "store"
+    seed(store, 2000)
+    ckpt = tmp_path / "ck"
+
+    def run():
+        q = (spark.readStream.format("rocketstore").option("startingOffsets", "earliest")
+             .option("maxMessagesPerTrigger", "100").option("failOnDataLoss", str(fail).lower()).load(str(store))
+             .writeStream.format("noop").option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
+        return q
+
+    q = (spark.readStream.format("rocketstore").option("startingOffsets", "earliest")
+         .option("maxMessagesPerTrigger", "100").load(str(store))
+         .writeStream.format("noop").option("checkpointLocation", str(ckpt))
+         .trigger(processingTime="30 seconds").start())
+    deadline = time.time() + 60
+    while not q.recentProgress and time.time() < deadline:  # one bounded batch, then stop
+        time.sleep(0.2)
+    q.stop()
+    assert q.recentProgress[0]["numInputRows"] == 100
+    for old in sorted((store / "commitlog").iterdir())[:3]:  # the broker's expiry deletes the oldest files
+        old.unlink()
+    q = run()
+    if fail:
+        with pytest.raises(Exception, match="lost"):
+            q.awaitTermination()
+    else:
+        q.awaitTermination()
+        read = sum(p["numInputRows"] for p in q.recentProgress)
+        with RocketStore.open(store) as s:
+            remaining = sum(s.max_offset("live", x) - s.min_offset("live", x) for x in s.queue_ids("live"))
+        assert 0 < read <= remaining + 100
+    assert os  # noqa
