@@ -18,8 +18,9 @@ from .store import RocketStore
 
 app = typer.Typer(help="Inspect, query, verify, generate and recover Apache RocketMQ store directories.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-console = Console()
-err = Console(stderr=True)
+# piped output (files, other programs) gets wide tables and unwrapped messages instead of 80 columns
+console = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, soft_wrap=True)
 
 def _open(store: Path, **sizes) -> RocketStore:
     return RocketStore.open(store, **{k: v for k, v in sizes.items() if v is not None})
