@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader
 
-from ..errors import DataLossError
+from ..errors import DataLossError, StoreNotFoundError
 from ..store import RocketStore
 from ..store.consume_queue import Subscription
 from .filters import apply_filters
@@ -75,11 +75,12 @@ class RocketStoreReader(DataSourceReader):
         handle = partition.store
         try:
             store = store_for(handle, partition)
-        except FileNotFoundError as e:
+        except (FileNotFoundError, StoreNotFoundError) as e:
             import socket
 
-            raise DataLossError(f"store {handle.path} is not visible on executor host {socket.gethostname()}: "
-                                f"{e}; put the store on a filesystem every executor mounts") from e
+            raise StoreNotFoundError(
+                f"store {handle.path} is not visible on executor host {socket.gethostname()} ({e}); put the "
+                "store on a filesystem every executor mounts at the same path") from e
         tags = effective_tags(self.opts, self.pushed)
         if tags is not None and not tags:
             return
