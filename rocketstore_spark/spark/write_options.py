@@ -115,7 +115,7 @@ def validate_input_schema(schema: StructType, opts: WriteOptions) -> None:
     for name, inner in (("keys", StringType), ("properties", StringType)):
         dtype = schema[name].dataType if name in names else None
         if isinstance(dtype, ArrayType) and not isinstance(dtype.elementType, inner):
-            raise InvalidArgumentError(f"column keys must be array<string> or a space-separated string")
+            raise InvalidArgumentError("column keys must be array<string> or a space-separated string")
         if isinstance(dtype, MapType) and not (isinstance(dtype.keyType, StringType)
                                                and isinstance(dtype.valueType, StringType)):
             raise InvalidArgumentError("column properties must be map<string,string>")

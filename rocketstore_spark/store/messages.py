@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 from ..errors import InvalidArgumentError
 from . import layout as L
 from .codec import decode_msg_id
-from .columns import arrow_schema, build_batch, normalize_columns
+from .columns import arrow_schema, normalize_columns
 from .consume_queue import Subscription
 from .index_file import IndexFile, index_key
-from .recovery import MODE_ABNORMAL
+from .recovery import MODE_ABNORMAL, index_keys_after
 from .time_search import offset_in_queue_by_time
 
 JAVA_LONG_MAX = (1 << 63) - 1
@@ -132,19 +132,9 @@ class MessageLookups:
         if self.recovery.mode != MODE_ABNORMAL:
             return []
         indexed_end = max((f.header.end_phy_offset for f in self.index_files()), default=-1)
-        found = []
-        for walk in self.recovery.walks:
-            f = walk.fields
-            tran = f.sysflag & L.TRANSACTION_TYPE_MASK
-            idx = np.flatnonzero((f.phy_offset > indexed_end) & (tran != L.TRANSACTION_ROLLBACK_TYPE))
-            if not len(idx):
-                continue
-            batch = build_batch(self.commitlog.queue.buffer(walk.file_index), f.take(idx),
-                                ("topic", "uniqKey", "keys", "commitLogOffset"))
-            for row in batch.to_pylist():
-                if row["topic"] == topic and (row["uniqKey"] == key or key in row["keys"]):
-                    found.append(row["commitLogOffset"])
-        return found[::-1]
+        found = [phy for t, k, phy, _ts in index_keys_after(self.commitlog, self.recovery, indexed_end)
+                 if t == topic and k == key]
+        return list(dict.fromkeys(found))[::-1]
 
     def query_by_key(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
                      end: Optional[int] = None, columns=None) -> pa.Table:

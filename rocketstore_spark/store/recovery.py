@@ -90,3 +90,21 @@ def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue]) -> 
         if len(idx):
             out.append((walk, idx))
     return out
+
+
+def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: int):
+    """What re-dispatch indexes for the recovered records past ``indexed_end``, in ``buildIndex`` order:
+    (topic, key, physical offset, store time) for the UNIQ_KEY then each KEYS token; ROLLBACK is skipped."""
+    from .columns import build_batch
+
+    for walk in result.walks:
+        f = walk.fields
+        tran = f.sysflag & L.TRANSACTION_TYPE_MASK
+        idx = np.flatnonzero((f.phy_offset > indexed_end) & (tran != L.TRANSACTION_ROLLBACK_TYPE))
+        if not len(idx):
+            continue
+        batch = build_batch(commitlog.queue.buffer(walk.file_index), f.take(idx),
+                            ("topic", "uniqKey", "keys", "commitLogOffset"))
+        for row, ts in zip(batch.to_pylist(), f.store_timestamp[idx]):
+            for key in ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]:
+                yield row["topic"], key, row["commitLogOffset"], int(ts)

@@ -16,9 +16,9 @@ import numpy as np
 
 from . import layout as L
 from .codec import java_string_hashes
-from .columns import build_batch
 from .index_writer import IndexWriter
 from .sizes import StoreSizes
+from .recovery import index_keys_after
 from .store import RocketStore
 
 ZERO_CHUNK = 1 << 20
@@ -93,22 +93,10 @@ def _reindex(reader: RocketStore, root: Path, sizes: StoreSizes, indexed_end: in
     """Index the keys of recovered records past the kept index files, as re-dispatch does."""
     writer = IndexWriter(root / L.INDEX_DIR, sizes.index_hash_slots, sizes.index_max_entries)
     try:
-        for walk in reader.recovery.walks:
-            f = walk.fields
-            tran = f.sysflag & L.TRANSACTION_TYPE_MASK
-            idx = np.flatnonzero((f.phy_offset > indexed_end) & (tran != L.TRANSACTION_ROLLBACK_TYPE))
-            if not len(idx):
-                continue
-            batch = build_batch(reader.commitlog.queue.buffer(walk.file_index), f.take(idx),
-                                ("topic", "uniqKey", "keys", "commitLogOffset", "storeTimestamp"))
-            keys, phys, times = [], [], []
-            for row, ts in zip(batch.to_pylist(), f.store_timestamp[idx]):
-                for key in ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]:
-                    keys.append(f"{row['topic']}#{key}")
-                    phys.append(row["commitLogOffset"])
-                    times.append(int(ts))
-            if keys:
-                hashes = np.abs(java_string_hashes(keys))
-                writer.put(np.where(hashes >= 1 << 31, 0, hashes), np.array(phys), np.array(times))
+        entries = list(index_keys_after(reader.commitlog, reader.recovery, indexed_end))
+        if entries:
+            hashes = np.abs(java_string_hashes([f"{topic}#{key}" for topic, key, _phy, _ts in entries]))
+            writer.put(np.where(hashes >= 1 << 31, 0, hashes), np.array([e[2] for e in entries]),
+                       np.array([e[3] for e in entries]))
     finally:
         writer.close()

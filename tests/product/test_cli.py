@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 CLI = [sys.executable, "-m", "rocketstore_spark.cli"]
 

@@ -136,7 +136,7 @@ def test_pushdown_gives_the_same_rows(pushdown, golden_store_path, manifest):
             lambda m: m["topic"] in ("TopicTest", "BenchTopic") and m["queueId"] == 1,
         "tags = 'TagB'": lambda m: m["tags"] == "TagB",
         "queueOffset >= 10 AND queueOffset < 20": lambda m: 10 <= m["cqOffset"] < 20,
-        f"commitLogOffset >= 1000000 AND commitLogOffset < 3000000":
+        "commitLogOffset >= 1000000 AND commitLogOffset < 3000000":
             lambda m: 1000000 <= m["commitLogOffset"] < 3000000,
         f"uniqKey = '{some['uniqKey']}'": lambda m: m["uniqKey"] == some["uniqKey"],
         f"msgId = '{some['msgId']}'": lambda m: m["msgId"] == some["msgId"],

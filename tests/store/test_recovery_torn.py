@@ -7,7 +7,6 @@ import shutil
 import pytest
 
 from rocketstore_spark.store import RocketStore
-from rocketstore_spark.store.columns import parse_properties
 
 
 def java_properties(text: str) -> dict:

@@ -1,0 +1,56 @@
+"""Write throughput: rocketstore sink vs Spark's Parquet writer on the same input, in one run (not a test).
+
+    python bench/write_throughput.py [--messages N] [--workdir DIR]
+
+Generates N messages of ~1 KiB as Parquet, then times `df.write.parquet` and `df.write.format("rocketstore")`
+from that source. Prints one JSON line per measurement and finally ``write_vs_parquet=<ratio>`` (Parquet's time
+over rocketstore's: above 1.0 rocketstore is faster).
+"""
+
+import argparse
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import emit, message_tables, spark_session, timed  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--workdir", default="bench-output/write")
+    args = ap.parse_args()
+    import pyarrow.parquet as pq
+
+    source = os.path.join(args.workdir, "source")
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(source)
+    for i, table in enumerate(message_tables(args.messages)):
+        pq.write_table(table.drop_columns(["storeTimestamp"]), os.path.join(source, f"part-{i:05d}.parquet"))
+    spark = spark_session("bench-write")
+    df = spark.read.parquet(source).repartition(2)  # same partitioning for both writers
+    df.cache().count()
+
+    def parquet_write():
+        out = os.path.join(args.workdir, "parquet-out")
+        shutil.rmtree(out, ignore_errors=True)
+        df.write.parquet(out)
+
+    def rocketstore_write():
+        out = os.path.join(args.workdir, "store-out")
+        shutil.rmtree(out, ignore_errors=True)
+        df.write.format("rocketstore").mode("append").save(out)
+
+    parquet_write()  # warm up the JVM paths and Python workers
+    rocketstore_write()
+    t_pq, _ = timed(parquet_write, repeat=2)
+    emit(step="parquet_write", messages=args.messages, seconds=round(t_pq, 3))
+    t_rs, _ = timed(rocketstore_write, repeat=2)
+    emit(step="rocketstore_write", messages=args.messages, seconds=round(t_rs, 3))
+    print(f"write_vs_parquet={t_pq / t_rs:.2f}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
