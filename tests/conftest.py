@@ -1,31 +1,49 @@
 """Shared fixtures: the golden store written by Apache RocketMQ 5.3.3 (public-a), unpacked once per session.
 
 ``make test`` unpacks ``../shared/golden/public-a.tar.xz`` into a temp dir and passes it as
-``ROCKETSTORE_GOLDEN_DIR``; without it the archive is unpacked here into pytest's temp dir.
+``ROCKETSTORE_GOLDEN_DIR`` (the store is then ``$ROCKETSTORE_GOLDEN_DIR/public-a``); without it the archive is
+unpacked here into pytest's temp dir. Nothing here knows about Spark.
 """
 
 import json
 import os
 import shutil
 import tarfile
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ARCHIVE = REPO.parent / "shared" / "golden" / "public-a.tar.xz"
+# What ``sizes.args`` says (kept as a constant for the writer and Spark tests that import it).
 GOLDEN_SIZES = dict(commit_log_file_size=1048576, consume_queue_file_size=6000, index_hash_slots=5000,
                     index_max_entries=20000)
+SIZES_ARGS = {"--commitlog-size": "commit_log_file_size", "--cq-size": "consume_queue_file_size",
+              "--index-slots": "index_hash_slots", "--index-num": "index_max_entries"}
+
+
+def _extract(archive: Path, target: Path) -> None:
+    with tarfile.open(archive) as tar:
+        try:
+            tar.extractall(target, filter="data")
+        except TypeError:  # Python without extraction filters
+            tar.extractall(target)
 
 
 @pytest.fixture(scope="session")
 def golden_dir(tmp_path_factory) -> Path:
+    """``public-a/``: ``store/``, ``manifest.jsonl``, ``rocketmq-view/``, ``sizes.args``."""
     given = os.environ.get("ROCKETSTORE_GOLDEN_DIR")
-    if given and (Path(given) / "public-a").is_dir():
-        return Path(given) / "public-a"
+    if given:
+        path = Path(given) / "public-a"
+        if not (path / "store").is_dir():
+            pytest.fail(f"ROCKETSTORE_GOLDEN_DIR={given} does not hold public-a/store (unpack {ARCHIVE} there)")
+        return path
+    if not ARCHIVE.is_file():
+        pytest.fail(f"golden archive {ARCHIVE} is missing and ROCKETSTORE_GOLDEN_DIR is not set")
     target = tmp_path_factory.mktemp("golden")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(target)
+    _extract(ARCHIVE, target)
     return target / "public-a"
 
 
@@ -35,21 +53,55 @@ def golden_store_path(golden_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
+def golden_sizes(golden_dir) -> dict:
+    """``sizes.args`` as RocketStore.open keyword arguments."""
+    words = (golden_dir / "sizes.args").read_text().split()
+    sizes = {SIZES_ARGS[flag]: int(value) for flag, value in zip(words[::2], words[1::2])}
+    assert sorted(sizes) == sorted(SIZES_ARGS.values()), words
+    return sizes
+
+
+@pytest.fixture(scope="session")
 def manifest(golden_dir) -> list:
-    with open(golden_dir / "manifest.jsonl") as fh:
+    """Every commit-log record, in write (= commit-log) order."""
+    with open(golden_dir / "manifest.jsonl", encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]
 
 
 @pytest.fixture(scope="session")
+def manifest_by_offset(manifest) -> dict:
+    return {m["commitLogOffset"]: m for m in manifest}
+
+
+@pytest.fixture(scope="session")
+def dispatched(manifest) -> dict:
+    """(topic, queueId) -> the manifest records in that consume queue, in queue-offset order."""
+    by_queue = defaultdict(list)
+    for m in manifest:
+        if m["inConsumeQueue"]:
+            by_queue[(m["topic"], m["queueId"])].append(m)
+    for rows in by_queue.values():
+        rows.sort(key=lambda m: m["cqOffset"])
+    return dict(by_queue)
+
+
+@pytest.fixture(scope="session")
 def golden_view(golden_dir) -> dict:
+    """What the real store answered (``rocketmq-view/``)."""
     view = golden_dir / "rocketmq-view"
-    load = lambda name: [json.loads(line) for line in open(view / name)]  # noqa: E731
+
+    def load(name):
+        with open(view / name, encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+
     return {"queues": load("queues.jsonl"), "queries": load("queries.jsonl"),
-            "time_queries": load("time_queries.jsonl"), "summary": json.loads((view / "summary.json").read_text())}
+            "time_queries": load("time_queries.jsonl"),
+            "summary": json.loads((view / "summary.json").read_text(encoding="utf-8"))}
 
 
 @pytest.fixture(scope="session")
 def golden_store(golden_store_path):
+    """The golden store opened read-only (shared: tests must not mutate it)."""
     from rocketstore_spark.store import RocketStore
 
     with RocketStore.open(golden_store_path) as store:
@@ -58,7 +110,14 @@ def golden_store(golden_store_path):
 
 @pytest.fixture
 def golden_copy(golden_store_path, tmp_path) -> Path:
-    """A private copy of the golden store for tests that modify it."""
+    """A private copy of the golden store's ``store/`` dir for tests that modify it."""
     target = tmp_path / "store"
     shutil.copytree(golden_store_path, target)
     return target
+
+
+# property tests run on a loaded 2-core CI machine: time is not what they test
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("rocketstore", deadline=None)
+_hypothesis_settings.load_profile("rocketstore")

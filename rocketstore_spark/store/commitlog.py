@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
 from ..errors import CorruptRecordError
 from . import layout as L
-from .codec import PROBLEM_DESCRIPTIONS, RecordBatchFields, check_body_crcs, parse_records
+from .codec import PROBLEM_DESCRIPTIONS, RecordBatchFields, check_body_crcs, parse_records, read_be
 from .mapped_file_queue import MappedFileQueue
 
 _HEAD = struct.Struct(">ii")  # TOTALSIZE, MAGICCODE
@@ -37,30 +38,48 @@ class CommitLog:
         self.queue = queue
         self.file_size = queue.file_size
 
-    def walk_file(self, index: int, start: int = 0, check_crc: bool = True) -> FileWalk:
+    def walk_file(self, index: int, start: int = 0, check_crc: bool = True,
+                  hints: Optional[np.ndarray] = None) -> FileWalk:
         """Follow TOTALSIZE from ``start`` through file ``index`` the way recovery does.
 
         Stops at a BLANK marker, at the end of written data (a magic code that is no record's) or at the first
-        record that fails the length arithmetic or, with ``check_crc``, the body CRC.
+        record that fails the length arithmetic or, with ``check_crc``, the body CRC. ``hints`` are positions
+        known to start records (from consume-queue units): runs of them that chain by TOTALSIZE are taken
+        in one vectorised step, and only the gaps between them (records no queue points at) are walked.
         """
         buf = self.queue.buffer(index)
         size = len(buf)
-        positions = []
+        runs = []
         pos = start
         end_kind = END_BLANK
         mv = memoryview(buf)
+        hints = np.zeros(0, dtype=np.int64) if hints is None else np.unique(hints[(hints >= start) & (hints < size)])
+        h = 0
         while pos + 8 <= size:
+            if h < len(hints) and hints[h] == pos:
+                chain = hints[h:]
+                nexts = chain + read_be(buf, chain, 4)
+                breaks = np.flatnonzero(nexts[:-1] != chain[1:])
+                stop = int(breaks[0]) + 1 if len(breaks) else len(chain)
+                runs.append(chain[:stop])
+                pos, h = int(nexts[stop - 1]), h + stop
+                if pos <= int(chain[stop - 1]) or pos > size:
+                    break  # a non-positive or oversized TOTALSIZE: parse_records reports that record
+                continue
             total, magic = _HEAD.unpack_from(mv, pos)
             if magic == L.BLANK_MAGIC_CODE:
                 break
             if magic not in (L.MESSAGE_MAGIC_CODE, L.MESSAGE_MAGIC_CODE_V2):
                 end_kind = END_DATA
                 break
-            positions.append(pos)
+            runs.append(np.array([pos], dtype=np.int64))
             if total <= 0 or pos + total > size:
                 break  # parse_records reports it as invalid
             pos += total
-        fields = parse_records(buf, np.array(positions, dtype=np.int64))
+            while h < len(hints) and hints[h] < pos:
+                h += 1
+        positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+        fields = parse_records(buf, positions)
         if check_crc:
             check_body_crcs(buf, fields)
         bad = np.flatnonzero(~fields.valid)
@@ -73,9 +92,11 @@ class CommitLog:
             fields = fields.take(np.arange(first))
         return FileWalk(index, fields, pos, end_kind, problem)
 
-    def recover_end(self, start_index: int, check_crc: bool = True) -> tuple[int, list[FileWalk]]:
+    def recover_end(self, start_index: int, check_crc: bool = True,
+                    hints: Optional[np.ndarray] = None) -> tuple[int, list[FileWalk]]:
         """Scan forward from file ``start_index`` to the first invalid record or the end of data.
 
+        ``hints``: absolute offsets known to start records (consume-queue units) to speed the walk up.
         Returns the valid end (absolute offset) and the walks of the scanned files.
         """
         walks = []
@@ -84,7 +105,9 @@ class CommitLog:
             return 0, walks
         index = max(start_index, 0)
         while True:
-            walk = self.walk_file(index, check_crc=check_crc)
+            base = files[index].from_offset
+            local = None if hints is None else hints[(hints >= base) & (hints < base + self.file_size)] - base
+            walk = self.walk_file(index, check_crc=check_crc, hints=local)
             walks.append(walk)
             if walk.end_kind == END_BLANK and index + 1 < len(files):
                 index += 1

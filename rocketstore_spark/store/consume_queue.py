@@ -168,3 +168,19 @@ class ConsumeQueue:
                 break
         self.max_offset = self.disk_max_offset = hi
         return hi
+
+    def phy_offsets_from(self, phy_start: int) -> np.ndarray:
+        """Commit-log offsets of the units pointing at or after ``phy_start`` (files are read from the newest
+        back only as far as needed: units are in commit-log order)."""
+        parts = []
+        per = self.units_per_file
+        hi = self.max_offset
+        while hi > self.first_offset:
+            lo = max(self.first_offset, ((hi - 1) // per) * per)
+            phy = self.units(lo, hi)["phy_offset"].astype(np.int64)
+            cut = int(np.searchsorted(phy, phy_start, side="left"))
+            parts.append(phy[cut:])
+            if cut > 0:
+                break
+            hi = lo
+        return np.concatenate(parts[::-1]) if parts else np.zeros(0, dtype=np.int64)

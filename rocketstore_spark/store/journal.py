@@ -70,7 +70,7 @@ def mark_done(root: Path, job_id: str) -> None:
 
 def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: Path,
              planned_index_entries: int, kind: str = "append", sink=None) -> dict:
-    """The pre-publication state the journal records (``queues``: "topic/qid" → (max offset, dir existed))."""
+    """The pre-publication state the journal records (``queues``: "topic/qid" → (max offset, its files))."""
     index_files = sorted(p.name for p in index_dir.iterdir() if p.is_file()) if index_dir.is_dir() else []
     header = None
     if index_files:
@@ -147,9 +147,9 @@ def rollback(root: Path, sizes: StoreSizes, journal: dict) -> None:
         _rollback_overwrite(root, journal)
         return
     _rollback_commitlog(root, sizes, journal)
-    for key, (before, existed) in journal["queues"].items():
+    for key, (before, files_before) in journal["queues"].items():
         topic, _, qid = key.rpartition("/")
-        _rollback_queue(root / L.CONSUMEQUEUE_DIR / topic / qid, sizes, before, existed)
+        _rollback_queue(root / L.CONSUMEQUEUE_DIR / topic / qid, sizes, before, files_before)
     for topic_dir in (root / L.CONSUMEQUEUE_DIR).iterdir() if (root / L.CONSUMEQUEUE_DIR).is_dir() else []:
         if topic_dir.name not in journal["topics_existed"] and not any(p.is_file() for p in topic_dir.rglob("*")):
             shutil.rmtree(topic_dir)
@@ -172,14 +172,16 @@ def _rollback_commitlog(root: Path, sizes: StoreSizes, journal: dict) -> None:
             zero_from(path, start - int(path.name))
 
 
-def _rollback_queue(directory: Path, sizes: StoreSizes, before: int, existed: bool) -> None:
-    if not existed:
+def _rollback_queue(directory: Path, sizes: StoreSizes, before: int, files_before) -> None:
+    """Delete the queue's files the job created (the directory too when it is new) and zero the units it
+    appended to the file that held the queue's end."""
+    if files_before is None:
         shutil.rmtree(directory, ignore_errors=True)
         return
     cut = before * L.CQ_STORE_UNIT_SIZE
-    for path in sorted(directory.iterdir()):
+    for path in sorted(directory.iterdir()) if directory.is_dir() else []:
         start = int(path.name)
-        if start > cut or (start == cut and cut > 0):
+        if path.name not in files_before:
             path.unlink()
         elif start <= cut < start + sizes.consume_queue_file_size:
             zero_from(path, cut - start)

@@ -133,7 +133,8 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
 
 
 def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
-    """'topic/qid' → [max offset before, queue dir existed] for every queue the job writes or creates."""
+    """'topic/qid' → [max offset before, the queue's files before (None: no directory)] for every queue the
+    job writes or creates."""
     keys = set()
     for b in batches:
         rows = np.flatnonzero(b.dispatch)
@@ -142,7 +143,11 @@ def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
     for topic, n in new_topic_queues.items():
         keys.update((topic, q) for q in range(n))
     cq = writer.root / L.CONSUMEQUEUE_DIR
-    return {f"{t}/{q}": [writer.queue_next_offset(t, q), (cq / t / str(q)).is_dir()] for t, q in sorted(keys)}
+
+    def files(directory):
+        return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else None
+
+    return {f"{t}/{q}": [writer.queue_next_offset(t, q), files(cq / t / str(q))] for t, q in sorted(keys)}
 
 
 def new_job_id() -> str:

@@ -62,7 +62,11 @@ def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Option
         mode, start = MODE_ABNORMAL, abnormal_start_index(commitlog, checkpoint)
     else:
         mode, start = MODE_NORMAL, normal_start_index(commitlog, max_cq_phy)
-    valid_end, walks = commitlog.recover_end(start, check_crc=check_crc)
+    hints = None
+    if commitlog.queue.files:
+        from_offset = commitlog.queue.files[start].from_offset
+        hints = np.concatenate([q.phy_offsets_from(from_offset) for q in queues] or [np.zeros(0, np.int64)])
+    valid_end, walks = commitlog.recover_end(start, check_crc=check_crc, hints=hints)
     result = RecoveryResult(mode, start, valid_end, walks=walks)
     last = walks[-1] if walks else None
     if last is not None and last.end_kind == END_INVALID:
