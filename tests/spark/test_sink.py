@@ -168,3 +168,42 @@ def test_driver_killed_during_commit_is_all_or_nothing(tmp_path, spark):
             assert sorted(bodies) == sorted([b"old"] + [str(i).encode() for i in range(300)])
         else:
             assert bodies == [b"old"] and tree_digest(tmp_path / "s") == before
+
+
+RETRY_JOB = textwrap.dedent("""
+    import os, random, sys, time
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark import TaskContext
+    from pyspark.sql import SparkSession, functions as F
+    store = sys.argv[1]
+    # up to 4 attempts per task, and speculative copies of slow tasks racing the originals
+    spark = (SparkSession.builder.master("local[2,4]").config("spark.ui.enabled", "false")
+             .config("spark.speculation", "true").config("spark.speculation.multiplier", "1.1")
+             .config("spark.speculation.quantile", "0.1").config("spark.speculation.interval", "100ms")
+             .config("spark.speculation.minTaskRuntime", "100ms").getOrCreate())
+
+    @F.udf("binary")
+    def body(i):
+        ctx = TaskContext.get()
+        if ctx.partitionId() == 1 and ctx.attemptNumber() == 0 and i % 50 == 7:
+            raise RuntimeError("flaky task, first attempt")
+        if ctx.attemptNumber() == 0 and ctx.partitionId() % 3 == 0 and i % 100 == 0:
+            time.sleep(1.5)  # stragglers for the speculative copies to race
+        return str(i).encode()
+
+    df = spark.range(0, 2000, numPartitions=8).select(F.lit("t").alias("topic"), body("id").alias("body"))
+    df.write.format("rocketstore").mode("append").save(store)
+    print("DONE", flush=True)
+""")
+
+
+def test_retried_and_speculative_attempts_write_every_row_once(tmp_path):
+    out = subprocess.run([sys.executable, "-c", RETRY_JOB, str(tmp_path / "s")], capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert out.returncode == 0 and "DONE" in out.stdout, out.stderr[-3000:]
+    assert "flaky task, first attempt" in out.stderr  # a failed attempt really happened
+    with RocketStore.open(tmp_path / "s") as s:
+        bodies = [b for q in s.queue_ids("t") for batch in s.read_queue("t", q, columns=["body"])
+                  for b in batch.column(0).to_pylist()]
+    assert sorted(bodies) == sorted(str(i).encode() for i in range(2000))
+    assert not (tmp_path / "s" / ".rocketstore").exists()
