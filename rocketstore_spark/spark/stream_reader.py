@@ -76,6 +76,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._batch = RocketStoreReader(opts, spark_columns)
         self._available_now_target: Optional[Offsets] = None
         self._last_end: Optional[Offsets] = None
+        self._warned_old_spark = False
 
     # --- offsets ------------------------------------------------------------------------------------------
 
@@ -123,6 +124,11 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         latest = self._available_now_target or self._latest()
         if limit is None:  # Spark 4.0/4.1: only the option can bound a batch
             max_rows = self.opts.max_messages_per_trigger
+            if max_rows and not self._warned_old_spark:
+                self._warned_old_spark = True
+                log.warning("Spark < 4.2 has no read limits for Python streaming sources: maxMessagesPerTrigger=%s "
+                            "bounds processing-time batches, but Trigger.AvailableNow/Once run as one batch of "
+                            "everything available", max_rows)
         elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
         else:
