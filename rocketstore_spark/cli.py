@@ -101,9 +101,16 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
-    with _open(store) as s:
-        rows = iter_messages(s, topic, queue, from_offset, to_offset, tags, _parse_time(since), _parse_time(until),
-                             limit)
+    with _open(store) as s, _progress() as bar:
+        task = bar.add_task("scanning", total=None)
+
+        def counted(rows):
+            for row in rows:
+                bar.advance(task)
+                yield row
+
+        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, _parse_time(since),
+                                     _parse_time(until), limit))
         if fmt == "jsonl":
             for row in rows:
                 sys.stdout.write(message_json(row) + "\n")
