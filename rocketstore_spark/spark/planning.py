@@ -7,7 +7,9 @@ dataclasses (paths and offsets) and never cross a consume-queue file boundary.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -15,6 +17,7 @@ from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError
 from ..store import RocketStore
+from ..store import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
 
 log = logging.getLogger("rocketstore_spark")
@@ -90,8 +93,37 @@ def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
                        recover=store.abort_present)
 
 
+_RECOVERED: dict = {}  # path → (fingerprint, recovered store): Spark reuses the planning Python worker
+
+
+def fingerprint(path: str) -> tuple:
+    """Names, sizes and modification times of every file recovery looks at (a change means recover again)."""
+    root = Path(path)
+    seen = []
+    for sub in (L.COMMITLOG_DIR, L.INDEX_DIR):
+        if (root / sub).is_dir():
+            seen.extend((sub, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(root / sub))
+    base = root / L.CONSUMEQUEUE_DIR
+    for topic in (os.scandir(base) if base.is_dir() else []):
+        for queue in (os.scandir(topic.path) if topic.is_dir() else []):
+            if queue.is_dir():
+                seen.extend((topic.name, queue.name, e.name, e.stat().st_mtime_ns) for e in os.scandir(queue.path))
+    for name in (L.ABORT_FILE, L.CHECKPOINT_FILE):
+        if (root / name).exists():
+            seen.append((name, (root / name).stat().st_mtime_ns))
+    return tuple(sorted(seen, key=repr))
+
+
 def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
-    return RocketStore.open(ref.path, **opts.sizes)
+    """The store, recovered; a store whose files did not change since the last plan is not recovered again."""
+    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())))
+    cached = _RECOVERED.get(ref.path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    store = RocketStore.open(ref.path, **opts.sizes)
+    store.max_phy_offset()  # recover now, so the cached object carries the result
+    _RECOVERED[ref.path] = (key, store)
+    return store
 
 
 def _offset_for(spec, ref: StoreRef, topic: str, qid: int, multi: bool, default: str):
