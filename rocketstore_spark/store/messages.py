@@ -82,14 +82,14 @@ class MessageLookups:
         per = cq.units_per_file
         file_end = min(hi, (offset // per + 1) * per)
         units = cq.units(offset, file_end)
-        max_units = max(MAX_FILTER_MESSAGE_SIZE, max_nums * L.CQ_STORE_UNIT_SIZE) // L.CQ_STORE_UNIT_SIZE
+        max_filter_bytes = max(MAX_FILTER_MESSAGE_SIZE, max_nums * L.CQ_STORE_UNIT_SIZE)
         limit_bytes = MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK
         limit_count = MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK
         status, next_offset = NO_MATCHED_MESSAGE, offset
         picked, total_bytes = [], 0
         matches = sub.matches_codes(units["tags_code"])
         for i, unit in enumerate(units):
-            if i >= max_units:
+            if i * L.CQ_STORE_UNIT_SIZE > max_filter_bytes:  # 5.x: (unitOffset - offset) * 20 > maxFilterMessageSize
                 break
             size = int(unit["size"])
             if picked and (len(picked) >= max_nums or total_bytes + size > limit_bytes

@@ -330,14 +330,19 @@ class RocketStore(MessageLookups):
         phy = np.asarray(phy_offsets, dtype=np.int64)
         phy = phy[(phy >= self.min_phy_offset()) & (phy < self.recovery.valid_end)]
         file_idx, pos = self.commitlog.locate(phy)
-        batches = []
+        batches, order = [], []
         for f in dict.fromkeys(file_idx.tolist()):
-            sel = file_idx == f
+            sel = np.flatnonzero(file_idx == f)
             fields = self.commitlog.read_fields(f, pos[sel], what=" (lookup by physical offset)")
             batches.append(build_batch(self.commitlog.queue.buffer(f), fields, columns))
+            order.append(sel)
         if not batches:
             return arrow_schema(columns).empty_table()
-        return pa.Table.from_batches(batches)
+        table = pa.Table.from_batches(batches)
+        grouped = np.concatenate(order)
+        if (np.diff(grouped) < 0).any():  # rows were gathered file by file: put them back in the given order
+            table = table.take(pa.array(np.argsort(grouped, kind="stable")))
+        return table
 
     def store_time_at(self, phy_offset: int, size: int) -> int:
         """``pickupStoreTimestamp``: store time of the record at ``phy_offset``; -1 when not readable."""
