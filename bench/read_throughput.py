@@ -42,11 +42,13 @@ def main():
     def total(df):
         return df.agg(F.sum(F.length("body"))).first()[0]
 
-    total(rs())  # warm up Python workers and the page cache
-    total(spark.read.parquet(parquet))
-    t_rs, n_rs = timed(lambda: total(rs()), repeat=2)
+    os.sync()  # freshly generated files must not be written back while we measure
+    for _ in range(2):  # warm up Python workers, the JVM's JIT and the page cache for both sources
+        total(rs())
+        total(spark.read.parquet(parquet))
+    t_rs, n_rs = timed(lambda: total(rs()), repeat=3)
     emit(step="rocketstore_full_scan", seconds=round(t_rs, 3), bytes=n_rs)
-    t_pq, n_pq = timed(lambda: total(spark.read.parquet(parquet)), repeat=2)
+    t_pq, n_pq = timed(lambda: total(spark.read.parquet(parquet)), repeat=3)
     emit(step="parquet_full_scan", seconds=round(t_pq, 3), bytes=n_pq)
     t_tag, n_tag = timed(lambda: total(spark.read.format("rocketstore").schema("body binary")
                                        .option("tags", "rare").load(store)), repeat=2)

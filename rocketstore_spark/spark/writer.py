@@ -31,9 +31,6 @@ from ..store.codec import java_string_hashes
 from ..store.publish import discard_staged, publish_staged, stage
 from .write_options import WriteOptions
 
-STAGE_CHUNK_ROWS = 200_000
-
-
 @dataclass(frozen=True)
 class StagedCommit(WriterCommitMessage):
     """What one successful task attempt staged (paths and counts only)."""
@@ -66,18 +63,10 @@ class RocketStoreWriter(DataSourceArrowWriter):
 
         def tables():
             nonlocal count
-            pending, rows = [], 0
             for batch in iterator:
-                table = self.normalize(pa.Table.from_batches([batch]), partition, count + rows, new_topics)
-                pending.append(table)
-                rows += table.num_rows
-                if rows >= STAGE_CHUNK_ROWS:
-                    count += rows
-                    yield pa.concat_tables(pending)
-                    pending, rows = [], 0
-            if pending:
-                count += rows
-                yield pa.concat_tables(pending)
+                table = self.normalize(pa.Table.from_batches([batch]), partition, count, new_topics)
+                count += table.num_rows
+                yield table
 
         stems = stage(self.opts.path, self.job_id, name, tables(), store_host=self.opts.store_host,
                       max_message_size=self.opts.max_message_size)

@@ -53,6 +53,7 @@ class StoreWriter:
         self.index = IndexWriter(root / L.INDEX_DIR, sizes.index_hash_slots, sizes.index_max_entries)
         self._uniq = UniqKeyFactory()
         self._fds: dict[Path, int] = {}
+        self._scratch: np.ndarray | None = None  # reused for every chunk copied into the commit log
         self._closed = False
         self.recovery_actions: list[str] = []  # what opening had to finish, roll back or repair
         (root / L.ABORT_FILE).write_text(str(os.getpid()))
@@ -215,7 +216,10 @@ class StoreWriter:
         bounds = np.flatnonzero(np.diff(file_no)) + 1
         for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(phy)]))):
             for a, b in _byte_bounded(rec_off, int(lo), int(hi), PATCH_CHUNK_BYTES):
-                chunk = np.array(batch.data[rec_off[a]:rec_off[b]])
+                need = int(rec_off[b] - rec_off[a])
+                if self._scratch is None or len(self._scratch) < need:
+                    self._scratch = np.empty(max(need, PATCH_CHUNK_BYTES), dtype=np.uint8)
+                chunk = batch.read_into(int(rec_off[a]), int(rec_off[b]), self._scratch)
                 rel = rec_off[a:b] - rec_off[a]
                 _patch_longs(chunk, rel + L.QUEUE_OFFSET_POSITION, queue_offset[a:b])
                 _patch_longs(chunk, rel + L.PHYSICAL_OFFSET_POSITION, phy[a:b])

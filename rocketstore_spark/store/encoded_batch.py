@@ -60,11 +60,41 @@ class EncodedBatch:
             fh.write(memoryview(self.data))
             fh.flush()
             os.fsync(fh.fileno())
+        self.save_meta(stem)
+
+    def save_meta(self, stem: Path, sync: bool = True) -> None:
+        """Write ``<stem>.meta.npz`` (everything but the record bytes), fsynced unless ``sync`` is false."""
+        import os
+
         meta = {k: v for k, v in self.__dict__.items() if k not in ("data", "topic_names")}
         with open(str(stem) + META_SUFFIX, "wb") as fh:
             np.savez(fh, topic_names=np.array(self.topic_names, dtype=object).astype(str), **meta)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
+
+    @classmethod
+    def concat(cls, parts: list["EncodedBatch"], with_data: bool = True) -> "EncodedBatch":
+        """The batches one after another (``with_data=False``: metadata only, for a caller that already wrote
+        the record bytes out part by part)."""
+        names: list = []
+        position: dict = {}
+        topic_idx, record_offsets, entry_rec = [], [np.zeros(1, np.int64)], []
+        base_bytes = base_rows = 0
+        for part in parts:
+            remap = np.array([position.setdefault(t, len(position)) for t in part.topic_names], dtype=np.int32)
+            topic_idx.append(remap[part.topic_idx] if len(part.topic_idx) else part.topic_idx)
+            record_offsets.append(part.record_offsets[1:] + base_bytes)
+            entry_rec.append(part.entry_rec + base_rows)
+            base_bytes += int(part.record_offsets[-1])
+            base_rows += len(part)
+        names = list(position)
+        same = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts", "ts_given",
+                "ts_pos", "entry_hash")
+        data = np.concatenate([p.data for p in parts]) if with_data else np.zeros(0, np.uint8)
+        return cls(data=data, record_offsets=np.concatenate(record_offsets), topic_names=names,
+                   topic_idx=np.concatenate(topic_idx).astype(np.int32), entry_rec=np.concatenate(entry_rec),
+                   **{k: np.concatenate([getattr(p, k) for p in parts]) for k in same})
 
     @classmethod
     def load(cls, stem: Path) -> "EncodedBatch":
@@ -73,7 +103,26 @@ class EncodedBatch:
         # mapped, not read: publishing copies it into place one commit-log file at a time
         data = np.memmap(data_path, dtype=np.uint8, mode="r") if data_path.stat().st_size else np.zeros(0, np.uint8)
         fields = {k: meta[k] for k in meta.files if k != "topic_names"}
-        return cls(data=data, topic_names=[str(t) for t in meta["topic_names"]], **fields)
+        batch = cls(data=data, topic_names=[str(t) for t in meta["topic_names"]], **fields)
+        batch.data_path = data_path
+        return batch
+
+    def read_into(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
+        """Record bytes [start, stop) copied into the front of ``out`` (a reusable scratch buffer: reading a
+        staged file with ``readinto`` avoids faulting in fresh memory for every chunk); returns that view."""
+        view = out[:stop - start]
+        path = getattr(self, "data_path", None)
+        if path is None:
+            view[:] = self.data[start:stop]
+            return view
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            if fh.readinto(memoryview(view)) != stop - start:
+                from ..errors import StoreFormatError
+
+                raise StoreFormatError(f"staged records end early: expected bytes {start}..{stop}", str(path),
+                                        start)
+        return view
 
 
 def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:

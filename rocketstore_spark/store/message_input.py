@@ -41,7 +41,9 @@ class PreparedMessages:
 
 def _column(table: pa.Table, name: str):
     col = table.column(name)
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):  # one chunk (Spark's batches) needs no copy
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def _ints(table: pa.Table, name: str, default: int, dtype=np.int64) -> np.ndarray:

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from . import layout as L
 from .appender import StoreWriter, encode_table
-from .encoded_batch import EncodedBatch
+from .encoded_batch import DATA_SUFFIX, EncodedBatch
 from .encoder import UniqKeyFactory
 from .journal import (TRASH_DIR, journal_path, last_sink_batch, mark_done, meta_dir, move_to_trash,
                       record_sink_batch, remove_empty_dirs, snapshot, staging_dir, write_journal)
@@ -38,21 +38,64 @@ def fault_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+STAGE_FILE_ROWS = 200_000  # messages per staging file: bounds the metadata a task holds in memory
+
+
 def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_host: str,
-          max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> list[str]:
-    """Encode ``tables`` into staging files of job ``job_id``; returns the staged stems, in order."""
+          max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, rows_per_file: int = STAGE_FILE_ROWS) -> list[str]:
+    """Encode ``tables`` into staging files of job ``job_id``; returns the staged stems, in order.
+
+    Each table is encoded on its own (Spark hands over small Arrow batches: encoding them one by one avoids
+    concatenating bodies) and appended to the current staging file, which is closed at ``rows_per_file``.
+    """
     directory = staging_dir(Path(root), job_id)
     factory = UniqKeyFactory()
-    stems = []
-    for i, table in enumerate(tables):
-        if table.num_rows == 0:
-            continue
-        batch = encode_table(table, store_host=store_host, uniq_factory=factory, max_message_size=max_message_size)
-        directory.mkdir(parents=True, exist_ok=True)
-        stem = directory / f"{name}-{i:06d}"
-        batch.save(stem)
-        stems.append(str(stem))
+    stems: list[str] = []
+    current: Optional[_StagingFile] = None
+    try:
+        for table in tables:
+            if table.num_rows == 0:
+                continue
+            batch = encode_table(table, store_host=store_host, uniq_factory=factory,
+                                 max_message_size=max_message_size)
+            if current is None:
+                directory.mkdir(parents=True, exist_ok=True)
+                current = _StagingFile(directory / f"{name}-{len(stems):06d}")
+            current.add(batch)
+            if current.rows >= rows_per_file:
+                stems.append(current.close())
+                current = None
+        if current is not None:
+            stems.append(current.close())
+            current = None
+    finally:
+        if current is not None:  # a failed attempt: its partial file is removed with the staging directory
+            current.handle.close()
     return stems
+
+
+class _StagingFile:
+    """One staged ``.rec`` written part by part, and its metadata written when it is closed."""
+
+    def __init__(self, stem: Path):
+        self.stem = stem
+        self.handle = open(str(stem) + DATA_SUFFIX, "wb")
+        self.parts: list[EncodedBatch] = []
+        self.rows = 0
+
+    def add(self, batch: EncodedBatch) -> None:
+        self.handle.write(memoryview(batch.data))
+        batch.data = np.zeros(0, np.uint8)  # written: keep only the metadata
+        self.parts.append(batch)
+        self.rows += len(batch)
+
+    def close(self) -> str:
+        # no fsync: staged files are read back by this job's driver only, through the same page cache, and are
+        # worthless after a machine crash (the job is rolled back); durability starts at the commit log's flush
+        # in publish_staged. Deleted before write-back, most staged bytes never reach the disk at all.
+        self.handle.close()
+        EncodedBatch.concat(self.parts, with_data=False).save_meta(self.stem, sync=False)
+        return str(self.stem)
 
 
 def discard_staged(root, job_id: str) -> None:

@@ -269,3 +269,49 @@ def _java_host(text):
         groups = [f"{(packed[i] << 8) | packed[i + 1]:x}" for i in range(0, 16, 2)]
         return "[" + ":".join(groups) + "]:" + port
     return text
+
+
+# --- the gathered-header fast path parses exactly like the field-by-field path ----------------------------------
+
+def _encoded_records(hosts):
+    from rocketstore_spark.store.appender import encode_table
+    from rocketstore_spark.store.encoder import UniqKeyFactory
+
+    n = len(hosts)
+    table = pa.table({"topic": ["T" * (1 + i % 3) for i in range(n)], "body": [b"x" * (i * 7 % 40) for i in range(n)],
+                      "bornHost": [b for b, _ in hosts], "storeHost": [s for _, s in hosts],
+                      "storeTimestamp": [1_700_000_000_000 + i for i in range(n)],
+                      "reconsumeTimes": [3 + i for i in range(n)]})
+    batch = encode_table(table, store_host="127.0.0.1:10911", uniq_factory=UniqKeyFactory())
+    return bytes(batch.data), batch.record_offsets[:-1]
+
+
+HOSTS = st.sampled_from(["10.0.0.1:1", "[2001:db8::1]:80"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(HOSTS, HOSTS), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=1 << 16), st.integers(0, 255)), max_size=4),
+       st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=4))
+def test_header_rows_fast_path_equals_field_by_field(monkeypatch, hosts, changes, extra_positions):
+    from rocketstore_spark.store import codec
+
+    data, starts = _encoded_records(hosts)
+    changed = bytearray(data + bytes(200))  # padding keeps every position inside the fast path's span
+    for where, value in changes:
+        changed[where % len(data)] = value
+    buf = np.frombuffer(bytes(changed), dtype=np.uint8)
+    positions = np.concatenate([starts, np.array([p % len(data) for p in extra_positions], dtype=np.int64)])
+    assert codec.HeaderRows.fits(buf, positions)
+    fast = parse_records(buf, positions)
+    with monkeypatch.context() as m:
+        m.setattr(codec.HeaderRows, "fits", staticmethod(lambda *_: False))
+        slow = parse_records(buf, positions)
+    for name, value in fast.__dict__.items():
+        assert np.array_equal(value, slow.__dict__[name]), name
+    if not changes:  # and both agree with what was encoded
+        n = len(starts)
+        assert fast.valid[:n].all()
+        assert fast.store_timestamp[:n].tolist() == [1_700_000_000_000 + i for i in range(n)]
+        assert fast.reconsume_times[:n].tolist() == [3 + i for i in range(n)]
+        assert fast.body_len[:n].tolist() == [i * 7 % 40 for i in range(n)]
