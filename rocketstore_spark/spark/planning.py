@@ -18,6 +18,7 @@ from pyspark.sql.datasource import InputPartition
 from ..errors import DataLossError
 from ..store import RocketStore
 from ..store import layout as L
+from ..store.consume_queue import Subscription
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
 
 log = logging.getLogger("rocketstore_spark")
@@ -51,6 +52,16 @@ class QueuePartition(InputPartition):
     queue_id: int
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class QueueRangesPartition(InputPartition):
+    """Several queue ranges read by one task: a selective ``tags`` read packs the ranges whose consume-queue
+    units match into partitions of about ``maxMessagesPerPartition`` matching messages. Each range is
+    (topic, queue id, start, end) and lies within one consume-queue file, like a :class:`QueuePartition`."""
+
+    store: StoreHandle
+    ranges: tuple[tuple[str, int, int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -199,15 +210,57 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
             if pushed.msg_ids is not None or pushed.uniq_keys is not None:
                 parts.extend(_plan_lookups(store, handle, topics, pushed))
                 continue
-            per_file = store.sizes.consume_queue_file_size // 20
+            per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
+            queue_parts = []
             for topic in topics:
                 for qid in store.queue_ids(topic):
                     if pushed.queue_ids is not None and qid not in pushed.queue_ids:
                         continue
                     start, end = queue_range(store, ref, opts, pushed, topic, qid, multi)
                     for lo, hi in split_range(start, end, per_file, opts.max_messages_per_partition):
-                        parts.append(QueuePartition(handle, topic, qid, lo, hi))
+                        queue_parts.append(QueuePartition(handle, topic, qid, lo, hi))
+            tags = effective_tags(opts, pushed)
+            if tags is not None and tags:
+                queue_parts = pack_by_tag_matches(store, handle, queue_parts, Subscription.parse(tags),
+                                                  opts.max_messages_per_partition, opts.min_partitions)
+            parts.extend(queue_parts)
     return _ensure_min_partitions(parts, opts.min_partitions)
+
+
+def effective_tags(opts: ReadOptions, pushed: Pushed):
+    """The subscription to read with: the ``tags`` option, narrowed by pushed ``tags`` filters."""
+    option_tags = set(Subscription.parse(opts.tags).tags) if opts.tags else None
+    tags = pushed.tags if option_tags is None else (option_tags if pushed.tags is None else option_tags & pushed.tags)
+    return None if tags is None else sorted(tags)
+
+
+def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, sub: Subscription,
+                        max_messages: int, min_partitions: Optional[int]) -> list:
+    """For a tag-filtered read: count the consume-queue units whose tag hash matches in each range (the
+    queues' 20-byte units only, never message bytes), drop ranges without any, trim each range to its first
+    and last match, and pack ranges into partitions of about ``max_messages`` matches, so that a 1%-selective
+    read runs a few tasks instead of one per consume-queue file."""
+    ranges, counts = [], []
+    for p in parts:
+        units = store.consume_queue(p.topic, p.queue_id).units(p.start, p.end)
+        hits = np.flatnonzero(sub.matches_codes(units["tags_code"], p.topic)
+                              & (units["size"] != L.CQ_FILLER_SIZE))
+        if len(hits):
+            ranges.append((p.topic, p.queue_id, p.start + int(hits[0]), p.start + int(hits[-1]) + 1))
+            counts.append(len(hits))
+    if not ranges:
+        return []
+    total = sum(counts)
+    budget = max_messages if not min_partitions else max(1, min(max_messages, -(-total // min_partitions)))
+    packed, current, filled = [], [], 0
+    for rng, count in zip(ranges, counts):
+        if current and filled + count > budget:
+            packed.append(QueueRangesPartition(handle, tuple(current)))
+            current, filled = [], 0
+        current.append(rng)
+        filled += count
+    packed.append(QueueRangesPartition(handle, tuple(current)))
+    return packed
 
 
 def _plan_commitlog(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> list[InputPartition]:

@@ -12,10 +12,10 @@ from pyspark.sql.datasource import DataSourceReader
 
 from ..errors import DataLossError, StoreNotFoundError
 from ..store import RocketStore
-from ..store.consume_queue import Subscription
 from .filters import apply_filters
 from .options import ReadOptions
-from .planning import CommitLogPartition, LookupPartition, Pushed, QueuePartition, StoreHandle, plan
+from .planning import (CommitLogPartition, LookupPartition, Pushed, QueuePartition, QueueRangesPartition,
+                       StoreHandle, effective_tags, plan)
 from .schema import arrow_schema_for, store_columns, to_spark_batch
 
 log = logging.getLogger("rocketstore_spark")
@@ -34,7 +34,8 @@ def store_for(handle: StoreHandle, partition=None) -> RocketStore:
     if files and not files[0].path.exists():  # expired under us: the cached listing is stale
         _OPEN_STORES.pop(handle).close()
         store = None
-    if store is not None and isinstance(partition, QueuePartition) and not _covers(store, partition):
+    if store is not None and isinstance(partition, (QueuePartition, QueueRangesPartition)) and \
+            not _covers(store, partition):
         _OPEN_STORES.pop(handle).close()
         store = None
     if store is None:
@@ -46,16 +47,16 @@ def store_for(handle: StoreHandle, partition=None) -> RocketStore:
     return store
 
 
-def _covers(store: RocketStore, partition: QueuePartition) -> bool:
-    return partition.topic in store.topics() and partition.queue_id in store.queue_ids(partition.topic) and \
-        store.max_offset(partition.topic, partition.queue_id) >= partition.end
+def _queue_ranges(partition) -> tuple:
+    """(topic, queue id, start, end) of every range a queue partition reads."""
+    if isinstance(partition, QueueRangesPartition):
+        return partition.ranges
+    return ((partition.topic, partition.queue_id, partition.start, partition.end),)
 
 
-def effective_tags(opts: ReadOptions, pushed: Pushed):
-    """The subscription to read with: the ``tags`` option, narrowed by pushed ``tags`` filters."""
-    option_tags = set(Subscription.parse(opts.tags).tags) if opts.tags else None
-    tags = pushed.tags if option_tags is None else (option_tags if pushed.tags is None else option_tags & pushed.tags)
-    return None if tags is None else sorted(tags)
+def _covers(store: RocketStore, partition) -> bool:
+    return all(topic in store.topics() and qid in store.queue_ids(topic) and store.max_offset(topic, qid) >= end
+               for topic, qid, _, end in _queue_ranges(partition))
 
 
 class RocketStoreReader(DataSourceReader):
@@ -84,15 +85,8 @@ class RocketStoreReader(DataSourceReader):
         tags = effective_tags(self.opts, self.pushed)
         if tags is not None and not tags:
             return
-        if isinstance(partition, QueuePartition):
-            if not _covers(store, partition):
-                raise DataLossError(
-                    f"{handle.broker}/{partition.topic}/{partition.queue_id}: offsets up to {partition.end} were "
-                    f"planned but the consume queue in {handle.path} now ends earlier (truncated or replaced "
-                    "since planning)")
-            batches = store.read_queue(partition.topic, partition.queue_id, partition.start, partition.end,
-                                       tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
-                                       fail_on_data_loss=self.opts.fail_on_data_loss)
+        if isinstance(partition, (QueuePartition, QueueRangesPartition)):
+            batches = self._queue_batches(store, handle, partition, tags, columns)
         elif isinstance(partition, CommitLogPartition):
             batches = self._filtered(store.scan_commitlog(partition.start, partition.end,
                                                           columns=tuple(dict.fromkeys(columns + _FILTER_COLS)),
@@ -105,6 +99,16 @@ class RocketStoreReader(DataSourceReader):
         for batch in batches:
             if batch.num_rows:
                 yield to_spark_batch(batch, handle.broker, target)
+
+    def _queue_batches(self, store: RocketStore, handle: StoreHandle, partition, tags, columns):
+        for topic, qid, start, end in _queue_ranges(partition):
+            if not _covers(store, QueuePartition(handle, topic, qid, start, end)):
+                raise DataLossError(
+                    f"{handle.broker}/{topic}/{qid}: offsets up to {end} were planned but the consume queue in "
+                    f"{handle.path} now ends earlier (truncated or replaced since planning)")
+            yield from store.read_queue(topic, qid, start, end, tags=tags, columns=columns,
+                                        verify_crc=self.opts.verify_crc,
+                                        fail_on_data_loss=self.opts.fail_on_data_loss)
 
     def _filtered(self, batches, columns, tags) -> Iterator[pa.RecordBatch]:
         """Row filters for paths that do not go through consume queues (commit-log scans, lookups)."""

@@ -56,7 +56,7 @@ class RocketStoreStreamWriter(_StreamWriterBase):
                 new_topics[topic] = max(new_topics.get(topic, 0), top + 1, self.opts.queue_nums)
         publish_staged(self.opts.path, writer.job_id, [s for m in staged for s in m.stems],
                        new_topic_queues=new_topics, store_host=self.opts.store_host, sizes=self.opts.sizes,
-                       sink=(self.sink_id, int(batchId)))
+                       sink=(self.sink_id, int(batchId)), sync_flush=self.opts.sync_flush)
 
     def abort(self, messages: list[Optional[StagedCommit]], batchId: int) -> None:
         discard_staged(self.opts.path, self.job_prefix)

@@ -18,8 +18,12 @@ from .options import canonical, parse_bool, parse_int
 WRITE_OPTIONS = (
     "path", "topic", "queueSelector", "queueNums", "storeHost", "compressBody", "compressBodyThreshold",
     "overwrite", "ignoreExtraColumns", "maxMessageSize", "commitLogFileSize", "consumeQueueFileSize",
-    "indexHashSlots", "indexMaxEntries", "sinkId", "checkpointLocation",
+    "indexHashSlots", "indexMaxEntries", "sinkId", "checkpointLocation", "flushDiskType",
 )
+#: RocketMQ's FlushDiskType: SYNC_FLUSH forces the commit log to disk before a job commits; ASYNC_FLUSH (the
+#: broker's default) leaves write-back to the kernel, which costs a killed driver nothing but lets an OS crash
+#: lose the newest messages, exactly as for a broker configured that way.
+FLUSH_DISK_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 QUEUE_SELECTORS = ("roundRobin", "hash", "partition")
 COMPRESSIONS = ("none", "zlib", "lz4", "zstd")
 DEFAULT_COMPRESS_THRESHOLD = 4096  # DefaultMQProducer.compressMsgBodyOverHowmuch
@@ -53,7 +57,12 @@ class WriteOptions:
     max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE
     sizes: dict = field(default_factory=dict)
     sink_id: Optional[str] = None
+    flush_disk_type: str = "ASYNC_FLUSH"
     passed_columns: tuple = PASSED
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type == "SYNC_FLUSH"
 
 
 def parse_write_options(options: Mapping[str, str], overwrite: bool) -> WriteOptions:
@@ -76,6 +85,9 @@ def parse_write_options(options: Mapping[str, str], overwrite: bool) -> WriteOpt
     sizes = {key: parse_int(opt, opts.get(opt), 1) for key, opt in (
         ("commit_log_file_size", "commitLogFileSize"), ("consume_queue_file_size", "consumeQueueFileSize"),
         ("index_hash_slots", "indexHashSlots"), ("index_max_entries", "indexMaxEntries")) if opt in opts}
+    flush = str(opts.get("flushDiskType", "ASYNC_FLUSH")).upper()
+    if flush not in FLUSH_DISK_TYPES:
+        raise InvalidArgumentError(f"flushDiskType must be one of {FLUSH_DISK_TYPES}, found {flush!r}")
     host = opts.get("storeHost", DEFAULT_STORE_HOST)
     try:
         from ..store.codec import parse_host
@@ -91,7 +103,7 @@ def parse_write_options(options: Mapping[str, str], overwrite: bool) -> WriteOpt
         if "compressBodyThreshold" in opts else DEFAULT_COMPRESS_THRESHOLD,
         ignore_extra_columns=parse_bool("ignoreExtraColumns", opts.get("ignoreExtraColumns"), False),
         max_message_size=parse_int("maxMessageSize", opts.get("maxMessageSize"), 1) or L.DEFAULT_MAX_MESSAGE_SIZE,
-        sizes=sizes, sink_id=opts.get("sinkId"))
+        sizes=sizes, sink_id=opts.get("sinkId"), flush_disk_type=flush)
 
 
 def validate_input_schema(schema: StructType, opts: WriteOptions) -> None:

@@ -155,7 +155,8 @@ class RocketStoreWriter(DataSourceArrowWriter):
                 new_topics[topic] = max(new_topics.get(topic, 0), top + 1, self.opts.queue_nums)
         stems = [s for m in staged for s in m.stems]
         publish_staged(self.opts.path, self.job_id, stems, new_topic_queues=new_topics,
-                       overwrite=self.overwrite, store_host=self.opts.store_host, sizes=self.opts.sizes)
+                       overwrite=self.overwrite, store_host=self.opts.store_host, sizes=self.opts.sizes,
+                       sync_flush=self.opts.sync_flush)
 
     def abort(self, messages: list[Optional[StagedCommit]]) -> None:
         discard_staged(self.opts.path, self.job_id)

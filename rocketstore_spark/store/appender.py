@@ -54,6 +54,7 @@ class StoreWriter:
         self._uniq = UniqKeyFactory()
         self._fds: dict[Path, int] = {}
         self._scratch: np.ndarray | None = None  # reused for every chunk copied into the commit log
+        self.sync_flush = True  # flush() forces data to disk (SYNC_FLUSH); False: ASYNC_FLUSH
         self._closed = False
         self.recovery_actions: list[str] = []  # what opening had to finish, roll back or repair
         (root / L.ABORT_FILE).write_text(str(os.getpid()))
@@ -262,11 +263,14 @@ class StoreWriter:
     # --- closing -----------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync data files and the index, then write the checkpoint."""
-        for fd in self._fds.values():
-            os.fsync(fd)
-        self.index.flush()
-        write_checkpoint(self.root / L.CHECKPOINT_FILE, self._checkpoint)
+        """Write the checkpoint; with ``sync_flush`` (RocketMQ's SYNC_FLUSH) first force data files and the
+        index to disk. Without it (ASYNC_FLUSH) the bytes are in the page cache, where any other process sees
+        them and a killed process cannot lose them, and the kernel writes them back on its own schedule."""
+        if self.sync_flush:
+            for fd in self._fds.values():
+                os.fsync(fd)
+            self.index.flush()
+        write_checkpoint(self.root / L.CHECKPOINT_FILE, self._checkpoint, sync=self.sync_flush)
 
     def abandon(self) -> None:
         """Give up after a failure: undo whatever a journalled publication wrote (or repair the tail),

@@ -50,12 +50,13 @@ def read_checkpoint(path: Path) -> Optional[Checkpoint]:
     return Checkpoint(*L.CHECKPOINT.unpack_from(data, 0))
 
 
-def write_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
-    """Replace the checkpoint atomically (write a temp file, fsync, rename)."""
+def write_checkpoint(path: Path, checkpoint: Checkpoint, sync: bool = True) -> None:
+    """Replace the checkpoint atomically (write a temp file, fsync unless ``sync`` is false, rename)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
         fh.write(checkpoint.to_bytes())
         fh.flush()
-        os.fsync(fh.fileno())
+        if sync:
+            os.fsync(fh.fileno())
     os.replace(tmp, path)

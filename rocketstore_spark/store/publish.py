@@ -105,7 +105,7 @@ def discard_staged(root, job_id: str) -> None:
 
 def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Optional[dict] = None,
                    overwrite: bool = False, store_host: str = "127.0.0.1:10911", sizes: Optional[dict] = None,
-                   now_ms: Optional[int] = None, sink: Optional[tuple] = None) -> dict:
+                   now_ms: Optional[int] = None, sink: Optional[tuple] = None, sync_flush: bool = True) -> dict:
     """Append the staged batches ``stems`` (in order) as one job; see the module docstring.
 
     ``sink=(sink_id, batch_id)`` makes the publication idempotent per streaming batch: a batch id the sink
@@ -142,6 +142,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
             lock.release()
             raise
     writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=not overwrite, **sizes)
+    writer.sync_flush = sync_flush
     try:
         batches = [EncodedBatch.load(Path(s)) for s in stems]
         new_topic_queues = dict(new_topic_queues or {})

@@ -56,7 +56,7 @@ def test_generated_frame_defaults_compression_append_and_overwrite(spark, tmp_pa
         F.concat(F.lit("payload-"), F.col("id").cast("string"), F.expr("repeat('x', 5000)")).alias("body"),
         F.lit("events").alias("topic"), F.array(F.concat(F.lit("id-"), F.col("id").cast("string"))).alias("keys"))
     write(df, tmp_path / "s", compressBody="zstd")
-    write(df.limit(10), tmp_path / "s", compressBody="lz4")
+    write(df.limit(10), tmp_path / "s", compressBody="lz4", flushDiskType="SYNC_FLUSH")
     with RocketStore.open(tmp_path / "s") as s:
         assert s.queue_ids("events") == list(range(8))
         assert sum(s.max_offset("events", q) for q in range(8)) == 510

@@ -103,3 +103,43 @@ def test_overwrite_replaces_and_rolls_back(base_store):
     publish_staged(base_store, job, stems, overwrite=True)
     with RocketStore.open(base_store) as s:
         assert s.topics() == ["other"]
+
+
+def test_staged_parts_of_many_tables_publish_in_order_with_their_topics_and_keys(tmp_path):
+    """Tables are encoded one by one into shared staging files (topic names remapped per file); publishing
+    gives the same store as appending the tables directly."""
+    tables = [messages(30, start=0), messages(20, topic="fresh", start=30), messages(25, start=50),
+              messages(10, topic="third", start=75)]
+    job = new_job_id()
+    root = tmp_path / "staged"
+    stems = stage(root, job, "p0", tables, store_host="10.0.0.1:10911", rows_per_file=40)
+    assert len(stems) == 2  # 30+20 rows (closed on reaching 40), then 25+10
+    publish_staged(root, job, stems, new_topic_queues={"fresh": 3, "third": 3}, now_ms=1_700_000_000_000,
+                   **({"sizes": SMALL}))
+    with RocketStore.open(root) as s:
+        rows = [r for b in s.scan_commitlog(columns=("topic", "body", "keys", "queueOffset")) for r in b.to_pylist()]
+    expected = [r for t in tables for r in t.select(["topic", "body", "keys"]).to_pylist()]
+    assert [(r["topic"], r["body"], r["keys"]) for r in rows] == \
+        [(r["topic"], r["body"], r["keys"]) for r in expected]
+    with RocketStore.open(root) as s:
+        for i in (0, 31, 60, 80):
+            key = expected[i]["keys"][0]
+            found = s.query_by_key(expected[i]["topic"], key, columns=("body",)).column(0).to_pylist()
+            assert found == [expected[i]["body"]], key
+
+
+@pytest.mark.parametrize("sync_flush", [True, False])
+def test_sync_flush_forces_the_commit_log_to_disk_and_async_leaves_it_to_the_kernel(base_store, monkeypatch,
+                                                                                  sync_flush):
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")),
+                                                 real_fsync(fd)))
+    job = new_job_id()
+    stems = stage_job(base_store, job)
+    synced.clear()
+    publish_staged(base_store, job, stems, new_topic_queues={"fresh": 4}, sync_flush=sync_flush)
+    commitlog_synced = [p for p in synced if "/commitlog/" in p]
+    assert bool(commitlog_synced) == sync_flush
+    with RocketStore.open(base_store) as s:
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300 + 200 + 80

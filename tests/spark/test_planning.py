@@ -1,0 +1,49 @@
+"""Planning on the driver, without a Spark session: partitions from consume-queue files only."""
+
+import pickle
+
+from rocketstore_spark.spark.options import parse_read_options
+from rocketstore_spark.spark.planning import Pushed, QueuePartition, QueueRangesPartition, plan
+from rocketstore_spark.spark.reader import RocketStoreReader
+from rocketstore_spark.spark.schema import SPARK_COLUMNS
+
+
+def _rows(opts, parts):
+    reader = RocketStoreReader(opts, SPARK_COLUMNS)
+    return [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
+
+
+def test_plain_partitions_never_cross_a_consume_queue_file(golden_store_path, golden_store):
+    opts = parse_read_options({"path": str(golden_store_path), "maxMessagesPerPartition": "250"})
+    parts = plan(opts, Pushed())
+    per_file = golden_store.sizes.consume_queue_file_size // 20
+    assert parts and all(isinstance(p, QueuePartition) for p in parts)
+    assert all(p.end - p.start <= 250 and p.start // per_file == (p.end - 1) // per_file for p in parts)
+
+
+def test_tag_reads_pack_only_ranges_with_matching_units(golden_store_path, golden_store, manifest):
+    path = str(golden_store_path)
+    opts = parse_read_options({"path": path, "tags": "TagA", "maxMessagesPerPartition": "400",
+                               "includeSystemTopics": "true"})
+    parts = plan(opts, Pushed())
+    assert parts and all(isinstance(p, QueueRangesPartition) for p in parts)
+    per_file = golden_store.sizes.consume_queue_file_size // 20
+    for p in parts:
+        assert all(start < end and start // per_file == (end - 1) // per_file for _, _, start, end in p.ranges)
+    assert pickle.loads(pickle.dumps(parts)) == parts  # small and picklable: paths and offsets only
+    expected = sorted(m["commitLogOffset"] for m in manifest if m["inConsumeQueue"] and m["tags"] == "TagA")
+    got = sorted(r["commitLogOffset"] for r in _rows(opts, parts))
+    assert got == expected
+    # every partition but the last is filled up to the budget of matching messages
+    plain = plan(parse_read_options({"path": path, "maxMessagesPerPartition": "400"}), Pushed())
+    assert len(parts) < len(plain)
+    split = plan(parse_read_options({"path": path, "tags": "TagA", "minPartitions": "5",
+                                     "includeSystemTopics": "true"}), Pushed())
+    assert len(split) >= 5 and sorted(r["commitLogOffset"] for r in _rows(opts, split)) == expected
+
+
+def test_pushed_tags_narrow_the_plan_and_unknown_tags_plan_nothing(golden_store_path):
+    opts = parse_read_options({"path": str(golden_store_path)})
+    assert plan(opts, Pushed(tags={"NoSuchTag"})) == []
+    narrowed = plan(opts, Pushed(tags={"TagB"}))
+    assert narrowed and all(isinstance(p, QueueRangesPartition) for p in narrowed)
