@@ -252,15 +252,21 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
         return []
     total = sum(counts)
     budget = max_messages if not min_partitions else max(1, min(max_messages, -(-total // min_partitions)))
-    packed, current, filled = [], [], 0
+    # the units a task scans cost too: past SCAN_UNITS_PER_PARTITION a second task shares the scan
+    packed, current, filled, scanned = [], [], 0, 0
     for rng, count in zip(ranges, counts):
-        if current and filled + count > budget:
+        units = rng[3] - rng[2]
+        if current and (filled + count > budget or scanned + units > SCAN_UNITS_PER_PARTITION):
             packed.append(QueueRangesPartition(handle, tuple(current)))
-            current, filled = [], 0
+            current, filled, scanned = [], 0, 0
         current.append(rng)
         filled += count
+        scanned += units
     packed.append(QueueRangesPartition(handle, tuple(current)))
     return packed
+
+
+SCAN_UNITS_PER_PARTITION = 2_500_000  # consume-queue units (50 MB) one task of a tag-filtered read examines
 
 
 def _plan_commitlog(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> list[InputPartition]:

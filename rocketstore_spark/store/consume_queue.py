@@ -169,6 +169,23 @@ class ConsumeQueue:
         self.max_offset = self.disk_max_offset = hi
         return hi
 
+    def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
+        """Commit-log offsets in [lo, hi) that units point at; only the consume-queue files whose first and
+        last units bracket the range are read in full."""
+        parts = []
+        per = self.units_per_file
+        start = self.first_offset
+        while start < self.max_offset:
+            stop = min(self.max_offset, (start // per + 1) * per)
+            first = int(self.units(start, start + 1)["phy_offset"][0])
+            if first >= hi:
+                break
+            if int(self.units(stop - 1, stop)["phy_offset"][0]) >= lo:
+                phy = self.units(start, stop)["phy_offset"].astype(np.int64)
+                parts.append(phy[(phy >= lo) & (phy < hi)])
+            start = stop
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
     def phy_offsets_from(self, phy_start: int) -> np.ndarray:
         """Commit-log offsets of the units pointing at or after ``phy_start`` (files are read from the newest
         back only as far as needed: units are in commit-log order)."""

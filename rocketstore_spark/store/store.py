@@ -45,6 +45,9 @@ def resolve_store_root(path) -> Path:
     return root
 
 
+FILTER_SCAN_UNITS = 1 << 20  # consume-queue units examined per step of a tag-filtered read (20 MiB)
+
+
 class RocketStore(MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
@@ -211,14 +214,33 @@ class RocketStore(MessageLookups):
                 f"{topic}/{queue_id}: offsets {start}..{self.min_offset(topic, queue_id)} are gone (their "
                 f"commit-log files expired); start at {self.min_offset(topic, queue_id)} or pass "
                 "fail_on_data_loss=False to skip them")
-        step = max(batch_rows, 1) * 4
+        if sub.is_all:
+            step = max(batch_rows, 1) * 4
+            while lo < hi:
+                stop = min(hi, lo + step)
+                units = cq.units(lo, stop)
+                offsets = np.arange(lo, lo + len(units), dtype=np.int64)
+                yield from self._read_units(cq, offsets, units, columns, sub, batch_rows, verify_crc,
+                                            fail_on_data_loss)
+                lo = stop
+            return
+        # a tag filter: scan the queue in large steps and decode the hash matches once about a batch has
+        # gathered, so a selective read costs one pass over 20-byte units plus the matching records
+        pending: list = []
+        gathered = 0
         while lo < hi:
-            stop = min(hi, lo + step)
+            stop = min(hi, lo + FILTER_SCAN_UNITS)
             units = cq.units(lo, stop)
-            offsets = np.arange(lo, lo + len(units), dtype=np.int64)
-            yield from self._read_units(cq, offsets, units, columns, sub, batch_rows, verify_crc,
-                                        fail_on_data_loss)
+            keep = np.flatnonzero(sub.matches_codes(units["tags_code"], cq.topic))
+            if len(keep):
+                pending.append((lo + keep, units[keep]))
+                gathered += len(keep)
             lo = stop
+            if gathered >= batch_rows or (lo >= hi and pending):
+                offsets = np.concatenate([o for o, _ in pending])
+                yield from self._read_units(cq, offsets, np.concatenate([u for _, u in pending]), columns, sub,
+                                            batch_rows, verify_crc, fail_on_data_loss)
+                pending, gathered = [], 0
 
     def _read_units(self, cq, offsets, units, columns, sub, batch_rows, verify_crc, fail_on_data_loss):
         phy = units["phy_offset"].astype(np.int64)
@@ -275,7 +297,13 @@ class RocketStore(MessageLookups):
                 continue
             walk = walks.get(index)
             if walk is None or verify_crc:
-                walk = self.commitlog.walk_file(index, check_crc=verify_crc)
+                # units of the consume queues mark record starts: chains of them are taken in vectorised steps
+                # and only the records no queue points at are walked one by one
+                base = info.from_offset
+                hints = np.concatenate([np.zeros(0, np.int64)] + [
+                    q.phy_offsets_between(base, base + self.sizes.commit_log_file_size) - base
+                    for q in self._queues.values()])
+                walk = self.commitlog.walk_file(index, check_crc=verify_crc, hints=hints)
                 if walk.end_kind != END_BLANK and info.from_offset + walk.end_position < end:
                     raise CorruptRecordError(
                         f"commit log stops early: {walk.problem or 'no record where one was expected'} "
