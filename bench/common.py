@@ -56,3 +56,38 @@ def timed(fn, repeat: int = 1):
 
 def emit(**fields):
     print(json.dumps(fields), flush=True)
+
+
+def register_floor_source(spark, rows: int, body_bytes: int = 1024, partitions: int = 8, batch_rows: int = 10_000):
+    """A Python data source ``floor`` that yields ``rows`` bodies of ``body_bytes`` from memory, doing no work
+    of its own: what Spark's Python data source path costs by itself, the ceiling for any Python source."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class FloorReader(DataSourceReader):
+        def partitions(self):
+            return [InputPartition(i) for i in range(partitions)]
+
+        def read(self, partition):
+            import numpy as np
+            import pyarrow as pa
+
+            share = rows // partitions + (1 if partition.value < rows % partitions else 0)
+            data = np.zeros(batch_rows * body_bytes, dtype=np.uint8)
+            offsets = np.arange(0, (batch_rows + 1) * body_bytes, body_bytes, dtype=np.int32)
+            full = pa.RecordBatch.from_arrays([pa.Array.from_buffers(
+                pa.binary(), batch_rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)])], names=["body"])
+            for start in range(0, share, batch_rows):
+                yield full.slice(0, min(batch_rows, share - start))
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "floor"
+
+        def schema(self):
+            return "body binary"
+
+        def reader(self, schema):
+            return FloorReader()
+
+    spark.dataSource.register(FloorSource)

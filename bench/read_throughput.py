@@ -14,7 +14,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import emit, message_tables, spark_session, timed  # noqa: E402
+from common import emit, message_tables, register_floor_source, spark_session, timed  # noqa: E402
 
 
 def main():
@@ -52,6 +52,13 @@ def main():
     emit(step="rocketstore_full_scan", seconds=round(t_rs, 3), bytes=n_rs)
     t_pq, n_pq = timed(lambda: total(spark.read.parquet(parquet)), repeat=3)
     emit(step="parquet_full_scan", seconds=round(t_pq, 3), bytes=n_pq)
+    # the same bytes through a Python source that does nothing else: the most any Python source can reach
+    register_floor_source(spark, args.messages)
+    floor = lambda: total(spark.read.format("floor").load())  # noqa: E731
+    floor()
+    t_floor, _ = timed(floor, repeat=3)
+    emit(step="python_source_floor", seconds=round(t_floor, 3), floor_vs_parquet=round(t_pq / t_floor, 2),
+         rocketstore_vs_floor=round(t_floor / t_rs, 2))
     t_tag, n_tag = timed(lambda: total(spark.read.format("rocketstore").schema("body binary")
                                        .option("tags", "rare").load(store)), repeat=2)
     emit(step="rocketstore_tag_1pct", seconds=round(t_tag, 3), bytes=n_tag)
