@@ -27,7 +27,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import MessageValidationError
 from ..store import layout as L
-from ..store.codec import java_string_hashes
+from ..store.java_hash import java_string_hashes
 from ..store.publish import discard_staged, publish_staged, stage
 from .write_options import WriteOptions
 

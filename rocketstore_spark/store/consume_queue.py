@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from . import layout as L
-from .codec import java_string_hash
+from .java_hash import java_string_hash
 from .mapped_file_queue import MappedFileQueue
 
 UNITS_PER_RECOVERY_FILES = 3

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import layout as L
-from .codec import java_string_hashes
+from .java_hash import java_string_hashes
 from .encoder import encode_records, record_lengths, value_offsets
 from .message_input import PreparedMessages
 

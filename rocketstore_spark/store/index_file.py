@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import StoreConfigError, StoreFormatError
 from . import layout as L
-from .codec import index_key_hash, read_be
+from .codec import read_be
+from .java_hash import index_key_hash
 
 
 @dataclass(frozen=True)

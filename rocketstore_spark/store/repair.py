@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from . import layout as L
-from .codec import java_string_hashes
+from .java_hash import java_string_hashes
 from .index_writer import IndexWriter
 from .sizes import StoreSizes
 from .recovery import index_keys_after

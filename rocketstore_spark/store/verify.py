@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..errors import RocketStoreError
 from . import layout as L
-from .codec import java_string_hashes
+from .java_hash import java_string_hashes
 from .commitlog import END_BLANK, END_INVALID
 from .store import RocketStore
 

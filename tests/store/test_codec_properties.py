@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.store import RocketStore
-from rocketstore_spark.store.codec import index_key_hash, java_string_hash, java_string_hashes, parse_records
+from rocketstore_spark.store.codec import parse_records
+from rocketstore_spark.store.java_hash import index_key_hash, java_string_hash, java_string_hashes
 from rocketstore_spark.store.columns import parse_properties, split_keys
 from rocketstore_spark.store.consume_queue import Subscription
 from tests.store import reference as ref

@@ -11,7 +11,7 @@ import pytest
 from rocketstore_spark.errors import (MessageValidationError, StoreClosedError, StoreLockedError,
                                       StoreNotFoundError)
 from rocketstore_spark.store import RocketStore
-from rocketstore_spark.store.codec import java_string_hash
+from rocketstore_spark.store.java_hash import java_string_hash
 from tests.conftest import GOLDEN_SIZES
 
 RAW = ["topic", "queueId", "queueOffset", "flag", "sysFlag", "bornTimestamp", "storeTimestamp", "bornHost",

@@ -1,0 +1,107 @@
+"""Java's ``String.hashCode()`` as RocketMQ uses it: consume-queue tag codes and index key hashes.
+
+Hashes run over UTF-16 code units with 32-bit wrap-around; the vectorised form handles ASCII strings with numpy
+and falls back to the exact scalar form for anything else.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def java_string_hash(text: str) -> int:
+    """Java ``String.hashCode()`` (over UTF-16 code units) as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def java_string_hashes(texts) -> np.ndarray:
+    """``String.hashCode()`` of many strings at once (vectorised for ASCII, exact for any text)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(texts, type=pa.string()) if not isinstance(texts, (pa.Array, pa.ChunkedArray)) else texts
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    arr = arr.cast(pa.string())
+    n = len(arr)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    arr = pc.fill_null(arr, "")
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    chars = data[offsets[0]:offsets[-1]]
+    ascii_rows = np.ones(n, dtype=bool)
+    if chars.size and (chars >= 0x80).any():
+        high = np.flatnonzero(chars >= 0x80) + offsets[0]
+        ascii_rows[np.searchsorted(starts, high, side="right") - 1] = False
+    short = lengths <= _HORNER_MAX_LENGTH
+    rows = np.flatnonzero(short)
+    out[rows] = _horner_hashes(data, starts[rows], lengths[rows])
+    rows = np.flatnonzero(~short)
+    if len(rows):
+        out[rows] = _bincount_hashes(data, starts[rows], lengths[rows])
+    for i in np.flatnonzero(~ascii_rows):  # hashCode works on UTF-16 code units: exact, one by one
+        out[i] = java_string_hash(arr[i].as_py())
+    return out
+
+
+_HORNER_MAX_LENGTH = 256  # longer strings are hashed by _bincount_hashes (one vector step per character)
+
+
+def _to_signed32(h: np.ndarray) -> np.ndarray:
+    h = h.astype(np.int64) & 0xFFFFFFFF
+    return np.where(h >= 1 << 31, h - (1 << 32), h)
+
+
+def _horner_hashes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """h = 31*h + c, one character position at a time over the rows still that long (longest rows first, so
+    the rows still active are always a prefix); uint32 arithmetic wraps exactly like Java's int."""
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    pos = starts[order]
+    ascending = lengths[order][::-1]
+    max_len = int(ascending[-1])
+    active = n - np.searchsorted(ascending, np.arange(max_len), side="right")
+    h = np.zeros(n, dtype=np.uint32)
+    thirty_one = np.uint32(31)
+    for k in range(max_len):
+        m = int(active[k])
+        h[:m] = h[:m] * thirty_one + data[pos[:m] + k]
+    out = np.empty(n, dtype=np.int64)
+    out[order] = _to_signed32(h)
+    return out
+
+
+def _bincount_hashes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """sum(c[i] * 31**(len-1-i)) mod 2**32 per row, for long strings: one pass over all their characters."""
+    n = len(starts)
+    pow31 = np.ones(int(lengths.max()) + 1, dtype=np.uint32)
+    for k in range(1, len(pow31)):
+        pow31[k] = np.uint32((int(pow31[k - 1]) * 31) & 0xFFFFFFFF)
+    row = np.repeat(np.arange(n), lengths)
+    first = np.repeat(starts, lengths)
+    pos_in_row = np.arange(len(row)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    exponent = np.repeat(lengths, lengths) - 1 - pos_in_row
+    terms = data[first + pos_in_row].astype(np.uint32) * pow31[exponent]
+    # float64 sums are exact here: each term < 2**39 and a row has far fewer than 2**14 characters
+    sums = np.bincount(row, weights=terms.astype(np.float64), minlength=n).astype(np.uint64)
+    return _to_signed32(sums & np.uint64(0xFFFFFFFF))
+
+
+def tags_code_of(tags: str | None) -> int:
+    """``MessageExtBrokerInner.tagsString2tagsCode``: the Java hash of the TAGS value, 0 when absent/empty."""
+    return java_string_hash(tags) if tags else 0
+
+
+def index_key_hash(key: str) -> int:
+    """``IndexFile.indexKeyHashMethod``: ``abs(hashCode)``, and 0 when that overflows (Integer.MIN_VALUE)."""
+    h = abs(java_string_hash(key))
+    return 0 if h >= 1 << 31 else h
