@@ -59,6 +59,13 @@ def main():
     t_floor, _ = timed(floor, repeat=3)
     emit(step="python_source_floor", seconds=round(t_floor, 3), floor_vs_parquet=round(t_pq / t_floor, 2),
          rocketstore_vs_floor=round(t_floor / t_rs, 2))
+    # a query of a Python source with nothing to read: Spark's fixed cost, the floor of any selective read
+    register_floor_source(spark, 0, partitions=2)
+    empty = lambda: total(spark.read.format("floor").load())  # noqa: E731
+    empty()
+    t_empty, _ = timed(empty, repeat=3)
+    emit(step="python_source_empty_query", seconds=round(t_empty, 3),
+         best_possible_tag_speedup=round(t_rs / t_empty, 1))
     t_tag, n_tag = timed(lambda: total(spark.read.format("rocketstore").schema("body binary")
                                        .option("tags", "rare").load(store)), repeat=2)
     emit(step="rocketstore_tag_1pct", seconds=round(t_tag, 3), bytes=n_tag)

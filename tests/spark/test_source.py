@@ -156,6 +156,22 @@ def test_pushdown_gives_the_same_rows(pushdown, golden_store_path, manifest):
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
 
 
+def test_reads_that_plan_no_partition_return_no_rows(pushdown, golden_store_path, tmp_path):
+    """PySpark replaces an empty plan by one bare InputPartition: such reads must give empty results."""
+    spark = pushdown
+    assert reader(spark, golden_store_path, tags="NoSuchTag").count() == 0
+    df = reader(spark, golden_store_path)
+    assert df.where("uniqKey = 'NOSUCHKEY'").count() == 0
+    assert df.where("queueId = 1 AND queueId = 2").count() == 0
+    assert df.where("tags = 'NoSuchTag'").count() == 0
+    from rocketstore_spark.store import RocketStore
+
+    with RocketStore.open(tmp_path / "empty", mode="a"):
+        pass  # a store with no message yet
+    assert reader(spark, tmp_path / "empty").count() == 0
+    assert reader(spark, tmp_path / "empty", scanMode="commitlog").count() == 0
+
+
 def test_registration(spark, golden_store_path):
     before = reader(spark, golden_store_path, topics="TopicTest").count()
     rocketstore_spark.register(spark)
