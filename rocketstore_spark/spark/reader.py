@@ -92,10 +92,10 @@ class RocketStoreReader(DataSourceReader):
             batches = self._queue_batches(store, handle, partition, tags, columns)
         elif isinstance(partition, CommitLogPartition):
             batches = self._filtered(store.scan_commitlog(partition.start, partition.end,
-                                                          columns=tuple(dict.fromkeys(columns + _FILTER_COLS)),
+                                                          columns=self._with_filter_columns(columns, tags),
                                                           verify_crc=self.opts.verify_crc), columns, tags)
         elif isinstance(partition, LookupPartition):
-            table = store.read_records_at(list(partition.offsets), tuple(dict.fromkeys(columns + _FILTER_COLS)))
+            table = store.read_records_at(list(partition.offsets), self._with_filter_columns(columns, tags))
             batches = self._filtered(table.to_batches(), columns, tags)
         else:  # pragma: no cover - excluded above
             raise TypeError(f"unexpected partition {partition!r}")
@@ -113,6 +113,19 @@ class RocketStoreReader(DataSourceReader):
                                         verify_crc=self.opts.verify_crc,
                                         fail_on_data_loss=self.opts.fail_on_data_loss)
 
+    def _with_filter_columns(self, columns, tags) -> tuple:
+        """The columns to decode: the requested ones plus those the row filters below need (parsing
+        properties for ``tags`` or the timestamp column only costs when a filter uses them)."""
+        opts, pushed = self.opts, self.pushed
+        needed = ["topic"]
+        if tags is not None:
+            needed.append("tags")
+        if pushed.queue_ids is not None:
+            needed.append("queueId")
+        if any(b is not None for b in (opts.starting_timestamp, opts.ending_timestamp) + tuple(pushed.store_time)):
+            needed.append("storeTimestamp")
+        return tuple(dict.fromkeys(tuple(columns) + tuple(needed)))
+
     def _filtered(self, batches, columns, tags) -> Iterator[pa.RecordBatch]:
         """Row filters for paths that do not go through consume queues (commit-log scans, lookups)."""
         opts, pushed = self.opts, self.pushed
@@ -126,15 +139,13 @@ class RocketStoreReader(DataSourceReader):
             if pushed.queue_ids is not None:
                 mask = pc.and_(mask, pc.is_in(batch.column("queueId"), value_set=pa.array(sorted(pushed.queue_ids),
                                                                                             pa.int32())))
-            ts = batch.column("storeTimestamp").cast(pa.int64())
             for bound, op in ((opts.starting_timestamp, pc.greater_equal), (lo_t, pc.greater_equal),
                               (opts.ending_timestamp, pc.less), (hi_t, pc.less)):
                 if bound is not None:
-                    mask = pc.and_(mask, op(ts, bound))
+                    mask = pc.and_(mask, op(batch.column("storeTimestamp").cast(pa.int64()), bound))
             yield batch.filter(mask).select(list(columns))
 
 
-_FILTER_COLS = ("topic", "tags", "queueId", "storeTimestamp")
 _OUR_PARTITIONS = (QueuePartition, QueueRangesPartition, CommitLogPartition, LookupPartition)
 
 
