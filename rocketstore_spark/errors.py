@@ -23,6 +23,10 @@ class StoreConfigError(RocketStoreError):
     """File sizes (commit log, consume queue, index) are missing, ambiguous or contradict the files."""
 
 
+class IndexSizesAmbiguousError(StoreConfigError):
+    """Several (hash slots, max entries) pairs fit the index files: only reads that use the index need them."""
+
+
 class StoreFormatError(RocketStoreError):
     """Bytes on disk do not follow the RocketMQ format.
 

@@ -31,7 +31,7 @@ class StoreHandle:
     path: str
     broker: str
     valid_end: int
-    sizes: tuple[int, int, int, int]  # commit log, consume queue, index slots, index entries
+    sizes: tuple  # commit log, consume queue, index slots, index entries (None: executors detect them)
     # a crashed store (abort present) needs abnormal recovery everywhere: its re-dispatched units exist
     # only in memory, so executors recover it again rather than trusting the valid end alone
     recover: bool = False
@@ -97,10 +97,15 @@ class Pushed:
     notes: list = field(default_factory=list)
 
 
+def handle_sizes(s) -> tuple:
+    """The sizes executors open a store with; index sizes the files leave ambiguous are left for them to
+    detect again (queue and commit-log reads never need them)."""
+    return (s.commit_log_file_size, s.consume_queue_file_size) + \
+        ((None, None) if s.index_sizes_problem else (s.index_hash_slots, s.index_max_entries))
+
+
 def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
-    s = store.sizes
-    return StoreHandle(ref.path, ref.broker, store.max_phy_offset(),
-                       (s.commit_log_file_size, s.consume_queue_file_size, s.index_hash_slots, s.index_max_entries),
+    return StoreHandle(ref.path, ref.broker, store.max_phy_offset(), handle_sizes(store.sizes),
                        recover=store.abort_present)
 
 

@@ -21,7 +21,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from ..errors import DataLossError
 from ..store import RocketStore
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
-from .planning import QueuePartition, StoreHandle, split_range
+from .planning import QueuePartition, StoreHandle, handle_sizes, split_range
 from .reader import RocketStoreReader
 
 try:  # Spark >= 4.2
@@ -167,8 +167,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 continue
             with open_live(ref, self.opts) as store:
                 handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
-                                     (store.sizes.commit_log_file_size, store.sizes.consume_queue_file_size,
-                                      store.sizes.index_hash_slots, store.sizes.index_max_entries))
+                                     handle_sizes(store.sizes))
                 per_file = store.sizes.consume_queue_file_size // 20
                 for topic, queues in ends.items():
                     for qid, hi in queues.items():

@@ -78,6 +78,7 @@ class StoreWriter:
         try:
             sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                                  index_max_entries)
+            sizes.require_index_sizes()  # a writer extends the index: it must know its exact layout
             actions = recover_store(root, sizes) if recover else []
             writer = cls(root, sizes, lock, store_host, max_message_size)
             writer.recovery_actions = actions

@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import StoreConfigError, StoreFormatError
+from ..errors import IndexSizesAmbiguousError, StoreConfigError, StoreFormatError
 from . import layout as L
 from .codec import read_be
 from .java_hash import index_key_hash
@@ -221,7 +221,8 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
         index_file_size(L.DEFAULT_INDEX_HASH_SLOTS, L.DEFAULT_INDEX_MAX_ENTRIES) == length
     if default_ok:
         return L.DEFAULT_INDEX_HASH_SLOTS, L.DEFAULT_INDEX_MAX_ENTRIES
-    raise StoreConfigError(
+    raise IndexSizesAmbiguousError(
         f"cannot tell the index sizes from {len(paths)} index file(s) of {length} bytes: "
         f"{len(candidates)} slot counts fit (e.g. {candidates[:3].tolist()}); pass index_hash_slots and "
-        "index_max_entries (maxHashSlotNum / maxIndexNum of the broker)")
+        "index_max_entries (Spark options indexHashSlots / indexMaxEntries; the broker's maxHashSlotNum / "
+        "maxIndexNum). Reads that do not use the index work without them")

@@ -112,6 +112,7 @@ def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
 
     Returns what was done, one line per journal, for logs and ``rocketstore recover``.
     """
+    sizes.require_index_sizes()  # rolling back or re-indexing rewrites index files: their layout must be known
     done = []
     jdir = meta_dir(root) / JOURNAL_DIR
     for path in sorted(jdir.glob("*.json")) if jdir.is_dir() else []:

@@ -117,6 +117,7 @@ class MessageLookups:
         """The index files recovery keeps, oldest first (abnormal recovery drops those newer than the
         checkpoint's index timestamp; their keys are then found by scanning, as the broker rebuilds them)."""
         if self._index_files is None:
+            self.sizes.require_index_sizes()
             directory = self.root / L.INDEX_DIR
             paths = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith(".")) \
                 if directory.is_dir() else []

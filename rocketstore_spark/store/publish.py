@@ -134,7 +134,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
         try:
             detected = detect_sizes(root, **sizes)
             recover_store(root, detected)
-            sizes = dict(detected.__dict__)  # the replaced store keeps its file sizes unless options say otherwise
+            sizes = detected.as_options()  # the replaced store keeps its file sizes unless options say otherwise
             write_journal(root, snapshot(root, job_id, 0, {}, root / L.INDEX_DIR, 0, kind="overwrite"))
             fault_point("journal")
             move_to_trash(root, job_id)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..errors import StoreConfigError
+from ..errors import IndexSizesAmbiguousError, StoreConfigError
 from . import layout as L
 from .index_file import detect_index_sizes
 from .mapped_file_queue import detect_file_size, list_offset_files
@@ -21,6 +21,21 @@ class StoreSizes:
     consume_queue_file_size: int = L.DEFAULT_CONSUME_QUEUE_FILE_SIZE
     index_hash_slots: int = L.DEFAULT_INDEX_HASH_SLOTS
     index_max_entries: int = L.DEFAULT_INDEX_MAX_ENTRIES
+    # why the index sizes could not be told from the files (empty when they could); reads that never touch the
+    # index work regardless, key lookups and writers raise this message
+    index_sizes_problem: str = ""
+
+    def as_options(self) -> dict:
+        """The four sizes as keyword arguments of ``RocketStore.open`` / ``StoreWriter.open``."""
+        self.require_index_sizes()
+        return {"commit_log_file_size": self.commit_log_file_size,
+                "consume_queue_file_size": self.consume_queue_file_size,
+                "index_hash_slots": self.index_hash_slots, "index_max_entries": self.index_max_entries}
+
+    def require_index_sizes(self) -> None:
+        """Raise when the index sizes are only a guess (see ``index_sizes_problem``)."""
+        if self.index_sizes_problem:
+            raise IndexSizesAmbiguousError(self.index_sizes_problem)
 
     def __post_init__(self):
         for name in ("commit_log_file_size", "consume_queue_file_size", "index_hash_slots", "index_max_entries"):
@@ -74,7 +89,11 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
     index_dir = root / L.INDEX_DIR
     index_paths = sorted(p for p in index_dir.iterdir() if p.is_file() and not p.name.startswith(".")) \
         if index_dir.is_dir() else []
-    slots, entries = detect_index_sizes(index_paths, index_hash_slots, index_max_entries)
+    problem = ""
+    try:
+        slots, entries = detect_index_sizes(index_paths, index_hash_slots, index_max_entries)
+    except IndexSizesAmbiguousError as e:  # fatal only for what uses the index
+        problem, slots, entries = str(e), None, None
     if slots is None or entries is None:
         if not defaults_when_empty and (slots is None) != (entries is None):
             raise StoreConfigError("pass both index_hash_slots and index_max_entries, or neither")
@@ -85,4 +104,5 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
         consume_queue_file_size=cq if cq is not None else L.DEFAULT_CONSUME_QUEUE_FILE_SIZE,
         index_hash_slots=slots,
         index_max_entries=entries,
+        index_sizes_problem=problem,
     )

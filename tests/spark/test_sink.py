@@ -47,7 +47,7 @@ def test_golden_round_trip(spark, golden_store_path, tmp_path):
                                                     F.count("*").alias("n")).collect()
     assert all(r["lo"] == 0 and r["hi"] == r["n"] - 1 for r in offsets)
     with RocketStore.open(tmp_path / "copy") as s:
-        assert s.sizes.__dict__ == GOLDEN_SIZES and s.recovery.mode == "normal"
+        assert s.sizes.as_options() == GOLDEN_SIZES and s.recovery.mode == "normal"
     assert not (tmp_path / "copy" / ".rocketstore").exists() and not (tmp_path / "copy" / "abort").exists()
 
 

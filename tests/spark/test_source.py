@@ -172,6 +172,17 @@ def test_reads_that_plan_no_partition_return_no_rows(pushdown, golden_store_path
     assert reader(spark, tmp_path / "empty", scanMode="commitlog").count() == 0
 
 
+def test_store_with_ambiguous_index_sizes_reads_and_says_what_to_pass_for_lookups(pushdown, tmp_path):
+    from tests.store.test_writer import _ambiguous_index_store
+
+    root = _ambiguous_index_store(tmp_path / "s")
+    assert [r[0] for r in reader(pushdown, root).select("body").collect()] == [b"x"]
+    with pytest.raises(Exception, match="indexHashSlots|index_hash_slots"):
+        reader(pushdown, root).where("uniqKey = 'AMBIG50'").count()
+    assert reader(pushdown, root, indexHashSlots="64", indexMaxEntries="256").where(
+        "uniqKey = 'AMBIG50'").count() == 1
+
+
 def test_registration(spark, golden_store_path):
     before = reader(spark, golden_store_path, topics="TopicTest").count()
     rocketstore_spark.register(spark)
