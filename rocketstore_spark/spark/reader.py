@@ -54,9 +54,12 @@ def _queue_ranges(partition) -> tuple:
     return ((partition.topic, partition.queue_id, partition.start, partition.end),)
 
 
+def _range_covered(store: RocketStore, topic: str, qid: int, end: int) -> bool:
+    return topic in store.topics() and qid in store.queue_ids(topic) and store.max_offset(topic, qid) >= end
+
+
 def _covers(store: RocketStore, partition) -> bool:
-    return all(topic in store.topics() and qid in store.queue_ids(topic) and store.max_offset(topic, qid) >= end
-               for topic, qid, _, end in _queue_ranges(partition))
+    return all(_range_covered(store, topic, qid, end) for topic, qid, _, end in _queue_ranges(partition))
 
 
 class RocketStoreReader(DataSourceReader):
@@ -105,7 +108,7 @@ class RocketStoreReader(DataSourceReader):
 
     def _queue_batches(self, store: RocketStore, handle: StoreHandle, partition, tags, columns):
         for topic, qid, start, end in _queue_ranges(partition):
-            if not _covers(store, QueuePartition(handle, topic, qid, start, end)):
+            if not _range_covered(store, topic, qid, end):
                 raise DataLossError(
                     f"{handle.broker}/{topic}/{qid}: offsets up to {end} were planned but the consume queue in "
                     f"{handle.path} now ends earlier (truncated or replaced since planning)")

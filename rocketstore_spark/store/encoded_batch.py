@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +41,7 @@ class EncodedBatch:
     ts_pos: np.ndarray  # int64, position of STORETIMESTAMP inside the record (56 or 68)
     entry_rec: np.ndarray  # int64: record of each index entry (UNIQ_KEY first, then KEYS tokens)
     entry_hash: np.ndarray  # int64: indexKeyHashMethod(topic#key)
+    data_path: Optional[Path] = None  # a staged batch: its record bytes stay in this file until published
 
     def __len__(self) -> int:
         return len(self.topic_idx)
@@ -52,32 +54,16 @@ class EncodedBatch:
         names = self.topic_names
         return [names[i] for i in self.topic_idx]
 
-    def save(self, stem: Path) -> None:
-        """Write ``<stem>.rec`` (record bytes) and ``<stem>.meta.npz``; fsync both."""
-        import os
-
-        with open(str(stem) + DATA_SUFFIX, "wb") as fh:
-            fh.write(memoryview(self.data))
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.save_meta(stem)
-
-    def save_meta(self, stem: Path, sync: bool = True) -> None:
-        """Write ``<stem>.meta.npz`` (everything but the record bytes), fsynced unless ``sync`` is false."""
-        import os
-
-        meta = {k: v for k, v in self.__dict__.items() if k not in ("data", "topic_names")}
+    def save_meta(self, stem: Path) -> None:
+        """Write ``<stem>.meta.npz``: everything but the record bytes, which the staging file holds. Not fsynced:
+        only the same job's driver reads it back, through the same page cache."""
+        meta = {k: v for k, v in self.__dict__.items() if k not in ("data", "topic_names", "data_path")}
         with open(str(stem) + META_SUFFIX, "wb") as fh:
             np.savez(fh, topic_names=np.array(self.topic_names, dtype=object).astype(str), **meta)
-            fh.flush()
-            if sync:
-                os.fsync(fh.fileno())
 
     @classmethod
-    def concat(cls, parts: list["EncodedBatch"], with_data: bool = True) -> "EncodedBatch":
-        """The batches one after another (``with_data=False``: metadata only, for a caller that already wrote
-        the record bytes out part by part)."""
-        names: list = []
+    def concat_meta(cls, parts: list["EncodedBatch"]) -> "EncodedBatch":
+        """The metadata of batches written one after another into one staging file (no record bytes)."""
         position: dict = {}
         topic_idx, record_offsets, entry_rec = [], [np.zeros(1, np.int64)], []
         base_bytes = base_rows = 0
@@ -88,40 +74,35 @@ class EncodedBatch:
             entry_rec.append(part.entry_rec + base_rows)
             base_bytes += int(part.record_offsets[-1])
             base_rows += len(part)
-        names = list(position)
         same = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts", "ts_given",
                 "ts_pos", "entry_hash")
-        data = np.concatenate([p.data for p in parts]) if with_data else np.zeros(0, np.uint8)
-        return cls(data=data, record_offsets=np.concatenate(record_offsets), topic_names=names,
-                   topic_idx=np.concatenate(topic_idx).astype(np.int32), entry_rec=np.concatenate(entry_rec),
-                   **{k: np.concatenate([getattr(p, k) for p in parts]) for k in same})
+        return cls(data=np.zeros(0, np.uint8), record_offsets=np.concatenate(record_offsets),
+                   topic_names=list(position), topic_idx=np.concatenate(topic_idx).astype(np.int32),
+                   entry_rec=np.concatenate(entry_rec), **{k: np.concatenate([getattr(p, k) for p in parts])
+                                                            for k in same})
 
     @classmethod
     def load(cls, stem: Path) -> "EncodedBatch":
+        """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`."""
         meta = np.load(str(stem) + META_SUFFIX, allow_pickle=False)
-        data_path = Path(str(stem) + DATA_SUFFIX)
-        # mapped, not read: publishing copies it into place one commit-log file at a time
-        data = np.memmap(data_path, dtype=np.uint8, mode="r") if data_path.stat().st_size else np.zeros(0, np.uint8)
         fields = {k: meta[k] for k in meta.files if k != "topic_names"}
-        batch = cls(data=data, topic_names=[str(t) for t in meta["topic_names"]], **fields)
-        batch.data_path = data_path
-        return batch
+        return cls(data=np.zeros(0, np.uint8), topic_names=[str(t) for t in meta["topic_names"]],
+                   data_path=Path(str(stem) + DATA_SUFFIX), **fields)
 
     def read_into(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
         """Record bytes [start, stop) copied into the front of ``out`` (a reusable scratch buffer: reading a
         staged file with ``readinto`` avoids faulting in fresh memory for every chunk); returns that view."""
         view = out[:stop - start]
-        path = getattr(self, "data_path", None)
-        if path is None:
+        if self.data_path is None:
             view[:] = self.data[start:stop]
             return view
-        with open(path, "rb") as fh:
+        with open(self.data_path, "rb") as fh:
             fh.seek(start)
             if fh.readinto(memoryview(view)) != stop - start:
                 from ..errors import StoreFormatError
 
-                raise StoreFormatError(f"staged records end early: expected bytes {start}..{stop}", str(path),
-                                        start)
+                raise StoreFormatError(f"staged records end early: expected bytes {start}..{stop}",
+                                       str(self.data_path), start)
         return view
 
 

@@ -94,7 +94,7 @@ class _StagingFile:
         # worthless after a machine crash (the job is rolled back); durability starts at the commit log's flush
         # in publish_staged. Deleted before write-back, most staged bytes never reach the disk at all.
         self.handle.close()
-        EncodedBatch.concat(self.parts, with_data=False).save_meta(self.stem, sync=False)
+        EncodedBatch.concat_meta(self.parts).save_meta(self.stem)
         return str(self.stem)
 
 

@@ -99,23 +99,22 @@ def test_short_checkpoint(golden_copy):
 
 # --- sizes -----------------------------------------------------------------------------------------------
 
+def _truncated_store_names_the_file(store, victim, length):
+    with open(victim, "r+b") as fh:
+        fh.truncate(length)
+    with pytest.raises(StoreConfigError) as info:
+        RocketStore.open(store)
+    assert_names(info, victim)
+
+
 @pytest.mark.parametrize("which", [0, 3, -1])
 def test_commitlog_file_truncated_to_the_wrong_length(golden_copy, which):
-    victim = sorted((golden_copy / "commitlog").iterdir())[which]
-    with open(victim, "r+b") as fh:
-        fh.truncate(1000)
-    with pytest.raises(StoreConfigError) as info:
-        RocketStore.open(golden_copy)
-    assert_names(info, victim)
+    _truncated_store_names_the_file(golden_copy, sorted((golden_copy / "commitlog").iterdir())[which], 1000)
 
 
 def test_consume_queue_file_truncated(golden_copy):
     victim = sorted((golden_copy / "consumequeue" / "TopicTest" / "4").iterdir())[0]
-    with open(victim, "r+b") as fh:
-        fh.truncate(4000)
-    with pytest.raises(StoreConfigError) as info:
-        RocketStore.open(golden_copy)
-    assert_names(info, victim)
+    _truncated_store_names_the_file(golden_copy, victim, 4000)
 
 
 def test_explicit_commit_log_size_contradicting_the_files(golden_store_path):
