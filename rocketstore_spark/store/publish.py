@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from . import layout as L
 from .appender import StoreWriter, encode_table
-from .encoded_batch import DATA_SUFFIX, EncodedBatch
+from .encoded_batch import DATA_SUFFIX, META_SUFFIX, EncodedBatch
 from .encoder import UniqKeyFactory
 from .journal import (TRASH_DIR, journal_path, last_sink_batch, mark_done, meta_dir, move_to_trash,
                       record_sink_batch, remove_empty_dirs, snapshot, staging_dir, write_journal)
@@ -39,10 +39,14 @@ def fault_point(step: str) -> None:
 
 
 STAGE_FILE_ROWS = 200_000  # messages per staging file: bounds the metadata a task holds in memory
+# bytes per staging file: publish_staged deletes each file as soon as it is in the commit log, so the page cache
+# it frees is reused at once for the next commit-log pages; first-touching fresh memory is what copying costs
+STAGE_FILE_BYTES = 64 * 1024 * 1024
 
 
 def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_host: str,
-          max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, rows_per_file: int = STAGE_FILE_ROWS) -> list[str]:
+          max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, rows_per_file: int = STAGE_FILE_ROWS,
+          bytes_per_file: int = STAGE_FILE_BYTES) -> list[str]:
     """Encode ``tables`` into staging files of job ``job_id``; returns the staged stems, in order.
 
     Each table is encoded on its own (Spark hands over small Arrow batches: encoding them one by one avoids
@@ -62,7 +66,7 @@ def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_hos
                 directory.mkdir(parents=True, exist_ok=True)
                 current = _StagingFile(directory / f"{name}-{len(stems):06d}")
             current.add(batch)
-            if current.rows >= rows_per_file:
+            if current.rows >= rows_per_file or current.bytes >= bytes_per_file:
                 stems.append(current.close())
                 current = None
         if current is not None:
@@ -82,12 +86,14 @@ class _StagingFile:
         self.handle = open(str(stem) + DATA_SUFFIX, "wb")
         self.parts: list[EncodedBatch] = []
         self.rows = 0
+        self.bytes = 0
 
     def add(self, batch: EncodedBatch) -> None:
         self.handle.write(memoryview(batch.data))
         batch.data = np.zeros(0, np.uint8)  # written: keep only the metadata
         self.parts.append(batch)
         self.rows += len(batch)
+        self.bytes += int(batch.record_offsets[-1])
 
     def close(self) -> str:
         # no fsync: staged files are read back by this job's driver only, through the same page cache, and are
@@ -154,6 +160,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
         count = 0
         for i, batch in enumerate(batches):
             writer.append_encoded(batch, now_ms=now_ms)
+            _drop_staged(stems[i])
             count += len(batch)
             fault_point(f"part-{i}")
         for topic, queue_nums in new_topic_queues.items():
@@ -174,6 +181,13 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     journal_path(root, job_id).unlink(missing_ok=True)
     remove_empty_dirs(meta_dir(root))
     return {"job": job_id, "count": count, "end_phy_offset": end}
+
+
+def _drop_staged(stem: str) -> None:
+    """Delete a staged file once its records are in the commit log. Nothing reads it again: a failure after
+    this point rolls the job back from its journal (or Spark aborts it), it never republishes from staging."""
+    for suffix in (DATA_SUFFIX, META_SUFFIX):
+        Path(stem + suffix).unlink(missing_ok=True)
 
 
 def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:

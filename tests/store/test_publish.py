@@ -144,3 +144,33 @@ def test_sync_flush_forces_the_commit_log_to_disk_and_async_leaves_it_to_the_ker
     assert bool(commitlog_synced) == sync_flush
     with RocketStore.open(base_store) as s:
         assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300 + 200 + 80
+
+
+def test_staging_files_close_at_a_byte_limit_and_each_is_deleted_once_published(base_store, monkeypatch):
+    """Small staging files, deleted as soon as their records are in the commit log, let the commit log reuse
+    the page cache they held; a crash after that point still rolls back from the journal alone."""
+    from rocketstore_spark.store import publish
+
+    job = new_job_id()
+    stems = stage(base_store, job, "p", [messages(40, start=1000), messages(40, start=2000)],
+                  store_host="10.0.0.1:10911", bytes_per_file=1)
+    assert len(stems) == 2  # one file per table: each reached the byte limit
+    seen = []
+    real = publish.StoreWriter.append_encoded
+    monkeypatch.setattr(publish.StoreWriter, "append_encoded", lambda self, batch, **kw: (
+        seen.append([os.path.exists(s + ".rec") for s in stems]), real(self, batch, **kw)))
+    publish_staged(base_store, job, stems)
+    assert seen == [[True, True], [False, True]]
+    with RocketStore.open(base_store) as s:
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 380
+    before = tree_digest(base_store)
+    job = new_job_id()
+    stems = stage(base_store, job, "p", [messages(30, start=3000), messages(30, start=4000)],
+                  store_host="10.0.0.1:10911", bytes_per_file=1)
+    code = ("from rocketstore_spark.store.publish import publish_staged\n"
+            f"publish_staged({str(base_store)!r}, {job!r}, {stems!r})\n")
+    assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="part-1"),
+                          timeout=120).returncode == -9
+    assert not os.path.exists(stems[0] + ".rec") and not os.path.exists(stems[1] + ".rec")
+    RocketStore.open(base_store, mode="a").close()
+    assert tree_digest(base_store) == before
