@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader
 
 from ..errors import DataLossError, StoreNotFoundError
-from ..store import RocketStore
+from ..store import DEFAULT_BATCH_ROWS as BATCH_ROWS, RocketStore
 from .filters import apply_filters
 from .options import ReadOptions
 from .planning import (CommitLogPartition, LookupPartition, Pushed, QueuePartition, QueueRangesPartition,
@@ -102,9 +102,7 @@ class RocketStoreReader(DataSourceReader):
             batches = self._filtered(table.to_batches(), columns, tags)
         else:  # pragma: no cover - excluded above
             raise TypeError(f"unexpected partition {partition!r}")
-        for batch in batches:
-            if batch.num_rows:
-                yield to_spark_batch(batch, handle.broker, target)
+        yield from coalesced((to_spark_batch(b, handle.broker, target) for b in batches if b.num_rows), BATCH_ROWS)
 
     def _queue_batches(self, store: RocketStore, handle: StoreHandle, partition, tags, columns):
         for topic, qid, start, end in _queue_ranges(partition):
@@ -147,6 +145,31 @@ class RocketStoreReader(DataSourceReader):
                 if bound is not None:
                     mask = pc.and_(mask, op(batch.column("storeTimestamp").cast(pa.int64()), bound))
             yield batch.filter(mask).select(list(columns))
+
+
+def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """``batches`` in order, with runs of small ones merged into batches of about ``rows`` rows.
+
+    A selective read yields a few hundred matches per consume-queue range; each batch handed to Spark costs a
+    fixed serialisation and JVM round trip, which dominated such reads. Batches of half ``rows`` or more pass
+    through uncopied (full scans), so merging only ever copies the small ones.
+    """
+    pending: list = []
+    gathered = 0
+    for batch in batches:
+        if batch.num_rows >= rows // 2:
+            if pending:
+                yield pa.concat_batches(pending)
+                pending, gathered = [], 0
+            yield batch
+            continue
+        pending.append(batch)
+        gathered += batch.num_rows
+        if gathered >= rows:
+            yield pa.concat_batches(pending)
+            pending, gathered = [], 0
+    if pending:
+        yield pa.concat_batches(pending)
 
 
 _OUR_PARTITIONS = (QueuePartition, QueueRangesPartition, CommitLogPartition, LookupPartition)

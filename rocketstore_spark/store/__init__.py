@@ -7,7 +7,7 @@ from .columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .consume_queue import Subscription
 from .messages import GetMessageResult
 from .sizes import StoreSizes
-from .store import RocketStore
+from .store import DEFAULT_BATCH_ROWS, RocketStore
 
-__all__ = ["RocketStore", "StoreSizes", "Subscription", "GetMessageResult", "COLUMNS", "RAW_COLUMNS",
+__all__ = ["RocketStore", "DEFAULT_BATCH_ROWS", "StoreSizes", "Subscription", "GetMessageResult", "COLUMNS", "RAW_COLUMNS",
            "arrow_schema"]

@@ -47,3 +47,30 @@ def test_pushed_tags_narrow_the_plan_and_unknown_tags_plan_nothing(golden_store_
     assert plan(opts, Pushed(tags={"NoSuchTag"})) == []
     narrowed = plan(opts, Pushed(tags={"TagB"}))
     assert narrowed and all(isinstance(p, QueueRangesPartition) for p in narrowed)
+
+
+def test_small_batches_are_merged_in_order_and_large_ones_pass_through_uncopied():
+    import pyarrow as pa
+
+    from rocketstore_spark.spark.reader import coalesced
+
+    def batch(lo, hi):
+        return pa.record_batch({"x": list(range(lo, hi))})
+
+    big = batch(100, 160)
+    out = list(coalesced(iter([batch(0, 10), batch(10, 25), batch(25, 40), batch(40, 50), big, batch(160, 161)]),
+                         rows=40))
+    assert [b.num_rows for b in out] == [40, 10, 60, 1]  # 10+15+15 reach 40; 10 flushed before the big one
+    assert out[2] is big
+    assert [x for b in out for x in b.column(0).to_pylist()] == list(range(50)) + list(range(100, 161))
+    assert list(coalesced(iter([]), rows=40)) == []
+
+
+def test_a_tag_read_hands_spark_few_large_batches(golden_store_path, manifest):
+    opts = parse_read_options({"path": str(golden_store_path), "tags": "TagA", "includeSystemTopics": "true"})
+    reader = RocketStoreReader(opts, SPARK_COLUMNS)
+    parts = plan(opts, Pushed())
+    for part in parts:
+        sizes = [b.num_rows for b in reader.read(part)]
+        # unmerged, public-a's TagA read comes as ~800 batches of 1-20 rows (one per queue and commit-log file)
+        assert sizes and len(sizes) <= sum(sizes) // 5_000 + 1, sizes
