@@ -234,15 +234,27 @@ class UniqKeyFactory:
         self.prefix = ip + (os.getpid() & 0xFFFF).to_bytes(2, "big") + (id(self) & 0xFFFFFFFF).to_bytes(4, "big")
         self.counter = 0
 
-    def make(self, count: int, now_ms: int | None = None) -> list[str]:
+    def make(self, count: int, now_ms: int | None = None) -> pa.Array:
+        """``count`` new keys as a string array (built as one fixed-width byte matrix: no per-key strings)."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         t = time.gmtime(now_ms / 1000)
         month_start = int(time.mktime((t.tm_year, t.tm_mon, 1, 0, 0, 0, 0, 0, -1)) * 1000)
         since = (now_ms - month_start) & 0xFFFFFFFF
-        head = (self.prefix + since.to_bytes(4, "big")).hex().upper()
-        keys = [head + f"{(self.counter + i) & 0xFFFF:04X}" for i in range(count)]
+        head = np.frombuffer((self.prefix + since.to_bytes(4, "big")).hex().upper().encode(), dtype=np.uint8)
+        counter = (self.counter + np.arange(count, dtype=np.int64)) & 0xFFFF
+        width = len(head) + UNIQ_COUNTER_HEX_DIGITS
+        matrix = np.empty((count, width), dtype=np.uint8)
+        matrix[:, :len(head)] = head
+        for digit in range(UNIQ_COUNTER_HEX_DIGITS):  # most significant nibble first
+            nibble = (counter >> (4 * (UNIQ_COUNTER_HEX_DIGITS - 1 - digit))) & 0xF
+            matrix[:, len(head) + digit] = _UPPER_HEX[nibble]
         self.counter += count
-        return keys
+        offsets = np.arange(count + 1, dtype=np.int32) * width
+        return pa.StringArray.from_buffers(count, pa.py_buffer(offsets), pa.py_buffer(matrix))
+
+
+UNIQ_COUNTER_HEX_DIGITS = 4  # the 2-byte counter closing a UNIQ_KEY
+_UPPER_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 
 
 def compress_body(data: bytes, sysflag: int) -> bytes:

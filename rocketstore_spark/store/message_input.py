@@ -147,10 +147,9 @@ def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int)
     if "propertiesString" in names:
         missing &= np.asarray(pc.is_null(_column(table, "propertiesString")))
     if missing.any():
-        generated = np.array([None] * n, dtype=object)
-        generated[missing] = uniq_factory.make(int(missing.sum()), now_ms)
-        generated = pa.array(generated, pa.string())
-        uniq = pc.if_else(pa.array(missing), generated, uniq)
+        mask = pa.array(missing)
+        uniq = pc.replace_with_mask(uniq.cast(pa.string()), mask, uniq_factory.make(int(missing.sum()), now_ms))
+        generated = pc.if_else(mask, uniq, pa.scalar(None, pa.string()))
     if "uniqKey" in names:
         parts.append(_pair(L.PROPERTY_UNIQ_KEY, uniq))
     elif missing.any():

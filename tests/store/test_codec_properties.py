@@ -316,3 +316,23 @@ def test_header_rows_fast_path_equals_field_by_field(monkeypatch, hosts, changes
         assert fast.store_timestamp[:n].tolist() == [1_700_000_000_000 + i for i in range(n)]
         assert fast.reconsume_times[:n].tolist() == [3 + i for i in range(n)]
         assert fast.body_len[:n].tolist() == [i * 7 % 40 for i in range(n)]
+
+
+# --- generated UNIQ_KEYs: MessageClientIDSetter's layout, counter wrapping at 2 bytes ----------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=(1 << 16) + 5), st.integers(min_value=0, max_value=300),
+       st.integers(min_value=1_600_000_000_000, max_value=1_900_000_000_000))
+def test_generated_uniq_keys_follow_the_client_id_layout(start, count, now_ms):
+    import time as _time
+
+    from rocketstore_spark.store.encoder import UniqKeyFactory
+
+    factory = UniqKeyFactory(ip=b"\x0a\x01\x02\x03")
+    factory.counter = start
+    keys = factory.make(count, now_ms).to_pylist()
+    t = _time.gmtime(now_ms / 1000)
+    since = (now_ms - int(_time.mktime((t.tm_year, t.tm_mon, 1, 0, 0, 0, 0, 0, -1)) * 1000)) & 0xFFFFFFFF
+    head = (factory.prefix + since.to_bytes(4, "big")).hex().upper()
+    assert keys == [head + f"{(start + i) & 0xFFFF:04X}" for i in range(count)]
+    assert factory.counter == start + count and all(k.startswith("0A010203") for k in keys)
