@@ -150,9 +150,9 @@ class RocketStoreReader(DataSourceReader):
 def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
     """``batches`` in order, with runs of small ones merged into batches of about ``rows`` rows.
 
-    A selective read yields a few hundred matches per consume-queue range; each batch handed to Spark costs a
-    fixed serialisation and JVM round trip, which dominated such reads. Batches of half ``rows`` or more pass
-    through uncopied (full scans), so merging only ever copies the small ones.
+    A selective read yields a few matches per consume-queue range and commit-log file; each batch handed to
+    Spark costs a fixed serialisation and JVM round trip. Batches of half ``rows`` or more pass through uncopied
+    (full scans), so merging only ever copies the small ones.
     """
     pending: list = []
     gathered = 0

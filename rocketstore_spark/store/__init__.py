@@ -9,5 +9,5 @@ from .messages import GetMessageResult
 from .sizes import StoreSizes
 from .store import DEFAULT_BATCH_ROWS, RocketStore
 
-__all__ = ["RocketStore", "DEFAULT_BATCH_ROWS", "StoreSizes", "Subscription", "GetMessageResult", "COLUMNS", "RAW_COLUMNS",
-           "arrow_schema"]
+__all__ = ["RocketStore", "DEFAULT_BATCH_ROWS", "StoreSizes", "Subscription", "GetMessageResult", "COLUMNS",
+           "RAW_COLUMNS", "arrow_schema"]
