@@ -167,10 +167,7 @@ def test_staging_files_close_at_a_byte_limit_and_each_is_deleted_once_published(
     job = new_job_id()
     stems = stage(base_store, job, "p", [messages(30, start=3000), messages(30, start=4000)],
                   store_host="10.0.0.1:10911", bytes_per_file=1)
-    code = ("from rocketstore_spark.store.publish import publish_staged\n"
-            f"publish_staged({str(base_store)!r}, {job!r}, {stems!r})\n")
-    assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="part-1"),
-                          timeout=120).returncode == -9
+    assert run_publish(base_store, job, stems, "part-1").returncode == -9
     assert not os.path.exists(stems[0] + ".rec") and not os.path.exists(stems[1] + ".rec")
     RocketStore.open(base_store, mode="a").close()
     assert tree_digest(base_store) == before
