@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -109,7 +110,9 @@ def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
                        recover=store.abort_present)
 
 
-_RECOVERED: dict = {}  # path → (fingerprint, recovered store): Spark reuses the planning Python worker
+# path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
+_RECOVERED: "OrderedDict[str, tuple]" = OrderedDict()
+_MAX_PLANNED_STORES = 8  # stores whose maps stay open in the planning worker
 
 
 def fingerprint(path: str) -> tuple:
@@ -131,14 +134,23 @@ def fingerprint(path: str) -> tuple:
 
 
 def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
-    """The store, recovered; a store whose files did not change since the last plan is not recovered again."""
+    """The store, recovered; a store whose files did not change since the last plan is not recovered again.
+
+    The cache owns the store and keeps its consume-queue maps open between plans (a tag-filtered plan reads
+    every unit; re-mapping would fault every page in again); a store that changed is closed and replaced.
+    """
     key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())))
     cached = _RECOVERED.get(ref.path)
     if cached is not None and cached[0] == key:
+        _RECOVERED.move_to_end(ref.path)
         return cached[1]
     store = RocketStore.open(ref.path, **opts.sizes)
     store.max_phy_offset()  # recover now, so the cached object carries the result
+    if cached is not None:
+        _RECOVERED.pop(ref.path)[1].close()
     _RECOVERED[ref.path] = (key, store)
+    while len(_RECOVERED) > _MAX_PLANNED_STORES:
+        _RECOVERED.popitem(last=False)[1][1].close()
     return store
 
 
@@ -205,30 +217,30 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
         return parts
     multi = len(opts.stores) > 1
     for ref in opts.stores:
-        with open_store(ref, opts) as store:
-            handle = handle_for(store, ref)
-            if opts.scan_mode == SCAN_COMMITLOG:
-                parts.extend(_plan_commitlog(store, handle, pushed))
-                continue
-            topics = [t for t in store.topics() if opts.wants_topic(t)
-                      and (pushed.topics is None or t in pushed.topics)]
-            if pushed.msg_ids is not None or pushed.uniq_keys is not None:
-                parts.extend(_plan_lookups(store, handle, topics, pushed))
-                continue
-            per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
-            queue_parts = []
-            for topic in topics:
-                for qid in store.queue_ids(topic):
-                    if pushed.queue_ids is not None and qid not in pushed.queue_ids:
-                        continue
-                    start, end = queue_range(store, ref, opts, pushed, topic, qid, multi)
-                    for lo, hi in split_range(start, end, per_file, opts.max_messages_per_partition):
-                        queue_parts.append(QueuePartition(handle, topic, qid, lo, hi))
-            tags = effective_tags(opts, pushed)
-            if tags is not None and tags:
-                queue_parts = pack_by_tag_matches(store, handle, queue_parts, Subscription.parse(tags),
-                                                  opts.max_messages_per_partition, opts.min_partitions)
-            parts.extend(queue_parts)
+        store = open_store(ref, opts)
+        handle = handle_for(store, ref)
+        if opts.scan_mode == SCAN_COMMITLOG:
+            parts.extend(_plan_commitlog(store, handle, pushed))
+            continue
+        topics = [t for t in store.topics() if opts.wants_topic(t)
+                  and (pushed.topics is None or t in pushed.topics)]
+        if pushed.msg_ids is not None or pushed.uniq_keys is not None:
+            parts.extend(_plan_lookups(store, handle, topics, pushed))
+            continue
+        per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
+        queue_parts = []
+        for topic in topics:
+            for qid in store.queue_ids(topic):
+                if pushed.queue_ids is not None and qid not in pushed.queue_ids:
+                    continue
+                start, end = queue_range(store, ref, opts, pushed, topic, qid, multi)
+                for lo, hi in split_range(start, end, per_file, opts.max_messages_per_partition):
+                    queue_parts.append(QueuePartition(handle, topic, qid, lo, hi))
+        tags = effective_tags(opts, pushed)
+        if tags is not None and tags:
+            queue_parts = pack_by_tag_matches(store, handle, queue_parts, Subscription.parse(tags),
+                                              opts.max_messages_per_partition, opts.min_partitions)
+        parts.extend(queue_parts)
     return _ensure_min_partitions(parts, opts.min_partitions)
 
 
@@ -248,8 +260,8 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
     ranges, counts = [], []
     for p in parts:
         units = store.consume_queue(p.topic, p.queue_id).units(p.start, p.end)
-        hits = np.flatnonzero(sub.matches_codes(units["tags_code"], p.topic)
-                              & (units["size"] != L.CQ_FILLER_SIZE))
+        hits = np.flatnonzero(sub.matches_units(units, p.topic))
+        hits = hits[units["size"][hits] != L.CQ_FILLER_SIZE]
         if len(hits):
             ranges.append((p.topic, p.queue_id, p.start + int(hits[0]), p.start + int(hits[-1]) + 1))
             counts.append(len(hits))

@@ -144,6 +144,11 @@ DEFAULT_DELAY_LEVELS_MS = (
 CQ_STORE_UNIT_SIZE = 20  # ConsumeQueue.CQ_STORE_UNIT_SIZE
 CQ_UNIT_DTYPE = np.dtype([("phy_offset", ">i8"), ("size", ">i4"), ("tags_code", ">i8")])
 """One consume-queue unit: commitLogOffset(8) size(4) tagsCode(8)."""
+_TAGS_AT = CQ_UNIT_DTYPE.fields["tags_code"][1]
+CQ_TAGS_WORDS_DTYPE = np.dtype({"names": ["tags_high", "tags_low"], "formats": [">i4", ">i4"],
+                                "offsets": [_TAGS_AT, _TAGS_AT + 4], "itemsize": CQ_STORE_UNIT_SIZE})
+"""The same unit seen as tagsCode's two 32-bit halves (bytes 12-15 high, 16-19 low): the tag test needs
+``(int) tagsCode``, the low half, and reading it in place saves widening every unit to a native int64."""
 CQ_FILLER_SIZE = 0x7FFFFFFF  # Integer.MAX_VALUE: size of the blank units that pad a queue starting late
 
 # --- index file (S/index/IndexHeader.java, IndexFile.java) ---------------------------------------------------

@@ -87,7 +87,7 @@ class MessageLookups:
         limit_count = MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK
         status, next_offset = NO_MATCHED_MESSAGE, offset
         picked, total_bytes = [], 0
-        matches = sub.matches_codes(units["tags_code"])
+        matches = sub.matches_units(units)
         for i, unit in enumerate(units):
             if i * L.CQ_STORE_UNIT_SIZE > max_filter_bytes:  # 5.x: (unitOffset - offset) * 20 > maxFilterMessageSize
                 break

@@ -178,8 +178,18 @@ class RocketStore(MessageLookups):
         first = cq.first_offset
         per = cq.units_per_file
         units = cq.units(first, min(cq.max_offset, (first // per + 1) * per))
-        alive = np.flatnonzero(units["phy_offset"] >= self.min_phy_offset())
-        return first + (int(alive[0]) if len(alive) else len(units))
+        phy = units["phy_offset"]
+        oldest = self.min_phy_offset()
+        # units point forward through the commit log (leading filler units at 0): binary search the first
+        # live one, reading a handful of units instead of the whole file
+        lo, hi = 0, len(units)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if int(phy[mid]) >= oldest:
+                hi = mid
+            else:
+                lo = mid + 1
+        return first + lo
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
@@ -231,7 +241,7 @@ class RocketStore(MessageLookups):
         while lo < hi:
             stop = min(hi, lo + FILTER_SCAN_UNITS)
             units = cq.units(lo, stop)
-            keep = np.flatnonzero(sub.matches_codes(units["tags_code"], cq.topic))
+            keep = np.flatnonzero(sub.matches_units(units, cq.topic))
             if len(keep):
                 pending.append((lo + keep, units[keep]))
                 gathered += len(keep)
@@ -245,7 +255,7 @@ class RocketStore(MessageLookups):
     def _read_units(self, cq, offsets, units, columns, sub, batch_rows, verify_crc, fail_on_data_loss):
         phy = units["phy_offset"].astype(np.int64)
         size = units["size"].astype(np.int64)
-        keep = (size != L.CQ_FILLER_SIZE) & sub.matches_codes(units["tags_code"], cq.topic)
+        keep = (size != L.CQ_FILLER_SIZE) & sub.matches_units(units, cq.topic)
         valid_end = self.recovery.valid_end
         past = keep & (phy + size > valid_end)
         if past.any():

@@ -74,3 +74,41 @@ def test_a_tag_read_hands_spark_few_large_batches(golden_store_path, manifest):
         sizes = [b.num_rows for b in reader.read(part)]
         # unmerged, public-a's TagA read comes as ~800 batches of 1-20 rows (one per queue and commit-log file)
         assert sizes and len(sizes) <= sum(sizes) // 5_000 + 1, sizes
+
+
+def _small_store(root, n, start=0):
+    import pyarrow as pa
+
+    from rocketstore_spark.store import RocketStore
+
+    table = pa.table({"topic": ["T"] * n, "queueId": [0] * n, "tags": ["a"] * n,
+                      "body": pa.array([f"m{start + i}".encode() for i in range(n)], pa.binary())})
+    with RocketStore.open(root, mode="a", commit_log_file_size=1 << 16, consume_queue_file_size=200,
+                          index_hash_slots=16, index_max_entries=64) as w:
+        w.append(table)
+
+
+def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_changed_one(tmp_path):
+    from rocketstore_spark.spark import planning
+
+    root = tmp_path / "a" / "store"
+    _small_store(root, 15)
+    opts = parse_read_options({"path": str(root), "tags": "a"})
+
+    def planned_end():
+        return max(end for p in plan(opts, Pushed()) for _, _, _, end in p.ranges)
+
+    assert planned_end() == 15
+    first = planning._RECOVERED[str(root)][1]
+    assert planned_end() == 15 and planning._RECOVERED[str(root)][1] is first  # not recovered again
+    assert first.consume_queue("T", 0).files._maps  # its consume-queue maps stay open between plans
+    _small_store(root, 10, start=15)
+    assert planned_end() == 25  # the change is seen: a new store, the old one closed
+    second = planning._RECOVERED[str(root)][1]
+    assert second is not first and not first.consume_queue("T", 0).files._maps
+    for i in range(planning._MAX_PLANNED_STORES + 2):
+        other = tmp_path / f"o{i}" / "store"
+        _small_store(other, 3)
+        assert plan(parse_read_options({"path": str(other)}), Pushed())
+    assert len(planning._RECOVERED) <= planning._MAX_PLANNED_STORES
+    assert str(root) not in planning._RECOVERED and not second.consume_queue("T", 0).files._maps  # evicted, closed

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store import layout as L
 from rocketstore_spark.store.codec import parse_records
 from rocketstore_spark.store.java_hash import index_key_hash, java_string_hash, java_string_hashes
 from rocketstore_spark.store.columns import parse_properties, split_keys
@@ -128,6 +129,20 @@ def test_tags_code_uses_the_low_32_bits_and_ext_addresses_pass():
     code = java_string_hash("TagA")
     codes = np.array([code, code + (5 << 32), code & 0xFFFFFFFF, -(1 << 31) - 5, 0], dtype=np.int64)
     assert sub.matches_codes(codes).tolist() == [True, True, True, True, False]
+
+
+@given(st.lists(st.one_of(st.integers(-(1 << 63), (1 << 63) - 1), st.integers(-(1 << 32) - 3, (1 << 32) + 3),
+                          st.sampled_from([java_string_hash("TagA"), java_string_hash("Aa"), -(1 << 31) - 1,
+                                           -(1 << 31), (1 << 31) - 1, -1, 0])), max_size=40),
+       st.sampled_from(["TagA", "Aa || BB", "TagA || x || y", "*"]), st.sampled_from(["t", "SCHEDULE_TOPIC_XXXX"]))
+def test_tag_test_on_consume_queue_units_in_place_equals_the_int64_test(codes, expression, topic):
+    units = np.zeros(len(codes), dtype=L.CQ_UNIT_DTYPE)
+    units["tags_code"] = codes
+    sub = Subscription.parse(expression)
+    expected = sub.matches_codes(np.array(codes, dtype=np.int64), topic).tolist()
+    assert sub.matches_units(units, topic).tolist() == expected
+    native = np.concatenate([units])  # numpy turns the big-endian fields native: the test must still hold
+    assert sub.matches_units(native, topic).tolist() == expected
 
 
 def test_subscription_parsing():
