@@ -105,14 +105,14 @@ class RocketStoreReader(DataSourceReader):
         yield from coalesced((to_spark_batch(b, handle.broker, target) for b in batches if b.num_rows), BATCH_ROWS)
 
     def _queue_batches(self, store: RocketStore, handle: StoreHandle, partition, tags, columns):
-        for topic, qid, start, end in _queue_ranges(partition):
+        ranges = _queue_ranges(partition)
+        for topic, qid, _, end in ranges:
             if not _range_covered(store, topic, qid, end):
                 raise DataLossError(
                     f"{handle.broker}/{topic}/{qid}: offsets up to {end} were planned but the consume queue in "
                     f"{handle.path} now ends earlier (truncated or replaced since planning)")
-            yield from store.read_queue(topic, qid, start, end, tags=tags, columns=columns,
-                                        verify_crc=self.opts.verify_crc,
-                                        fail_on_data_loss=self.opts.fail_on_data_loss)
+        return store.read_queues(ranges, tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
+                                 fail_on_data_loss=self.opts.fail_on_data_loss)
 
     def _with_filter_columns(self, columns, tags) -> tuple:
         """The columns to decode: the requested ones plus those the row filters below need (parsing

@@ -184,6 +184,26 @@ def test_slicing_with_tags_across_a_file_boundary(golden_store, dispatched):
     assert queue_column(golden_store, "orders_v1-EU", 3, start=250, end=650, tags="TagA") == expected
 
 
+def test_read_queues_gathers_tag_matches_across_ranges_and_keeps_each_queues_order(golden_store, dispatched):
+    """Several ranges (two topics, several queues, file boundaries) read with one tag filter: the matches of all
+    ranges are decoded together, yet every queue's rows come back once, complete and in queue-offset order."""
+    ranges = [(t, q, lo, hi) for (t, q), rows in sorted(dispatched.items()) if t in ("TopicTest", "orders_v1-EU")
+              for lo, hi in ((0, 250), (250, len(rows)))]
+    batches = list(golden_store.read_queues(ranges, tags="TagA || TagB", columns=["topic", "queueId", "queueOffset"],
+                                            batch_rows=400))
+    got: dict = {}
+    for b in batches:
+        for t, q, o in zip(*(b.column(i).to_pylist() for i in range(3))):
+            got.setdefault((t, q), []).append(o)
+    expected = {(t, q): [m["cqOffset"] for m in rows if m["tags"] in ("TagA", "TagB")]
+                for (t, q), rows in dispatched.items() if t in ("TopicTest", "orders_v1-EU")}
+    assert got == {k: v for k, v in expected.items() if v}
+    per_range = sum(1 for t, q, lo, hi in ranges for b in golden_store.read_queue(t, q, lo, hi, tags="TagA || TagB",
+                                                                                   batch_rows=400) if b.num_rows)
+    assert len(batches) < per_range  # gathered: fewer batches than range by range (each still one file's rows)
+    assert list(golden_store.read_queues(ranges, tags="NoSuchTag")) == []
+
+
 # --- get_message -------------------------------------------------------------------------------------------
 
 def model_get_message(rows, offset, max_nums, tags, limits=IN_MEMORY_LIMITS):
