@@ -259,12 +259,14 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
     read runs a few tasks instead of one per consume-queue file."""
     ranges, counts = [], []
     for p in parts:
-        units = store.consume_queue(p.topic, p.queue_id).units(p.start, p.end)
-        hits = np.flatnonzero(sub.matches_units(units, p.topic))
-        hits = hits[units["size"][hits] != L.CQ_FILLER_SIZE]
-        if len(hits):
-            ranges.append((p.topic, p.queue_id, p.start + int(hits[0]), p.start + int(hits[-1]) + 1))
-            counts.append(len(hits))
+        hits = [offsets[units["size"] != L.CQ_FILLER_SIZE]
+                for offsets, units in store.consume_queue(p.topic, p.queue_id).hash_matches(sub, p.start, p.end)]
+        count = sum(len(h) for h in hits)
+        if count:
+            first = next(int(h[0]) for h in hits if len(h))
+            last = next(int(h[-1]) for h in reversed(hits) if len(h))
+            ranges.append((p.topic, p.queue_id, first, last + 1))
+            counts.append(count)
     if not ranges:
         return []
     total = sum(counts)

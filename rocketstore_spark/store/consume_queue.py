@@ -17,6 +17,7 @@ from .java_hash import java_string_hash
 from .mapped_file_queue import MappedFileQueue
 
 UNITS_PER_RECOVERY_FILES = 3
+HASH_SCAN_UNITS = 1 << 16  # units tag-tested per step (1.3 MB of queue): measured fastest on 2.5M units
 EXT_ADDRESS_MAX = -(1 << 31) - 1  # ConsumeQueueExt.MAX_ADDR: tagsCode at or below is an ext-file address  # ConsumeQueue.recover starts from the third-last file
 
 
@@ -150,6 +151,19 @@ class ConsumeQueue:
         if not parts:
             return np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def hash_matches(self, sub: Subscription, start: int, end: int):
+        """(queue offsets, units) of the units in ``[start, end)`` whose tag hash ``sub`` accepts, chunk by
+        chunk: steps of :data:`HASH_SCAN_UNITS` inside one file keep the arrays in cache and the units in the
+        file's own byte order (units spanning files come back concatenated, in native order: 2-3x slower)."""
+        for lo, hi in self.file_ranges(max(start, self.first_offset), min(end, self.max_offset)):
+            while lo < hi:
+                stop = min(hi, lo + HASH_SCAN_UNITS)
+                units = self.units(lo, stop)
+                keep = np.flatnonzero(sub.matches_units(units, self.topic))
+                if len(keep):
+                    yield lo + keep, units[keep]
+                lo = stop
 
     def append_virtual(self, phy_offset: int, size: int, tags_code: int) -> None:
         """Add a unit past the on-disk end, as re-dispatch on opening would (``putMessagePositionInfo``)."""

@@ -45,7 +45,6 @@ def resolve_store_root(path) -> Path:
     return root
 
 
-FILTER_SCAN_UNITS = 1 << 20  # consume-queue units examined per step of a tag-filtered read (20 MiB)
 
 
 class RocketStore(MessageLookups):
@@ -236,20 +235,15 @@ class RocketStore(MessageLookups):
                 while lo < hi:
                     stop = min(hi, lo + step)
                     units = cq.units(lo, stop)
-                    pending = [(cq, np.arange(lo, lo + len(units), dtype=np.int64), units)]
-                    yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss)
+                    group = (cq, np.arange(lo, lo + len(units), dtype=np.int64), units)
+                    yield from self._read_units([group], columns, sub, batch_rows, verify_crc, fail_on_data_loss)
                     lo = stop
                 continue
-            # a tag filter: scan the queue in large steps (one pass over 20-byte units) and decode the
-            # matching records once about a batch has gathered
-            while lo < hi:
-                stop = min(hi, lo + FILTER_SCAN_UNITS)
-                units = cq.units(lo, stop)
-                keep = np.flatnonzero(sub.matches_units(units, cq.topic))
-                if len(keep):
-                    pending.append((cq, lo + keep, units[keep]))
-                    gathered += len(keep)
-                lo = stop
+            # a tag filter: one pass over the 20-byte units; the matching records are decoded once about a
+            # batch has gathered
+            for offsets, units in cq.hash_matches(sub, lo, hi):
+                pending.append((cq, offsets, units))
+                gathered += len(offsets)
                 if gathered >= batch_rows:
                     yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss)
                     pending, gathered = [], 0

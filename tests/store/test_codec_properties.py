@@ -15,7 +15,7 @@ from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store import layout as L
 from rocketstore_spark.store.codec import parse_records
 from rocketstore_spark.store.java_hash import index_key_hash, java_string_hash, java_string_hashes
-from rocketstore_spark.store.columns import parse_properties, split_keys
+from rocketstore_spark.store.columns import parse_properties, single_property, split_keys
 from rocketstore_spark.store.consume_queue import Subscription
 from tests.store import reference as ref
 
@@ -36,6 +36,30 @@ PROPS_TEXT = st.text(alphabet=PROPS_ALPHABET, max_size=40)
 def test_parse_properties_is_javas_string2messageProperties(values):
     parsed = parse_properties(pa.array(values, pa.string())).to_pylist()
     assert [dict(p) for p in parsed] == [ref.java_properties(v) for v in values]
+
+
+NAMED_PROPS_TEXT = st.lists(st.one_of(st.sampled_from(["TAGS", "TAGS\u0001", "XTAGS\u0001", "KEYS\u0001"]),
+                                      PROPS_TEXT), max_size=8).map("".join)
+
+
+@given(st.lists(st.one_of(NAMED_PROPS_TEXT, PROPS_TEXT), max_size=12), st.sampled_from(["TAGS", "KEYS", "a"]),
+       st.integers(0, 3))
+@example(["TAGS\u0001a\u0002", "", "XTAGS\u0001b\u0002", "TAGS\u0001\u0002TAGS\u0001c\u0002TAGS\u0001\u0002",
+          "TAGS\u0001x\u0001y", "TAGS\u0001", "\u0002TAGS\u0001z"], "TAGS", 1)
+def test_one_property_from_the_bytes_equals_its_value_in_the_parsed_map(values, name, skip):
+    raw = pa.array([v.encode() for v in values], pa.binary()).slice(min(skip, len(values)))
+    expected = [ref.java_properties(v).get(name) for v in values[skip:]]
+    assert single_property(raw, name).to_pylist() == expected
+
+
+def test_one_property_with_malformed_utf8_decodes_like_the_whole_string():
+    from rocketstore_spark.store.columns import property_values, to_strings
+
+    raw = pa.array([b"TAGS\x01a\xff\xfeb\x02K\x01\xc3\x02", b"\xe4\xb8TAGS\x01\xe4\xb8\x02", b"TAGS\x01\xf0\x9f\x98"],
+                   pa.binary())
+    for name in ("TAGS", "K"):
+        assert single_property(raw, name).to_pylist() == \
+            property_values(parse_properties(to_strings(raw)), name).to_pylist()
 
 
 def test_parse_properties_nulls_and_empty_column():
