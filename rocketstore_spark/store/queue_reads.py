@@ -117,8 +117,11 @@ class QueueReads:
         file_idx, pos = self.commitlog.locate(phy)
         for chunk_start in range(0, len(phy), batch_rows):
             part = slice(chunk_start, chunk_start + batch_rows)
-            for f in np.unique(file_idx[part]):
-                in_file = np.flatnonzero(file_idx[part] == f) + chunk_start
+            chunk_files = file_idx[part]
+            single = chunk_files[0] == chunk_files[-1] and chunk_files.min() == chunk_files.max()
+            for f in chunk_files[:1] if single else np.unique(chunk_files):
+                # most chunks of a full read lie in one commit-log file: no per-file selection to compute
+                in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
                 fields = self.commitlog.read_fields(int(f), pos[in_file], size[in_file], verify_crc, what)
                 batch = build_batch(self.commitlog.queue.buffer(int(f)), fields, want,
                                     str(self.commitlog.queue.files[int(f)].path))
