@@ -225,3 +225,38 @@ def test_torn_store_repairs_on_append(golden_copy, manifest):
         assert s.max_offset(last["topic"], last["queueId"]) == last["cqOffset"] + 1
         row = s.look_message_by_offset(last["commitLogOffset"])
         assert row["body"] == b"after crash"
+
+
+def test_a_crash_before_the_consume_queues_were_flushed_reads_every_message(golden_copy, manifest, dispatched):
+    """The broker crashed (``abort``) after writing the commit log but before flushing the last quarter of the
+    consume-queue units. Opening re-dispatches those records the way the real store's recovery would, so every
+    queue, tag-filtered or not, still returns all of its messages, and nothing is written to disk."""
+    import numpy as np
+
+    from rocketstore_spark.store import layout as L
+
+    queued = sorted(m["commitLogOffset"] for m in manifest if m["inConsumeQueue"])
+    cut = queued[len(queued) * 3 // 4]
+    lost = 0
+    for cq_file in (golden_copy / "consumequeue").rglob("*"):
+        if not cq_file.is_file():
+            continue
+        units = np.frombuffer(cq_file.read_bytes(), dtype=L.CQ_UNIT_DTYPE).copy()
+        unflushed = (units["phy_offset"] >= cut) & (units["size"] > 0)
+        if unflushed.any():
+            lost += int(unflushed.sum())
+            units[unflushed] = np.zeros(1, dtype=L.CQ_UNIT_DTYPE)
+            cq_file.write_bytes(units.tobytes())
+    assert lost > 100
+    (golden_copy / "abort").write_text("12345")
+    before = tree_digest(golden_copy)
+    with RocketStore.open(golden_copy) as s:
+        assert s.recovery.mode == "abnormal"
+        for (topic, qid), rows in dispatched.items():
+            assert s.max_offset(topic, qid) == len(rows) + rows[0]["cqOffset"], (topic, qid)
+            got = [o for b in s.read_queue(topic, qid, columns=["queueOffset"]) for o in b.column(0).to_pylist()]
+            assert got == [m["cqOffset"] for m in rows], (topic, qid)
+            tagged = [o for b in s.read_queue(topic, qid, tags="TagA || TagB", columns=["queueOffset"])
+                      for o in b.column(0).to_pylist()]
+            assert tagged == [m["cqOffset"] for m in rows if m["tags"] in ("TagA", "TagB")], (topic, qid)
+    assert tree_digest(golden_copy) == before
