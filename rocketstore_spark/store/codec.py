@@ -23,7 +23,13 @@ def read_be(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Signed big-endian integers of ``width`` bytes at each of ``pos`` (all positions must be in range)."""
     if len(pos) == 0:
         return np.zeros(0, dtype=np.int64)
-    cells = buf[np.asarray(pos, dtype=np.int64)[:, None] + np.arange(width)]
+    pos = np.asarray(pos, dtype=np.int64)
+    if buf.flags.c_contiguous and len(buf) >= width:
+        # "an integer at every byte offset": an unaligned big-endian view of the buffer, gathered once (2x the
+        # byte-matrix gather below)
+        every = np.ndarray(shape=(len(buf) - width + 1,), dtype=_INT_DTYPES[width], buffer=buf, strides=(1,))
+        return every[pos].astype(np.int64)
+    cells = buf[pos[:, None] + np.arange(width)]
     return np.ascontiguousarray(cells).view(_INT_DTYPES[width]).reshape(-1).astype(np.int64)
 
 
@@ -143,10 +149,17 @@ def parse_records(buf: np.ndarray, positions: np.ndarray) -> RecordBatchFields:
     def fail(mask: np.ndarray, code: int) -> None:
         problem[(problem == 0) & mask] = code
 
-    def safe(p: np.ndarray, width: int) -> np.ndarray:
-        """Read where the field fits in the buffer and the record is still sound; 0 elsewhere."""
+    def safe(p: np.ndarray, width: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Read where the field fits in the buffer and the record is still sound (and is one of ``rows``,
+        when given); 0 elsewhere."""
         ok = (problem == 0) & (p >= 0) & (p + width <= size)
-        fail(~ok, PROBLEM_TRUNCATED)
+        if rows is not None:
+            fail(rows & ~ok, PROBLEM_TRUNCATED)
+            ok &= rows
+        else:
+            fail(~ok, PROBLEM_TRUNCATED)
+        if ok.all():
+            return read_be(buf, p, width)
         out = np.zeros(n, dtype=np.int64)
         if ok.any():
             out[ok] = read_be(buf, p[ok], width)
@@ -166,9 +179,13 @@ def parse_records(buf: np.ndarray, positions: np.ndarray) -> RecordBatchFields:
     body_pos = body_len_pos + 4
     topic_len_pos = body_pos + np.maximum(body_len, 0)
     v2 = magic == L.MESSAGE_MAGIC_CODE_V2
-    topic_len = np.where(v2, safe(topic_len_pos, 2), 0)
-    topic_len_v1 = safe(np.where(v2, 0, topic_len_pos), 1)
-    topic_len = np.where(v2, topic_len, topic_len_v1)
+    # TOPICLEN is 1 byte (MESSAGE_MAGIC_CODE) or 2 (V2): read each width only for the records that use it
+    if not v2.any():
+        topic_len = safe(topic_len_pos, 1)
+    elif v2.all():
+        topic_len = safe(topic_len_pos, 2)
+    else:
+        topic_len = np.where(v2, safe(topic_len_pos, 2, v2), safe(topic_len_pos, 1, ~v2))
     fail(topic_len < 0, PROBLEM_NEGATIVE_LENGTH)
     topic_pos = topic_len_pos + np.where(v2, 2, 1)
     props_len_pos = topic_pos + np.maximum(topic_len, 0)
