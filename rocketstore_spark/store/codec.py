@@ -87,7 +87,8 @@ class HeaderRows:
 
 @dataclass
 class RecordBatchFields:
-    """Struct of arrays: the fixed fields and the positions of the variable ones for a batch of records."""
+    """Struct of arrays: the fixed fields and the positions of the variable ones for a batch of records
+    (an optional fixed field that was not asked for is None)."""
 
     position: np.ndarray
     total_size: np.ndarray
@@ -117,7 +118,7 @@ class RecordBatchFields:
         return len(self.position)
 
     def take(self, idx: np.ndarray) -> "RecordBatchFields":
-        return RecordBatchFields(**{k: v[idx] for k, v in self.__dict__.items()})
+        return RecordBatchFields(**{k: None if v is None else v[idx] for k, v in self.__dict__.items()})
 
 
 PROBLEM_NONE = 0
@@ -135,10 +136,18 @@ PROBLEM_DESCRIPTIONS = {
 }
 
 
-def parse_records(buf: np.ndarray, positions: np.ndarray) -> RecordBatchFields:
+#: Fixed fields only some columns need (codec names); the others are read for every record, because the record
+#: checks and the positions of the variable fields depend on them.
+OPTIONAL_FIXED = ("body_crc", "queue_id", "flag", "queue_offset", "phy_offset", "born_ts", "store_ts", "reconsume",
+                  "prepared")
+
+
+def parse_records(buf: np.ndarray, positions: np.ndarray, fixed=None) -> RecordBatchFields:
     """Parse the records starting at ``positions`` of ``buf``; never reads outside ``buf``.
 
     Records that fail a check get ``valid=False`` and a ``problem`` code; their later fields are zero.
+    ``fixed`` names the :data:`OPTIONAL_FIXED` fields to read (None: all); the others are left None, which a
+    body-only scan uses to skip most of the header.
     """
     pos = np.asarray(positions, dtype=np.int64)
     n = len(pos)
@@ -165,7 +174,9 @@ def parse_records(buf: np.ndarray, positions: np.ndarray) -> RecordBatchFields:
             out[ok] = read_be(buf, p[ok], width)
         return out
 
-    if HeaderRows.fits(buf, pos):
+    if HeaderRows.fits(buf, pos) and fixed is not None:
+        head = _fixed_fields_direct(buf, pos, size, fail, problem, fixed)
+    elif HeaderRows.fits(buf, pos):
         head = _fixed_fields_from_rows(HeaderRows(buf, pos), pos, size, fail, problem)
     else:
         head = _fixed_fields_one_by_one(pos, size, fail, safe)
@@ -225,6 +236,32 @@ def _fixed_fields_one_by_one(pos, size, fail, safe) -> dict:
     for name in _HOST_DEPENDENT:
         offset, fmt = _V4_OFFSETS[name]
         head[name] = safe(pos + offset + shifts[name], np.dtype(fmt).itemsize)
+    return head
+
+
+def _fixed_fields_direct(buf, pos, size, fail, problem, wanted) -> dict:
+    """Only the fields the checks need plus ``wanted``, each gathered straight from the buffer (every header
+    fits: :meth:`HeaderRows.fits`); fields of records that failed the first checks are zero, as elsewhere."""
+    unknown = set(wanted) - set(OPTIONAL_FIXED)
+    if unknown:
+        raise ValueError(f"unknown fixed fields {sorted(unknown)}; expected some of {OPTIONAL_FIXED}")
+    head = {"total": read_be(buf, pos + L.TOTALSIZE_POSITION, 4), "magic": read_be(buf, pos + L.MAGIC_CODE_POSITION, 4)}
+    _first_checks(pos, size, head["total"], head["magic"], fail)
+    sound = problem == 0
+    everyone = bool(sound.all())
+
+    def read(name, shift=0):
+        offset, fmt = _V4_OFFSETS[name]
+        values = read_be(buf, pos + offset + shift, np.dtype(fmt).itemsize)
+        return values if everyone else np.where(sound, values, 0)
+
+    head["sysflag"] = read("sysflag")
+    shifts = _host_shifts(head["sysflag"])
+    for name in OPTIONAL_FIXED + ("body_len",):
+        if name == "body_len" or name in wanted:
+            head[name] = read(name, shifts[name]) if name in shifts else read(name)
+        else:
+            head[name] = None
     return head
 
 

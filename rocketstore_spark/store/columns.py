@@ -324,6 +324,22 @@ def build_batch(buf: np.ndarray, fields: RecordBatchFields, columns=COLUMNS, whe
     return pa.RecordBatch.from_arrays([out[c] for c in columns], schema=arrow_schema(columns))
 
 
+#: The optional fixed header fields (codec names) each column is built from.
+_FIXED_OF = {
+    "queueId": "queue_id", "queueOffset": "queue_offset", "commitLogOffset": "phy_offset", "msgId": "phy_offset",
+    "bornTimestamp": "born_ts", "storeTimestamp": "store_ts", "flag": "flag", "reconsumeTimes": "reconsume",
+    "bodyCRC": "body_crc", "preparedTransactionOffset": "prepared",
+}
+
+
+def fixed_fields_for(columns, verify_crc: bool = False) -> tuple[str, ...]:
+    """The optional fixed fields to parse for ``columns`` (and the stored body CRC when it is verified)."""
+    names = {_FIXED_OF[c] for c in columns if c in _FIXED_OF}
+    if verify_crc:
+        names.add("body_crc")
+    return tuple(sorted(names))
+
+
 _NUMERIC = {
     "queueId": lambda f: f.queue_id.astype(np.int32),
     "queueOffset": lambda f: f.queue_offset,

@@ -135,10 +135,13 @@ class CommitLog:
         return idx.astype(np.int64), np.where(idx >= 0, rel % self.file_size, 0)
 
     def read_fields(self, index: int, positions: np.ndarray, expected_sizes=None,
-                    check_crc: bool = False, what: str = "") -> RecordBatchFields:
-        """Parse the records at ``positions`` of file ``index``; any that fails is a CorruptRecordError."""
+                    check_crc: bool = False, what: str = "", fixed=None) -> RecordBatchFields:
+        """Parse the records at ``positions`` of file ``index``; any that fails is a CorruptRecordError.
+        ``fixed``: the optional fixed fields to read (see :func:`~.codec.parse_records`; None: all)."""
         buf = self.queue.buffer(index)
-        fields = parse_records(buf, positions)
+        if check_crc and fixed is not None:
+            fixed = tuple(fixed) + ("body_crc",)
+        fields = parse_records(buf, positions, fixed)
         if check_crc:
             check_body_crcs(buf, fields)
         bad = ~fields.valid

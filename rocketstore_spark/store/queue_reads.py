@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptRecordError, DataLossError
 from . import layout as L
-from .columns import build_batch, normalize_columns
+from .columns import build_batch, fixed_fields_for, normalize_columns
 from .consume_queue import Subscription
 
 DEFAULT_BATCH_ROWS = 10_000
@@ -114,6 +114,7 @@ class QueueReads:
         size = np.concatenate([z for _, z in live]) if len(live) > 1 else live[0][1]
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        fixed = fixed_fields_for(want, verify_crc)
         file_idx, pos = self.commitlog.locate(phy)
         for chunk_start in range(0, len(phy), batch_rows):
             part = slice(chunk_start, chunk_start + batch_rows)
@@ -122,7 +123,7 @@ class QueueReads:
             for f in chunk_files[:1] if single else np.unique(chunk_files):
                 # most chunks of a full read lie in one commit-log file: no per-file selection to compute
                 in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
-                fields = self.commitlog.read_fields(int(f), pos[in_file], size[in_file], verify_crc, what)
+                fields = self.commitlog.read_fields(int(f), pos[in_file], size[in_file], verify_crc, what, fixed)
                 batch = build_batch(self.commitlog.queue.buffer(int(f)), fields, want,
                                     str(self.commitlog.queue.files[int(f)].path))
                 if not sub.is_all:

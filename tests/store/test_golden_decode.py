@@ -183,3 +183,34 @@ def test_unknown_column_is_rejected_by_every_reader(golden_store):
         list(golden_store.read_queue("TopicTest", 0, columns=["nope"]))
     with pytest.raises(InvalidArgumentError, match="nope"):
         golden_store.get_message("TopicTest", 0, 0, columns=["nope"])
+
+
+def test_parsing_only_the_header_fields_a_column_needs_builds_the_same_column(golden_store, manifest):
+    """Queue reads parse just the fixed fields their columns use (codec.OPTIONAL_FIXED): for every column, that
+    gives the batch a full parse gives, on records with IPv4 and IPv6 hosts, V1 and V2 magic, and compression."""
+    import numpy as np
+
+    from rocketstore_spark.store.codec import OPTIONAL_FIXED, parse_records
+    from rocketstore_spark.store.columns import build_batch, fixed_fields_for
+
+    cl = golden_store.commitlog
+    files, positions = cl.locate(np.array([m["commitLogOffset"] for m in manifest], dtype=np.int64))
+    for index in np.unique(files):
+        buf = cl.queue.buffer(int(index))
+        pos = positions[files == index]
+        full = parse_records(buf, pos)
+        for column in ALL:
+            fixed = fixed_fields_for([column])
+            partial = parse_records(buf, pos, fixed)
+            assert all((getattr(partial, k) is None) == (k in _skipped_attributes(fixed, OPTIONAL_FIXED))
+                       for k in full.__dict__), column
+            assert build_batch(buf, partial, [column]).equals(build_batch(buf, full, [column])), column
+        both = parse_records(buf, pos, OPTIONAL_FIXED)
+        assert all(np.array_equal(getattr(both, k), v) for k, v in full.__dict__.items())
+
+
+def _skipped_attributes(fixed, optional) -> set:
+    """The RecordBatchFields attributes left None when only ``fixed`` (codec names) is parsed."""
+    attribute = {"born_ts": "born_timestamp", "store_ts": "store_timestamp", "reconsume": "reconsume_times",
+                 "prepared": "prepared_offset"}
+    return {attribute.get(name, name) for name in optional if name not in fixed}
