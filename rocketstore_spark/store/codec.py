@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from . import layout as L
 from .java_hash import tags_code_of
 
@@ -244,8 +245,9 @@ def _fixed_fields_direct(buf, pos, size, fail, problem, wanted) -> dict:
     fits: :meth:`HeaderRows.fits`); fields of records that failed the first checks are zero, as elsewhere."""
     unknown = set(wanted) - set(OPTIONAL_FIXED)
     if unknown:
-        raise ValueError(f"unknown fixed fields {sorted(unknown)}; expected some of {OPTIONAL_FIXED}")
-    head = {"total": read_be(buf, pos + L.TOTALSIZE_POSITION, 4), "magic": read_be(buf, pos + L.MAGIC_CODE_POSITION, 4)}
+        raise InvalidArgumentError(f"unknown fixed fields {sorted(unknown)}; expected some of {OPTIONAL_FIXED}")
+    head = {"total": read_be(buf, pos + L.TOTALSIZE_POSITION, 4),
+            "magic": read_be(buf, pos + L.MAGIC_CODE_POSITION, 4)}
     _first_checks(pos, size, head["total"], head["magic"], fail)
     sound = problem == 0
     everyone = bool(sound.all())

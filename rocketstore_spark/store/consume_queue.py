@@ -16,9 +16,9 @@ from . import layout as L
 from .java_hash import java_string_hash
 from .mapped_file_queue import MappedFileQueue
 
-UNITS_PER_RECOVERY_FILES = 3
+UNITS_PER_RECOVERY_FILES = 3  # ConsumeQueue.recover starts from the third-last file
 HASH_SCAN_UNITS = 1 << 16  # units tag-tested per step (1.3 MB of queue): measured fastest on 2.5M units
-EXT_ADDRESS_MAX = -(1 << 31) - 1  # ConsumeQueueExt.MAX_ADDR: tagsCode at or below is an ext-file address  # ConsumeQueue.recover starts from the third-last file
+EXT_ADDRESS_MAX = -(1 << 31) - 1  # ConsumeQueueExt.MAX_ADDR: tagsCode at or below is an ext-file address
 
 
 @dataclass(frozen=True)
