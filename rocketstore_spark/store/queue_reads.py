@@ -82,12 +82,12 @@ class QueueReads:
                 f"start at {first} or pass fail_on_data_loss=False to skip them")
         return cq, lo, hi
 
-    def _live_units(self, cq, offsets, units, sub, fail_on_data_loss) -> tuple[np.ndarray, np.ndarray]:
-        """(commit-log offsets, sizes) of the units to decode: matching, not fillers, not expired (an error
-        unless ``fail_on_data_loss`` is off), and never past the commit log's valid end (an error)."""
+    def _live_units(self, cq, offsets, units, fail_on_data_loss) -> tuple[np.ndarray, np.ndarray]:
+        """(commit-log offsets, sizes) of the units to decode (already past the tag-hash test): not fillers, not
+        expired (an error unless ``fail_on_data_loss`` is off), never past the commit log's valid end (an error)."""
         phy = units["phy_offset"].astype(np.int64)
         size = units["size"].astype(np.int64)
-        keep = (size != L.CQ_FILLER_SIZE) & sub.matches_units(units, cq.topic)
+        keep = size != L.CQ_FILLER_SIZE
         valid_end = self.recovery.valid_end
         past = keep & (phy + size > valid_end)
         if past.any():
@@ -108,8 +108,9 @@ class QueueReads:
         return phy[keep], size[keep]
 
     def _read_units(self, groups, columns, sub, batch_rows, verify_crc, fail_on_data_loss):
-        """Decode the units of ``groups`` ((consume queue, queue offsets, units) each) in batches."""
-        live = [self._live_units(cq, offsets, units, sub, fail_on_data_loss) for cq, offsets, units in groups]
+        """Decode the units of ``groups`` ((consume queue, queue offsets, units) each, every unit already past
+        the tag-hash test) in batches; the real tag is checked on the decoded records."""
+        live = [self._live_units(cq, offsets, units, fail_on_data_loss) for cq, offsets, units in groups]
         phy = np.concatenate([p for p, _ in live]) if len(live) > 1 else live[0][0]
         size = np.concatenate([z for _, z in live]) if len(live) > 1 else live[0][1]
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
