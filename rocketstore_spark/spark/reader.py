@@ -55,7 +55,7 @@ def _queue_ranges(partition) -> tuple:
 
 
 def _range_covered(store: RocketStore, topic: str, qid: int, end: int) -> bool:
-    return topic in store.topics() and qid in store.queue_ids(topic) and store.max_offset(topic, qid) >= end
+    return store.has_queue(topic, qid) and store.max_offset(topic, qid) >= end
 
 
 def _covers(store: RocketStore, partition) -> bool:

@@ -20,6 +20,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 
 from ..errors import DataLossError
 from ..store import RocketStore
+from ..store import layout as L
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
 from .planning import QueuePartition, StoreHandle, handle_sizes, split_range
 from .reader import RocketStoreReader
@@ -168,19 +169,19 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             with open_live(ref, self.opts) as store:
                 handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
                                      handle_sizes(store.sizes))
-                per_file = store.sizes.consume_queue_file_size // 20
+                per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
                 for topic, queues in ends.items():
                     for qid, hi in queues.items():
                         lo = start.get(ref.broker, {}).get(topic, {}).get(qid)
                         if lo is None:
-                            lo = store.min_offset(topic, int(qid)) if topic in store.topics() else hi
+                            lo = store.min_offset(topic, int(qid)) if store.has_queue(topic, qid) else hi
                         lo = self._check_loss(store, ref, topic, int(qid), int(lo), int(hi))
                         for a, b in split_range(lo, int(hi), per_file, self.opts.max_messages_per_partition):
                             parts.append(QueuePartition(handle, topic, int(qid), a, b))
         return parts
 
     def _check_loss(self, store, ref, topic, qid, lo, hi) -> int:
-        if topic not in store.topics() or qid not in store.queue_ids(topic):
+        if not store.has_queue(topic, qid):
             return hi
         first = store.min_offset(topic, qid)
         if lo < first and lo < hi:

@@ -56,6 +56,7 @@ class RocketStore(QueueReads, MessageLookups):
         self.abort_present = (self.root / L.ABORT_FILE).exists()
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
         for directory in cq_directories(self.root):
             if not directory.name.isdigit():
                 raise StoreFormatError(f"unexpected directory {directory.name!r} in {directory.parent}: "
@@ -151,13 +152,27 @@ class RocketStore(QueueReads, MessageLookups):
 
     def topics(self) -> list[str]:
         """Topics with a consume queue, sorted."""
-        _ = self.recovery
-        return sorted({t for t, _q in self._queues})
+        return list(self._queue_ids_by_topic())
 
     def queue_ids(self, topic: str) -> list[int]:
         """Queue ids of ``topic``, sorted (empty for an unknown topic)."""
+        return list(self._queue_ids_by_topic().get(topic, ()))
+
+    def has_queue(self, topic: str, queue_id: int) -> bool:
+        """Whether (topic, queue_id) has a consume queue (after recovery)."""
         _ = self.recovery
-        return sorted(q for t, q in self._queues if t == topic)
+        return (topic, int(queue_id)) in self._queues
+
+    def _queue_ids_by_topic(self) -> dict:
+        """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
+        planning over thousands of topics does not rescan every queue per topic."""
+        _ = self.recovery
+        if self._queue_index is None or self._queue_index[0] != len(self._queues):
+            by_topic: dict = {}
+            for t, q in sorted(self._queues):
+                by_topic.setdefault(t, []).append(q)
+            self._queue_index = (len(self._queues), {t: tuple(qs) for t, qs in by_topic.items()})
+        return self._queue_index[1]
 
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""

@@ -60,6 +60,10 @@ def test_topics_and_queue_ids(golden_store, golden_view):
     for topic, ids in expected.items():
         assert golden_store.queue_ids(topic) == sorted(ids), topic
     assert golden_store.queue_ids("NoSuchTopic") == []
+    assert all(golden_store.has_queue(t, q) for t, ids in expected.items() for q in ids)
+    assert not golden_store.has_queue("TopicTest", 1000) and not golden_store.has_queue("NoSuchTopic", 0)
+    golden_store.queue_ids("TopicTest").append(1000)  # callers get copies: the index cannot be changed through them
+    assert golden_store.queue_ids("TopicTest") == sorted(expected["TopicTest"])
 
 
 def test_min_max_offsets_match_the_real_store(golden_store, golden_view):
