@@ -332,12 +332,10 @@ _FIXED_OF = {
 }
 
 
-def fixed_fields_for(columns, verify_crc: bool = False) -> tuple[str, ...]:
-    """The optional fixed fields to parse for ``columns`` (and the stored body CRC when it is verified)."""
-    names = {_FIXED_OF[c] for c in columns if c in _FIXED_OF}
-    if verify_crc:
-        names.add("body_crc")
-    return tuple(sorted(names))
+def fixed_fields_for(columns) -> tuple[str, ...]:
+    """The optional fixed fields to parse for ``columns`` (``CommitLog.read_fields`` adds the stored body CRC
+    when it verifies bodies)."""
+    return tuple(sorted({_FIXED_OF[c] for c in columns if c in _FIXED_OF}))
 
 
 _NUMERIC = {

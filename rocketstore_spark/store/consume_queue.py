@@ -71,8 +71,8 @@ class Subscription:
         selective read tests every unit of a queue; this touches each once, without int64 temporaries)."""
         if self.is_all or topic == L.SCHEDULE_TOPIC:
             return np.ones(len(units), dtype=bool)
-        if units.dtype != L.CQ_UNIT_DTYPE:  # np.concatenate hands back native byte order: not the file's bytes
-            return self.matches_codes(units["tags_code"], topic)
+        if units.dtype != L.CQ_UNIT_DTYPE:  # units built elsewhere (e.g. native byte order): the file's layout
+            units = units.astype(L.CQ_UNIT_DTYPE)
         words = units.view(L.CQ_TAGS_WORDS_DTYPE)
         # one byte-swapping copy per half, then compares on native contiguous arrays (3x the strided ones)
         low, high = words["tags_low"].astype(np.int32), words["tags_high"].astype(np.int32)
@@ -150,12 +150,13 @@ class ConsumeQueue:
             parts.append(tail)
         if not parts:
             return np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        # dtype= keeps the file's big-endian layout (np.concatenate would otherwise hand back native order)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, dtype=L.CQ_UNIT_DTYPE)
 
     def hash_matches(self, sub: Subscription, start: int, end: int):
         """(queue offsets, units) of the units in ``[start, end)`` whose tag hash ``sub`` accepts, chunk by
-        chunk: steps of :data:`HASH_SCAN_UNITS` inside one file keep the arrays in cache and the units in the
-        file's own byte order (units spanning files come back concatenated, in native order: 2-3x slower)."""
+        chunk: steps of :data:`HASH_SCAN_UNITS` inside one file keep the arrays in cache and the units are views
+        of the mapped file, never copies."""
         for lo, hi in self.file_ranges(max(start, self.first_offset), min(end, self.max_offset)):
             while lo < hi:
                 stop = min(hi, lo + HASH_SCAN_UNITS)
@@ -168,7 +169,7 @@ class ConsumeQueue:
     def append_virtual(self, phy_offset: int, size: int, tags_code: int) -> None:
         """Add a unit past the on-disk end, as re-dispatch on opening would (``putMessagePositionInfo``)."""
         unit = np.array([(phy_offset, size, tags_code)], dtype=L.CQ_UNIT_DTYPE)
-        self.virtual = np.concatenate([self.virtual, unit])
+        self.virtual = np.concatenate([self.virtual, unit], dtype=L.CQ_UNIT_DTYPE)
         self.max_offset += 1
 
     def unit_location(self, queue_offset: int) -> tuple[Path, int]:

@@ -115,12 +115,12 @@ class QueueReads:
         size = np.concatenate([z for _, z in live]) if len(live) > 1 else live[0][1]
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
-        fixed = fixed_fields_for(want, verify_crc)
+        fixed = fixed_fields_for(want)
         file_idx, pos = self.commitlog.locate(phy)
         for chunk_start in range(0, len(phy), batch_rows):
             part = slice(chunk_start, chunk_start + batch_rows)
             chunk_files = file_idx[part]
-            single = chunk_files[0] == chunk_files[-1] and chunk_files.min() == chunk_files.max()
+            single = chunk_files.min() == chunk_files.max()
             for f in chunk_files[:1] if single else np.unique(chunk_files):
                 # most chunks of a full read lie in one commit-log file: no per-file selection to compute
                 in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
