@@ -58,6 +58,10 @@ class StoreLockedError(RocketStoreError):
     """Another writer or a running broker holds the store's ``lock`` file."""
 
 
+class JobClosedError(RocketStoreError):
+    """A Spark task attempt tried to stage records for a write job that was already committed or aborted."""
+
+
 class StoreClosedError(RocketStoreError):
     """An operation was attempted on a store that was closed or opened read-only."""
 

@@ -1,15 +1,18 @@
 """The batch sink: tasks encode and stage in parallel, the driver publishes the whole job atomically.
 
-Commit protocol (details in :mod:`rocketstore_spark.store.publish` and :mod:`rocketstore_spark.store.journal`):
+Commit protocol (details in :mod:`rocketstore_spark.store.staging`, :mod:`~rocketstore_spark.store.publish` and
+:mod:`~rocketstore_spark.store.journal`):
 
 1. ``writer()`` on the driver validates options and the input schema, checks that nobody holds the store's
    ``lock`` (fail fast) and picks a job id.
-2. Each task attempt encodes its rows into its own files under ``<store>/.rocketstore/staging/<job>/``
-   (final record bytes except physical offset, queue offset and a missing store time). The store is not
-   touched, so retried, failed and speculative attempts leave nothing behind but staging files.
-3. ``commit()`` receives the messages of exactly the attempts Spark committed (one per partition) and
-   publishes their staged files in partition order under the store lock: journal, append, flush, mark
-   done. ``abort()`` deletes the staging directory: the store stays byte-identical.
+2. Each task attempt encodes its rows and writes them at offsets reserved in the job's reservation file into
+   ``<store>/.rocketstore/staging/<job>/commitlog/``, laid out as the store's commit log would be (queue
+   offsets and missing store times blank), plus a metadata file. The store is not touched, so retried, failed
+   and speculative attempts leave nothing behind but staged bytes.
+3. ``commit()`` receives the messages of exactly the attempts Spark committed, closes the reservation (no
+   attempt can write after that), and under the store lock journals, publishes (in place by renaming the staged
+   files when the committed attempts left no gap, else by copying), flushes and marks the journal done.
+   ``abort()`` closes the reservation and deletes the staging directory: the store stays byte-identical.
 4. A driver killed inside ``commit()`` leaves a journal; the next writer (or ``rocketstore recover``) rolls the
    job back completely, or, past the commit point, just cleans up.
 """
@@ -28,13 +31,15 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from ..errors import MessageValidationError
 from ..store import layout as L
 from ..store.java_hash import java_string_hashes
-from ..store.publish import discard_staged, publish_staged, stage
+from ..store.publish import publish_staged
+from ..store.staging import discard_staged, stage
 from .write_options import WriteOptions
 
 @dataclass(frozen=True)
 class StagedCommit(WriterCommitMessage):
     """What one successful task attempt staged (paths and counts only)."""
 
+    job_id: str  # the staging directory's job (a streaming query's commit runs in a writer of its own)
     partition_id: int
     attempt: int
     stems: tuple[str, ...]
@@ -69,8 +74,8 @@ class RocketStoreWriter(DataSourceArrowWriter):
                 yield table
 
         stems = stage(self.opts.path, self.job_id, name, tables(), store_host=self.opts.store_host,
-                      max_message_size=self.opts.max_message_size)
-        return StagedCommit(partition, attempt, tuple(stems), count, tuple(sorted(new_topics.items())))
+                      max_message_size=self.opts.max_message_size, sizes=self.opts.sizes, overwrite=self.overwrite)
+        return StagedCommit(self.job_id, partition, attempt, tuple(stems), count, tuple(sorted(new_topics.items())))
 
     def normalize(self, table: pa.Table, partition: int, row_base: int, new_topics: dict) -> pa.Table:
         """Input columns → store-layer columns: topic/queue assignment, compression flags, checks."""

@@ -26,6 +26,7 @@ from .encoder import UniqKeyFactory
 from .index_writer import IndexWriter
 from .locking import StoreLock
 from .message_input import prepare_messages
+from .placement import patch_longs, place_records
 from .journal import recover_store
 from .sizes import detect_sizes
 from .store import RocketStore
@@ -124,25 +125,29 @@ class StoreWriter:
     def append_encoded(self, batch: EncodedBatch, now_ms: Optional[int] = None) -> None:
         """Publish an encoded batch: assign offsets and store times, write commit log, queues and index."""
         self._check_open()
-        n = len(batch)
-        if n == 0:
+        if len(batch) == 0:
             return
-        lengths = batch.lengths
-        limit = self.sizes.commit_log_file_size - L.END_FILE_MIN_BLANK_LENGTH
-        if (lengths > limit).any():
-            row = int(np.flatnonzero(lengths > limit)[0])
-            raise MessageValidationError(f"row {row}: a {int(lengths[row])}-byte record cannot fit in a "
-                                         f"{self.sizes.commit_log_file_size}-byte commit-log file")
+        placement = place_records(self.next_phy, batch.lengths, self.sizes.commit_log_file_size)
+        queue_offset, store_ts = self.assign(batch, now_ms)
+        self._write_commitlog(batch, placement.phy, queue_offset, store_ts, placement.blanks)
+        self.dispatch(batch, placement.phy, queue_offset, store_ts)
+
+    def assign(self, batch: EncodedBatch, now_ms: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+        """Queue offsets (consecutive per queue, from each queue's end) and store times (given ones kept,
+        else ``now_ms``) of the next records appended."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        store_ts = np.where(batch.ts_given, batch.store_ts, now_ms)
-        queue_offset = self._assign_queue_offsets(batch)
-        phy, blanks = self._place(lengths)
-        self._write_commitlog(batch, phy, queue_offset, store_ts, blanks)
+        return self._assign_queue_offsets(batch), np.where(batch.ts_given, batch.store_ts, now_ms)
+
+    def dispatch(self, batch: EncodedBatch, phy: np.ndarray, queue_offset: np.ndarray,
+                 store_ts: np.ndarray) -> None:
+        """Write the consume-queue units and index entries of records now in the commit log at ``phy``, and
+        advance the commit log's end and the checkpoint past them (``ReputMessageService``'s dispatch)."""
+        self._check_open()
         tags_code = np.where(batch.delay_ms > 0, store_ts + batch.delay_ms, batch.tags_code)
         self._write_consume_queues(batch, phy, queue_offset, tags_code)
         if len(batch.entry_rec):
             self.index.put(batch.entry_hash, phy[batch.entry_rec], store_ts[batch.entry_rec])
-        self.next_phy = int(phy[-1] + lengths[-1])
+        self.next_phy = int(phy[-1] + batch.lengths[-1])
         dispatched = np.flatnonzero(batch.dispatch)
         self._checkpoint = Checkpoint(
             physic_msg_timestamp=int(store_ts[-1]),
@@ -179,28 +184,6 @@ class StoreWriter:
             self._queue_next[k] = int(b + c)
         return out
 
-    def _place(self, lengths: np.ndarray):
-        """Physical offsets of the records and the BLANK markers closing full files (``doAppend``)."""
-        size = self.sizes.commit_log_file_size
-        pos = self.next_phy
-        out = np.empty(len(lengths), dtype=np.int64)
-        blanks = []
-        i = 0
-        while i < len(lengths):
-            file_end = (pos // size + 1) * size
-            room = file_end - pos
-            window = lengths[i:i + room // 92 + 2]
-            cum = np.cumsum(window)
-            fit = int(np.searchsorted(cum, room - L.END_FILE_MIN_BLANK_LENGTH, side="right"))
-            if fit:
-                out[i:i + fit] = pos + np.concatenate(([0], cum[:fit - 1]))
-                pos += int(cum[fit - 1])
-                i += fit
-            if i < len(lengths) and fit < len(window):
-                blanks.append((pos, file_end - pos))
-                pos = file_end
-        return out, blanks
-
     def _fd(self, path: Path, size: int) -> int:
         fd = self._fds.get(path)
         if fd is None:
@@ -223,9 +206,9 @@ class StoreWriter:
                     self._scratch = np.empty(max(need, PATCH_CHUNK_BYTES), dtype=np.uint8)
                 chunk = batch.read_into(int(rec_off[a]), int(rec_off[b]), self._scratch)
                 rel = rec_off[a:b] - rec_off[a]
-                _patch_longs(chunk, rel + L.QUEUE_OFFSET_POSITION, queue_offset[a:b])
-                _patch_longs(chunk, rel + L.PHYSICAL_OFFSET_POSITION, phy[a:b])
-                _patch_longs(chunk, rel + batch.ts_pos[a:b], store_ts[a:b])
+                patch_longs(chunk, rel + L.QUEUE_OFFSET_POSITION, queue_offset[a:b])
+                patch_longs(chunk, rel + L.PHYSICAL_OFFSET_POSITION, phy[a:b])
+                patch_longs(chunk, rel + batch.ts_pos[a:b], store_ts[a:b])
                 path = self.root / L.COMMITLOG_DIR / L.offset_to_file_name(int(file_no[a]) * size)
                 os.pwrite(self._fd(path, size), memoryview(chunk), int(phy[a] % size))
         for pos, length in blanks:
@@ -255,6 +238,10 @@ class StoreWriter:
                 sel = np.flatnonzero(file_no == f)
                 path = directory / L.offset_to_file_name(int(f) * cq_size)
                 os.pwrite(self._fd(path, cq_size), units[sel].tobytes(), int(byte[sel[0]] - f * cq_size))
+
+    def track_file(self, path: Path) -> None:
+        """A commit-log file written outside this writer (moved in by a publication): flushed with the rest."""
+        self._fd(Path(path), self.sizes.commit_log_file_size)
 
     def ensure_queues(self, topic: str, queue_nums: int) -> None:
         """Create the consume-queue directories 0..queue_nums-1 of ``topic`` (a new topic's queues)."""
@@ -314,12 +301,6 @@ def _byte_bounded(offsets: np.ndarray, lo: int, hi: int, limit: int):
         stop = min(max(stop, lo + 1), hi)
         yield lo, stop
         lo = stop
-
-
-def _patch_longs(buf: np.ndarray, positions: np.ndarray, values: np.ndarray) -> None:
-    """Write big-endian longs into ``buf`` at ``positions``."""
-    raw = np.asarray(values, dtype=">i8").view(np.uint8).reshape(-1, 8)
-    buf[np.asarray(positions, dtype=np.int64)[:, None] + np.arange(8)] = raw
 
 
 def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,

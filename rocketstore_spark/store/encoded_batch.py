@@ -3,11 +3,14 @@
 Everything that does not depend on where a record lands is done here (by writers and Spark tasks, in
 parallel): properties, UNIQ_KEY, body compression and CRC, the record bytes, the index key hashes. What only the
 publisher can know — physical offset, queue offset and (when not given) the store timestamp — is left as zeros
-at fixed positions and patched at publication. A batch can be saved to a staging directory and loaded back.
+at fixed positions and patched at publication. A Spark task stages a batch's record bytes at reserved offsets
+(``phy``) in a job's staged commit log (:mod:`.reservation`) and saves the rest here as metadata; the publisher
+loads the metadata back and finds the bytes by ``phy``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -16,13 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import StoreFormatError
 from . import layout as L
 from .java_hash import java_string_hashes
 from .encoder import encode_records, record_lengths, value_offsets
 from .message_input import PreparedMessages
 
 META_SUFFIX = ".meta.npz"
-DATA_SUFFIX = ".rec"
 
 
 @dataclass
@@ -41,7 +44,10 @@ class EncodedBatch:
     ts_pos: np.ndarray  # int64, position of STORETIMESTAMP inside the record (56 or 68)
     entry_rec: np.ndarray  # int64: record of each index entry (UNIQ_KEY first, then KEYS tokens)
     entry_hash: np.ndarray  # int64: indexKeyHashMethod(topic#key)
-    data_path: Optional[Path] = None  # a staged batch: its record bytes stay in this file until published
+    phy: Optional[np.ndarray] = None  # int64: where a staged batch's records are, in its job's staged commit log
+    chunk_starts: Optional[np.ndarray] = None  # int64: first row of each reservation (staged batches)
+    staged_dir: Optional[Path] = None  # the staged commit log holding the record bytes (loaded batches)
+    staged_file_size: int = 0  # its file size
 
     def __len__(self) -> int:
         return len(self.topic_idx)
@@ -57,13 +63,14 @@ class EncodedBatch:
     def save_meta(self, stem: Path) -> None:
         """Write ``<stem>.meta.npz``: everything but the record bytes, which the staging file holds. Not fsynced:
         only the same job's driver reads it back, through the same page cache."""
-        meta = {k: v for k, v in self.__dict__.items() if k not in ("data", "topic_names", "data_path")}
+        meta = {k: v for k, v in self.__dict__.items()
+                if k not in ("data", "topic_names", "staged_dir", "staged_file_size") and v is not None}
         with open(str(stem) + META_SUFFIX, "wb") as fh:
             np.savez(fh, topic_names=np.array(self.topic_names, dtype=object).astype(str), **meta)
 
     @classmethod
     def concat_meta(cls, parts: list["EncodedBatch"]) -> "EncodedBatch":
-        """The metadata of batches written one after another into one staging file (no record bytes)."""
+        """The metadata of staged batches as one batch (no record bytes); each part is one reservation."""
         position: dict = {}
         topic_idx, record_offsets, entry_rec = [], [np.zeros(1, np.int64)], []
         base_bytes = base_rows = 0
@@ -75,34 +82,63 @@ class EncodedBatch:
             base_bytes += int(part.record_offsets[-1])
             base_rows += len(part)
         same = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts", "ts_given",
-                "ts_pos", "entry_hash")
+                "ts_pos", "entry_hash", "phy")
+        sizes = np.array([len(p) for p in parts], dtype=np.int64)
         return cls(data=np.zeros(0, np.uint8), record_offsets=np.concatenate(record_offsets),
                    topic_names=list(position), topic_idx=np.concatenate(topic_idx).astype(np.int32),
-                   entry_rec=np.concatenate(entry_rec), **{k: np.concatenate([getattr(p, k) for p in parts])
-                                                            for k in same})
+                   entry_rec=np.concatenate(entry_rec), chunk_starts=np.cumsum(sizes) - sizes,
+                   **{k: np.concatenate([getattr(p, k) for p in parts]) for k in same})
 
     @classmethod
-    def load(cls, stem: Path) -> "EncodedBatch":
+    def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
         """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`."""
         meta = np.load(str(stem) + META_SUFFIX, allow_pickle=False)
         fields = {k: meta[k] for k in meta.files if k != "topic_names"}
         return cls(data=np.zeros(0, np.uint8), topic_names=[str(t) for t in meta["topic_names"]],
-                   data_path=Path(str(stem) + DATA_SUFFIX), **fields)
+                   staged_dir=Path(staged_dir), staged_file_size=int(staged_file_size), **fields)
+
+    def chunks(self) -> list[tuple[int, int]]:
+        """Row ranges [lo, hi) of the reservations this staged batch was written in."""
+        bounds = np.append(self.chunk_starts, len(self)).astype(np.int64)
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def slice_rows(self, lo: int, hi: int) -> "EncodedBatch":
+        """Rows [lo, hi) as a batch of their own (metadata only for a staged batch)."""
+        keep = (self.entry_rec >= lo) & (self.entry_rec < hi)
+        per_row = ("topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
+                   "ts_given", "ts_pos", "phy")
+        base = int(self.record_offsets[lo])
+        data = self.data[base:int(self.record_offsets[hi])] if len(self.data) else self.data
+        return EncodedBatch(
+            data=data, record_offsets=self.record_offsets[lo:hi + 1] - base, topic_names=self.topic_names,
+            entry_rec=self.entry_rec[keep] - lo, entry_hash=self.entry_hash[keep], chunk_starts=np.zeros(1, np.int64),
+            staged_dir=self.staged_dir, staged_file_size=self.staged_file_size,
+            **{k: (getattr(self, k)[lo:hi] if getattr(self, k) is not None else None) for k in per_row})
 
     def read_into(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
-        """Record bytes [start, stop) copied into the front of ``out`` (a reusable scratch buffer: reading a
-        staged file with ``readinto`` avoids faulting in fresh memory for every chunk); returns that view."""
+        """Record bytes [start, stop) (record boundaries) copied into the front of ``out``, a reusable scratch
+        buffer (reading with ``preadv`` into it avoids faulting in fresh memory for every chunk)."""
         view = out[:stop - start]
-        if self.data_path is None:
+        if self.staged_dir is None:
             view[:] = self.data[start:stop]
             return view
-        with open(self.data_path, "rb") as fh:
-            fh.seek(start)
-            if fh.readinto(memoryview(view)) != stop - start:
-                from ..errors import StoreFormatError
-
-                raise StoreFormatError(f"staged records end early: expected bytes {start}..{stop}",
-                                       str(self.data_path), start)
+        lo, hi = np.searchsorted(self.record_offsets, [start, stop])
+        phy, lengths = self.phy[lo:hi], self.lengths[lo:hi]
+        size = self.staged_file_size
+        # runs of records that are contiguous in one staged file (a run ends at a file end or a reservation gap)
+        breaks = np.flatnonzero((phy[1:] != phy[:-1] + lengths[:-1]) | (phy[1:] // size != phy[:-1] // size)) + 1
+        for a, b in zip(np.concatenate(([0], breaks)), np.concatenate((breaks, [len(phy)]))):
+            first, nbytes = int(phy[a]), int(phy[b - 1] + lengths[b - 1] - phy[a])
+            dest = int(self.record_offsets[lo + a]) - start
+            path = self.staged_dir / L.offset_to_file_name(first - first % size)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                got = os.preadv(fd, [memoryview(view[dest:dest + nbytes])], first % size)
+            finally:
+                os.close(fd)
+            if got != nbytes:
+                raise StoreFormatError(f"staged records end early: expected {nbytes} bytes, found {got}",
+                                       str(path), first % size)
         return view
 
 

@@ -169,8 +169,8 @@ def _rollback_commitlog(root: Path, sizes: StoreSizes, journal: dict) -> None:
     for path in sorted(directory.iterdir()) if directory.is_dir() else []:
         if path.name not in before:
             path.unlink()
-        elif int(path.name) <= start < int(path.name) + sizes.commit_log_file_size:
-            zero_from(path, start - int(path.name))
+        elif start < int(path.name) + sizes.commit_log_file_size:  # the end's file, or one allocated ahead
+            zero_from(path, max(0, start - int(path.name)))
 
 
 def _rollback_queue(directory: Path, sizes: StoreSizes, before: int, files_before) -> None:

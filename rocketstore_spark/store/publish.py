@@ -1,35 +1,51 @@
-"""Publishing staged batches as one all-or-nothing job (the Spark sink's driver-side commit).
+"""Publishing a staged write job as one all-or-nothing append (the Spark sink's driver-side commit).
 
-Tasks encode their messages into ``.rocketstore/staging/<job>/`` (:func:`stage`). The driver then calls
-:func:`publish_staged`, which takes the store's lock, records a journal, appends every staged batch in the
-order given (offsets and store times assigned here), creates the queues of new topics, flushes, marks the
-journal done (the commit point) and cleans up. :func:`discard_staged` is the abort: the store is untouched.
+Tasks stage their records in ``.rocketstore/staging/<job>/`` (:mod:`.staging`), laid out at the offsets the
+store would give them if nothing else were published first. :func:`publish_staged` closes the job's reservation
+(no zombie attempt can write any more), takes the store's lock, records a journal and then publishes the
+committed attempts' records in commit-log order:
+
+* **in place**, when the store still ends where the job was staged and the committed attempts tile the staged
+  commit log without a gap (no attempt of the job failed after reserving room): queue offsets, physical offsets
+  and store times are patched into the staged files, which then become the store's commit-log files by rename
+  (only the job's part of a store file that already existed is copied into it);
+* **by copy** otherwise: every record is copied into the commit log at its new place (what the appender does).
+
+Then the consume queues and the index are written, new topics' queues created, everything flushed, and the
+journal marked done (the commit point). A crash before that point is rolled back from the journal by the next
+writer (or ``rocketstore recover``); :func:`discard_staged` is the abort: the store is never touched.
 
 ``ROCKETSTORE_FAULT_AT=<step>`` kills the process at a named step; the crash-safety tests use it to prove
-that every step is recoverable: ``journal``, ``part-<i>``, ``before-done``, ``after-done``.
+that every step is recoverable: ``journal``, ``moved``, ``part-<i>``, ``before-done``, ``after-done``.
 """
 
 from __future__ import annotations
 
+import errno
+import mmap
 import os
 import shutil
 import signal
+import time
 import uuid
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 import numpy as np
-import pyarrow as pa
 
+from ..errors import StoreFormatError
 from . import layout as L
-from .appender import StoreWriter, encode_table
-from .encoded_batch import DATA_SUFFIX, META_SUFFIX, EncodedBatch
-from .encoder import UniqKeyFactory
+from .appender import StoreWriter
+from .encoded_batch import EncodedBatch
 from .journal import (TRASH_DIR, journal_path, last_sink_batch, mark_done, meta_dir, move_to_trash,
                       record_sink_batch, remove_empty_dirs, snapshot, staging_dir, write_journal)
 from .locking import StoreLock
+from .placement import patch_longs, place_records
+from .reservation import RESERVATION_FILE, JobReservation, staged_commitlog_dir
+from .staging import discard_staged
 
 FAULT_ENV = "ROCKETSTORE_FAULT_AT"
+COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
 
 def fault_point(step: str) -> None:
@@ -38,81 +54,10 @@ def fault_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-STAGE_FILE_ROWS = 200_000  # messages per staging file: bounds the metadata a task holds in memory
-# bytes per staging file: publish_staged deletes each file as soon as it is in the commit log, so the page cache
-# it frees is reused at once for the next commit-log pages; first-touching fresh memory is what copying costs
-STAGE_FILE_BYTES = 64 * 1024 * 1024
-
-
-def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_host: str,
-          max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, rows_per_file: int = STAGE_FILE_ROWS,
-          bytes_per_file: int = STAGE_FILE_BYTES) -> list[str]:
-    """Encode ``tables`` into staging files of job ``job_id``; returns the staged stems, in order.
-
-    Each table is encoded on its own (Spark hands over small Arrow batches: encoding them one by one avoids
-    concatenating bodies) and appended to the current staging file, which is closed at ``rows_per_file``.
-    """
-    directory = staging_dir(Path(root), job_id)
-    factory = UniqKeyFactory()
-    stems: list[str] = []
-    current: Optional[_StagingFile] = None
-    try:
-        for table in tables:
-            if table.num_rows == 0:
-                continue
-            batch = encode_table(table, store_host=store_host, uniq_factory=factory,
-                                 max_message_size=max_message_size)
-            if current is None:
-                directory.mkdir(parents=True, exist_ok=True)
-                current = _StagingFile(directory / f"{name}-{len(stems):06d}")
-            current.add(batch)
-            if current.rows >= rows_per_file or current.bytes >= bytes_per_file:
-                stems.append(current.close())
-                current = None
-        if current is not None:
-            stems.append(current.close())
-            current = None
-    finally:
-        if current is not None:  # a failed attempt: its partial file is removed with the staging directory
-            current.handle.close()
-    return stems
-
-
-class _StagingFile:
-    """One staged ``.rec`` written part by part, and its metadata written when it is closed."""
-
-    def __init__(self, stem: Path):
-        self.stem = stem
-        self.handle = open(str(stem) + DATA_SUFFIX, "wb")
-        self.parts: list[EncodedBatch] = []
-        self.rows = 0
-        self.bytes = 0
-
-    def add(self, batch: EncodedBatch) -> None:
-        self.handle.write(memoryview(batch.data))
-        batch.data = np.zeros(0, np.uint8)  # written: keep only the metadata
-        self.parts.append(batch)
-        self.rows += len(batch)
-        self.bytes += int(batch.record_offsets[-1])
-
-    def close(self) -> str:
-        # no fsync: staged files are read back by this job's driver only, through the same page cache, and are
-        # worthless after a machine crash (the job is rolled back); durability starts at the commit log's flush
-        # in publish_staged. Deleted before write-back, most staged bytes never reach the disk at all.
-        self.handle.close()
-        EncodedBatch.concat_meta(self.parts).save_meta(self.stem)
-        return str(self.stem)
-
-
-def discard_staged(root, job_id: str) -> None:
-    """Abort: remove the job's staging directory; the store itself was never touched."""
-    shutil.rmtree(staging_dir(Path(root), job_id), ignore_errors=True)
-
-
 def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Optional[dict] = None,
                    overwrite: bool = False, store_host: str = "127.0.0.1:10911", sizes: Optional[dict] = None,
                    now_ms: Optional[int] = None, sink: Optional[tuple] = None, sync_flush: bool = True) -> dict:
-    """Append the staged batches ``stems`` (in order) as one job; see the module docstring.
+    """Publish the staged metadata files ``stems`` of job ``job_id`` as one job; see the module docstring.
 
     ``sink=(sink_id, batch_id)`` makes the publication idempotent per streaming batch: a batch id the sink
     already committed (a replay after a restart) publishes nothing; the batch id is recorded atomically with
@@ -120,6 +65,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     """
     root = Path(root)
     sizes = sizes or {}
+    reserved = _close_reservation(staging_dir(root, job_id))
     lock = StoreLock.acquire(root)
     if sink is not None:
         from .journal import recover_store as _recover
@@ -150,19 +96,24 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=not overwrite, **sizes)
     writer.sync_flush = sync_flush
     try:
-        batches = [EncodedBatch.load(Path(s)) for s in stems]
+        file_size = reserved[2] if reserved else writer.sizes.commit_log_file_size
+        staged = staged_commitlog_dir(staging_dir(root, job_id))
+        chunks = _in_commitlog_order([EncodedBatch.load(Path(s), staged, file_size) for s in stems])
         new_topic_queues = dict(new_topic_queues or {})
         if not overwrite:
-            write_journal(root, snapshot(root, job_id, writer.next_phy, _touched(writer, batches, new_topic_queues),
-                                         root / L.INDEX_DIR, sum(len(b.entry_rec) for b in batches),
+            write_journal(root, snapshot(root, job_id, writer.next_phy, _touched(writer, chunks, new_topic_queues),
+                                         root / L.INDEX_DIR, sum(len(c.entry_rec) for c in chunks),
                                          sink=list(sink) if sink else None))
             fault_point("journal")
-        count = 0
-        for i, batch in enumerate(batches):
-            writer.append_encoded(batch, now_ms=now_ms)
-            _drop_staged(stems[i])
-            count += len(batch)
-            fault_point(f"part-{i}")
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms  # the job's store time: its commit
+        in_place = _staged_in_place(writer, reserved, chunks)
+        if in_place:
+            _publish_in_place(writer, staged, reserved, chunks, now_ms)
+        else:
+            for i, chunk in enumerate(chunks):
+                writer.append_encoded(chunk, now_ms=now_ms)
+                fault_point(f"part-{i}")
+        count = sum(len(c) for c in chunks)
         for topic, queue_nums in new_topic_queues.items():
             writer.ensure_queues(topic, queue_nums)
         writer.flush()
@@ -180,14 +131,110 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     discard_staged(root, job_id)
     journal_path(root, job_id).unlink(missing_ok=True)
     remove_empty_dirs(meta_dir(root))
-    return {"job": job_id, "count": count, "end_phy_offset": end}
+    return {"job": job_id, "count": count, "end_phy_offset": end, "in_place": in_place}
 
 
-def _drop_staged(stem: str) -> None:
-    """Delete a staged file once its records are in the commit log. Nothing reads it again: a failure after
-    this point rolls the job back from its journal (or Spark aborts it), it never republishes from staging."""
-    for suffix in (DATA_SUFFIX, META_SUFFIX):
-        Path(stem + suffix).unlink(missing_ok=True)
+def _close_reservation(job_dir: Path):
+    """Close the job to its task attempts; (start_phy, next_phy, file_size) of what was reserved, or None."""
+    if not (job_dir / RESERVATION_FILE).exists():
+        return None
+    with JobReservation(job_dir) as reservation:
+        return reservation.close()
+
+
+def _in_commitlog_order(batches: list[EncodedBatch]) -> list[EncodedBatch]:
+    """The staged reservations of all batches in commit-log order (tasks reserve interleaved), consecutive
+    reservations of one batch merged."""
+    pieces = sorted((int(b.phy[lo]), i, lo, hi) for i, b in enumerate(batches) for lo, hi in b.chunks())
+    merged: list[list[int]] = []
+    for _, i, lo, hi in pieces:
+        if merged and merged[-1][0] == i and merged[-1][2] == lo:
+            merged[-1][2] = hi
+        else:
+            merged.append([i, lo, hi])
+    return [batches[i].slice_rows(lo, hi) for i, lo, hi in merged]
+
+
+def _staged_in_place(writer: StoreWriter, reserved, chunks: list[EncodedBatch]) -> bool:
+    """True when the staged layout is exactly what appending the chunks now would give: the store ends where
+    the job was staged, with the same file size, and the committed attempts leave no gap and nothing after."""
+    if reserved is None or not chunks:
+        return False
+    start, end, file_size = reserved
+    if start != writer.next_phy or file_size != writer.sizes.commit_log_file_size:
+        return False
+    expected = place_records(start, np.concatenate([c.lengths for c in chunks]), file_size)
+    return expected.end == end and np.array_equal(expected.phy, np.concatenate([c.phy for c in chunks]))
+
+
+def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[EncodedBatch], now_ms: int):
+    start, end, file_size = reserved
+    stamps = [writer.assign(c, now_ms) for c in chunks]
+    _patch_staged(staged, file_size, chunks, stamps)
+    for path in _move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
+        writer.track_file(path)
+    fault_point("moved")
+    for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
+        writer.dispatch(chunk, chunk.phy, queue_offset, store_ts)
+        fault_point(f"part-{i}")
+
+
+def _patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamps) -> None:
+    """Fill in queue offset, physical offset and store time of every staged record, in the staged files."""
+    maps: dict[int, tuple] = {}
+    try:
+        for chunk, (queue_offset, store_ts) in zip(chunks, stamps):
+            file_no = chunk.phy // file_size
+            for f in np.unique(file_no).tolist():
+                if f not in maps:
+                    with open(staged / L.offset_to_file_name(f * file_size), "r+b") as fh:
+                        mm = mmap.mmap(fh.fileno(), file_size)
+                    maps[f] = (mm, np.frombuffer(mm, dtype=np.uint8))
+                rows = np.flatnonzero(file_no == f)
+                at = chunk.phy[rows] - f * file_size
+                patch_longs(maps[f][1], at + L.QUEUE_OFFSET_POSITION, queue_offset[rows])
+                patch_longs(maps[f][1], at + L.PHYSICAL_OFFSET_POSITION, chunk.phy[rows])
+                patch_longs(maps[f][1], at + chunk.ts_pos[rows], store_ts[rows])
+    finally:
+        for f in list(maps):
+            mm = maps.pop(f)[0]  # the numpy view went with the tuple: the map can close
+            mm.close()
+
+
+def _move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_size: int) -> list[Path]:
+    """Make the staged files the store's: rename each, except that the job's part of a file the store already
+    has (the one its end was in) is copied into that file. Returns the store files written."""
+    commitlog.mkdir(parents=True, exist_ok=True)
+    out = []
+    for path in sorted(p for p in staged.iterdir() if p.is_file()):
+        file_start = int(path.name)
+        target = commitlog / path.name
+        if target.exists():
+            _copy_range(path, target, max(start, file_start) - file_start,
+                        min(end, file_start + file_size) - file_start)
+            path.unlink()
+        else:
+            os.replace(path, target)
+        out.append(target)
+    return out
+
+
+def _copy_range(source: Path, target: Path, lo: int, hi: int) -> None:
+    """Copy bytes [lo, hi) of ``source`` to the same place in ``target`` (in the kernel where it can)."""
+    with open(source, "rb") as src, open(target, "r+b") as dst:
+        pos = lo
+        while pos < hi:
+            count = min(hi - pos, COPY_CHUNK_BYTES)
+            try:
+                done = os.copy_file_range(src.fileno(), dst.fileno(), count, pos, pos)
+            except OSError as e:  # no in-kernel copy between these files: copy through memory
+                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+                done = os.pwrite(dst.fileno(), os.pread(src.fileno(), count, pos), pos)
+            if done <= 0:
+                raise StoreFormatError(f"staged commit log ends early: expected bytes up to {hi}, found {pos}",
+                                       str(source), pos)
+            pos += done
 
 
 def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:

@@ -8,10 +8,12 @@ import pyarrow as pa
 import pytest
 
 from rocketstore_spark.store import RocketStore
-from rocketstore_spark.store.publish import discard_staged, new_job_id, publish_staged, stage
+from rocketstore_spark.store.verify import verify_store
+from rocketstore_spark.store.publish import new_job_id, publish_staged
+from rocketstore_spark.store.staging import discard_staged, stage
 from tests.store.test_writer import SMALL, messages, tree_digest
 
-STEPS = ["journal", "part-0", "part-1", "before-done"]
+STEPS = ["journal", "moved", "part-0", "part-1", "before-done"]
 
 
 @pytest.fixture
@@ -65,10 +67,10 @@ def test_publish_and_abort(base_store):
     job = new_job_id()
     stems = stage_job(base_store, job)
     discard_staged(base_store, job)
-    assert tree_digest(base_store) == before and not list((base_store / ".rocketstore").rglob("*.rec"))
+    assert tree_digest(base_store) == before and not (base_store / ".rocketstore").exists()
     job = new_job_id()
     result = publish_staged(base_store, job, stage_job(base_store, job), new_topic_queues={"fresh": 4})
-    assert result["count"] == 330 and not (base_store / ".rocketstore").exists()
+    assert result["count"] == 330 and result["in_place"] and not (base_store / ".rocketstore").exists()
     with RocketStore.open(base_store) as s:
         bodies = [b for q in s.queue_ids("orders") for t in s.read_queue("orders", q, columns=["body"])
                   for b in t.column(0).to_pylist()]
@@ -146,28 +148,94 @@ def test_sync_flush_forces_the_commit_log_to_disk_and_async_leaves_it_to_the_ker
         assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300 + 200 + 80
 
 
-def test_staging_files_close_at_a_byte_limit_and_each_is_deleted_once_published(base_store, monkeypatch):
-    """Small staging files, deleted as soon as their records are in the commit log, let the commit log reuse
-    the page cache they held; a crash after that point still rolls back from the journal alone."""
-    from rocketstore_spark.store import publish
+def same_bytes(a, b):
+    """Every file byte-identical, except that index files are named by the time they were created."""
+    def files(root):
+        names = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file() and p.name != "lock")
+        index = [n for n in names if n.parts[0] == "index"]
+        return [(n if n.parts[0] != "index" else f"index#{index.index(n)}", (root / n).read_bytes()) for n in names]
+
+    return files(a) == files(b)
+
+
+def fixed(n, start, **extra):
+    """Messages whose bytes do not depend on when they are encoded (uniqKey and born time given)."""
+    return messages(n, start=start, uniqKey=[f"{start + i:032X}" for i in range(n)],
+                    bornTimestamp=[1_700_000_000_000 + start + i for i in range(n)], **extra)
+
+
+def test_in_place_and_copied_publications_give_the_same_bytes(base_store, tmp_path):
+    """Staged at the offsets they get, records are published in place (the staged files become the store's);
+    an attempt that failed after reserving room leaves a gap, and then every record is copied instead. Both
+    give byte-identical stores, equal to appending the same messages directly."""
+    import shutil
+
+    copies = {name: shutil.copytree(base_store, tmp_path / name) for name in ("in_place", "copied", "direct")}
+    tables = [fixed(200, 1000), fixed(30, 2000, topic="fresh"), fixed(120, 3000)]
+    job = new_job_id()
+    stems = stage(copies["in_place"], job, "a", tables[:2], store_host="10.0.0.1:10911")
+    stems += stage(copies["in_place"], job, "b", tables[2:], store_host="10.0.0.1:10911")
+    staged = sorted((copies["in_place"] / ".rocketstore" / "staging" / job / "commitlog").iterdir())
+    inodes = {p.name: p.stat().st_ino for p in staged}
+    result = publish_staged(copies["in_place"], job, stems, now_ms=1_700_000_100_000)
+    assert result["in_place"] and result["count"] == 350
+    moved = {n for n, ino in inodes.items() if (copies["in_place"] / "commitlog" / n).stat().st_ino == ino}
+    assert moved == set(inodes) - {sorted((base_store / "commitlog").iterdir())[-1].name}  # all but the old end's
 
     job = new_job_id()
-    stems = stage(base_store, job, "p", [messages(40, start=1000), messages(40, start=2000)],
-                  store_host="10.0.0.1:10911", bytes_per_file=1)
-    assert len(stems) == 2  # one file per table: each reached the byte limit
-    seen = []
-    real = publish.StoreWriter.append_encoded
-    monkeypatch.setattr(publish.StoreWriter, "append_encoded", lambda self, batch, **kw: (
-        seen.append([os.path.exists(s + ".rec") for s in stems]), real(self, batch, **kw)))
-    publish_staged(base_store, job, stems)
-    assert seen == [[True, True], [False, True]]
+    stems = stage(copies["copied"], job, "a", tables[:2], store_host="10.0.0.1:10911")
+    stage(copies["copied"], job, "failed", [fixed(50, 9000)], store_host="10.0.0.1:10911")  # not committed
+    stems += stage(copies["copied"], job, "b", tables[2:], store_host="10.0.0.1:10911")
+    result = publish_staged(copies["copied"], job, stems, now_ms=1_700_000_100_000)
+    assert not result["in_place"] and result["count"] == 350
+
+    from rocketstore_spark.store.appender import StoreWriter, encode_table
+    from rocketstore_spark.store.encoder import UniqKeyFactory
+
+    with StoreWriter.open(copies["direct"], store_host="10.0.0.1:10911") as w:
+        for t in tables:
+            w.append_encoded(encode_table(t, store_host="10.0.0.1:10911", uniq_factory=UniqKeyFactory()),
+                             now_ms=1_700_000_100_000)
+    assert same_bytes(copies["in_place"], copies["copied"]) and same_bytes(copies["in_place"], copies["direct"])
+    with RocketStore.open(copies["in_place"]) as s:
+        assert verify_store(s) == []
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300 + 320
+
+
+def test_a_zombie_attempt_cannot_write_once_the_job_is_committed_or_aborted(base_store):
+    """An attempt still running when the driver commits (a speculative copy, a task Spark gave up on) must not
+    touch the files that just became the store's: its next reservation or write fails."""
+    from rocketstore_spark.errors import JobClosedError
+
+    for finish in ("commit", "abort"):
+        job = new_job_id()
+        stems = stage(base_store, job, "p0", [fixed(40, 1000)], store_host="10.0.0.1:10911")
+        before = None
+
+        def zombie_tables():
+            nonlocal before
+            yield fixed(10, 5000)
+            if finish == "commit":
+                publish_staged(base_store, job, stems)
+            else:
+                discard_staged(base_store, job)
+            before = tree_digest(base_store)
+            yield fixed(10, 6000)
+
+        with pytest.raises(JobClosedError, match="already committed or aborted"):
+            stage(base_store, job, "zombie", zombie_tables(), store_host="10.0.0.1:10911")
+        assert tree_digest(base_store) == before
     with RocketStore.open(base_store) as s:
-        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 380
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 340
+
+
+@pytest.mark.parametrize("step", ["part-0", "part-1"])
+def test_a_copied_publication_killed_midway_rolls_back(base_store, step):
     before = tree_digest(base_store)
     job = new_job_id()
-    stems = stage(base_store, job, "p", [messages(30, start=3000), messages(30, start=4000)],
-                  store_host="10.0.0.1:10911", bytes_per_file=1)
-    assert run_publish(base_store, job, stems, "part-1").returncode == -9
-    assert not os.path.exists(stems[0] + ".rec") and not os.path.exists(stems[1] + ".rec")
+    stems = stage(base_store, job, "a", [fixed(30, 1000), fixed(30, 2000)], store_host="10.0.0.1:10911")
+    stage(base_store, job, "failed", [fixed(5, 9000)], store_host="10.0.0.1:10911")
+    stems += stage(base_store, job, "b", [fixed(30, 3000)], store_host="10.0.0.1:10911")
+    assert run_publish(base_store, job, stems, step).returncode == -9
     RocketStore.open(base_store, mode="a").close()
     assert tree_digest(base_store) == before
