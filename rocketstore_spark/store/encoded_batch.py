@@ -25,7 +25,7 @@ from .java_hash import java_string_hashes
 from .encoder import encode_records, record_lengths, value_offsets
 from .message_input import PreparedMessages
 
-META_SUFFIX = ".meta.npz"
+META_SUFFIX = ".meta.npy"
 
 
 @dataclass
@@ -61,12 +61,16 @@ class EncodedBatch:
         return [names[i] for i in self.topic_idx]
 
     def save_meta(self, stem: Path) -> None:
-        """Write ``<stem>.meta.npz``: everything but the record bytes, which the staging file holds. Not fsynced:
-        only the same job's driver reads it back, through the same page cache."""
+        """Write ``<stem>.meta.npy``: everything but the record bytes, as consecutive ``.npy`` arrays (field
+        names, topic names, then one array per field; a zip archive would CRC every byte when read back). Not
+        fsynced: only the same job's driver reads it back, through the same page cache."""
         meta = {k: v for k, v in self.__dict__.items()
                 if k not in ("data", "topic_names", "staged_dir", "staged_file_size") and v is not None}
         with open(str(stem) + META_SUFFIX, "wb") as fh:
-            np.savez(fh, topic_names=np.array(self.topic_names, dtype=object).astype(str), **meta)
+            np.save(fh, np.array(list(meta), dtype=str))
+            np.save(fh, np.array(self.topic_names, dtype=object).astype(str))
+            for value in meta.values():
+                np.save(fh, value)
 
     @classmethod
     def concat_meta(cls, parts: list["EncodedBatch"]) -> "EncodedBatch":
@@ -92,9 +96,11 @@ class EncodedBatch:
     @classmethod
     def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
         """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`."""
-        meta = np.load(str(stem) + META_SUFFIX, allow_pickle=False)
-        fields = {k: meta[k] for k in meta.files if k != "topic_names"}
-        return cls(data=np.zeros(0, np.uint8), topic_names=[str(t) for t in meta["topic_names"]],
+        with open(str(stem) + META_SUFFIX, "rb") as fh:
+            names = np.load(fh, allow_pickle=False).tolist()
+            topic_names = np.load(fh, allow_pickle=False).tolist()
+            fields = {name: np.load(fh, allow_pickle=False) for name in names}
+        return cls(data=np.zeros(0, np.uint8), topic_names=[str(t) for t in topic_names],
                    staged_dir=Path(staged_dir), staged_file_size=int(staged_file_size), **fields)
 
     def chunks(self) -> list[tuple[int, int]]:

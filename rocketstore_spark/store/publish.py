@@ -243,8 +243,8 @@ def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
     keys = set()
     for b in batches:
         rows = np.flatnonzero(b.dispatch)
-        keys.update((b.topic_names[int(t)], int(q)) for t, q in set(zip(b.topic_idx[rows].tolist(),
-                                                                         b.queue_id[rows].tolist())))
+        pairs = np.unique((b.topic_idx[rows].astype(np.int64) << 32) | b.queue_id[rows].astype(np.int64))
+        keys.update((b.topic_names[p >> 32], p & 0xFFFFFFFF) for p in pairs.tolist())
     for topic, n in new_topic_queues.items():
         keys.update((topic, q) for q in range(n))
     cq = writer.root / L.CONSUMEQUEUE_DIR

@@ -5,7 +5,7 @@ reservation file (:mod:`.reservation`) and writes the record bytes at those offs
 ``.rocketstore/staging/<job>/commitlog/`` — files named and laid out as the store's commit-log files would be,
 BLANK markers included. Only what the publisher must still fill in is missing: queue offsets, physical offsets
 and store times are zero. The metadata (topics, queues, tags codes, index keys, offsets) goes to
-``<stem>.meta.npz`` files, one per up to ``rows_per_file`` messages. The store itself is never touched:
+``<stem>.meta.npy`` files, one per up to ``rows_per_file`` messages. The store itself is never touched:
 a failed, retried or speculative attempt leaves bytes only under ``staging/<job>/``, which the driver ignores
 unless Spark committed that attempt, and :func:`discard_staged` (the abort) deletes.
 """
