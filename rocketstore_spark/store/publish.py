@@ -172,7 +172,13 @@ def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[
     stamps = [writer.assign(c, now_ms) for c in chunks]
     _patch_staged(staged, file_size, chunks, stamps)
     for path in _move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
-        writer.track_file(path)
+        writer.track_file(path)  # flushed with the store's other files
+    if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
+        fd = os.open(writer.root / L.COMMITLOG_DIR, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     fault_point("moved")
     for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
         writer.dispatch(chunk, chunk.phy, queue_offset, store_ts)
