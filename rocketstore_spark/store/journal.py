@@ -19,6 +19,7 @@ import numpy as np
 from . import layout as L
 from .index_file import IndexHeader, index_file_size
 from .repair import repair_store, zero_from
+from .reservation import reservation_closed
 from .sizes import StoreSizes
 
 META_DIR = ".rocketstore"
@@ -129,12 +130,25 @@ def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
             (Path(root) / L.ABORT_FILE).unlink(missing_ok=True)
         shutil.rmtree(staging_dir(root, job), ignore_errors=True)
         path.unlink()
+    done += _remove_closed_staging(Path(root))
     if (Path(root) / L.ABORT_FILE).exists():
         end = repair_store(root, sizes)
         (Path(root) / L.ABORT_FILE).unlink()
         done.append(f"crashed tail repaired: commit log valid up to offset {end}")
     remove_empty_dirs(meta_dir(root))
     return done
+
+
+def _remove_closed_staging(root: Path) -> list[str]:
+    """Staging directories of jobs already committed or aborted (a driver died between closing the job and
+    removing its files). Open ones may belong to a job still running and stay."""
+    out = []
+    parent = meta_dir(root) / STAGING_DIR
+    for job_dir in sorted(parent.iterdir()) if parent.is_dir() else []:
+        if job_dir.is_dir() and reservation_closed(job_dir):
+            shutil.rmtree(job_dir, ignore_errors=True)
+            out.append(f"job {job_dir.name}: staged files of a committed or aborted job removed")
+    return out
 
 
 def _discard_trash(root: Path, job: str) -> None:

@@ -1,8 +1,8 @@
 """Publishing a staged write job as one all-or-nothing append (the Spark sink's driver-side commit).
 
 Tasks stage their records in ``.rocketstore/staging/<job>/`` (:mod:`.staging`), laid out at the offsets the
-store would give them if nothing else were published first. :func:`publish_staged` closes the job's reservation
-(no zombie attempt can write any more), takes the store's lock, records a journal and then publishes the
+store would give them if nothing else were published first. :func:`publish_staged` takes the store's lock,
+closes the job's reservation (no zombie attempt can write any more), records a journal and then publishes the
 committed attempts' records in commit-log order:
 
 * **in place**, when the store still ends where the job was staged and the committed attempts tile the staged
@@ -65,7 +65,6 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     """
     root = Path(root)
     sizes = sizes or {}
-    reserved = _close_reservation(staging_dir(root, job_id))
     lock = StoreLock.acquire(root)
     if sink is not None:
         from .journal import recover_store as _recover
@@ -96,6 +95,8 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=not overwrite, **sizes)
     writer.sync_flush = sync_flush
     try:
+        # closed only now: opening the writer removes the staging of closed jobs (see journal.recover_store)
+        reserved = _close_reservation(staging_dir(root, job_id))
         file_size = reserved[2] if reserved else writer.sizes.commit_log_file_size
         staged = staged_commitlog_dir(staging_dir(root, job_id))
         chunks = _in_commitlog_order([EncodedBatch.load(Path(s), staged, file_size) for s in stems])

@@ -118,8 +118,17 @@ class JobReservation:
             return state[0], state[1], state[2]
 
 
+def reservation_closed(job_dir: Path) -> bool:
+    """Whether the job of ``job_dir`` was committed or aborted (read without taking the lock)."""
+    try:
+        raw = (Path(job_dir) / RESERVATION_FILE).read_bytes()
+    except FileNotFoundError:
+        return False
+    return len(raw) >= RESERVATION.size and bool(RESERVATION.unpack_from(raw)[3])
+
+
 def staged_commitlog_dir(job_dir: Path) -> Path:
     return Path(job_dir) / "commitlog"
 
 
-__all__ = ["JobReservation", "RESERVATION", "staged_commitlog_dir"]
+__all__ = ["JobReservation", "RESERVATION", "reservation_closed", "staged_commitlog_dir"]

@@ -239,3 +239,23 @@ def test_a_copied_publication_killed_midway_rolls_back(base_store, step):
     assert run_publish(base_store, job, stems, step).returncode == -9
     RocketStore.open(base_store, mode="a").close()
     assert tree_digest(base_store) == before
+
+
+def test_recovery_removes_staging_of_closed_jobs_and_keeps_open_ones(base_store):
+    """A driver that died between closing its job and deleting the staged files leaves them behind; the next
+    writer removes them. A job whose reservation is still open may be running elsewhere and is left alone."""
+    from rocketstore_spark.store.journal import staging_dir
+    from rocketstore_spark.store.reservation import JobReservation
+
+    closed, running = new_job_id(), new_job_id()
+    stage(base_store, closed, "p", [fixed(20, 1000)], store_host="10.0.0.1:10911")
+    stage(base_store, running, "p", [fixed(20, 2000)], store_host="10.0.0.1:10911")
+    with JobReservation(staging_dir(base_store, closed)) as reservation:
+        reservation.close()
+    with RocketStore.open(base_store, mode="a") as w:
+        assert any(closed in a and "removed" in a for a in w.recovery_actions)
+        assert not any(running in a for a in w.recovery_actions)
+    assert not staging_dir(base_store, closed).exists()
+    assert (staging_dir(base_store, running) / "commitlog").is_dir()
+    with RocketStore.open(base_store) as s:
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300
