@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import MessageValidationError
 from . import layout as L
 
 # the smallest possible record: fixed header with IPv4 hosts, empty body, a one-byte topic, no properties
@@ -31,9 +32,7 @@ def place_records(next_phy: int, lengths: np.ndarray, file_size: int) -> Placeme
     lengths = np.asarray(lengths, dtype=np.int64)
     limit = file_size - L.END_FILE_MIN_BLANK_LENGTH
     if len(lengths) and int(lengths.max()) > limit:
-        row = int(np.argmax(lengths))
-        from ..errors import MessageValidationError
-
+        row = int(np.flatnonzero(lengths > limit)[0])
         raise MessageValidationError(f"row {row}: a {int(lengths[row])}-byte record cannot fit in a "
                                      f"{file_size}-byte commit-log file")
     pos = int(next_phy)
