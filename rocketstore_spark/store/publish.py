@@ -41,7 +41,7 @@ from .journal import (TRASH_DIR, journal_path, last_sink_batch, mark_done, meta_
                       record_sink_batch, remove_empty_dirs, snapshot, staging_dir, write_journal)
 from .locking import StoreLock
 from .placement import patch_longs, place_records
-from .reservation import RESERVATION_FILE, JobReservation, staged_commitlog_dir
+from .reservation import close_job, staged_commitlog_dir
 from .staging import discard_staged
 
 FAULT_ENV = "ROCKETSTORE_FAULT_AT"
@@ -96,7 +96,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     writer.sync_flush = sync_flush
     try:
         # closed only now: opening the writer removes the staging of closed jobs (see journal.recover_store)
-        reserved = _close_reservation(staging_dir(root, job_id))
+        reserved = close_job(staging_dir(root, job_id))
         file_size = reserved[2] if reserved else writer.sizes.commit_log_file_size
         staged = staged_commitlog_dir(staging_dir(root, job_id))
         chunks = _in_commitlog_order([EncodedBatch.load(Path(s), staged, file_size) for s in stems])
@@ -133,14 +133,6 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     journal_path(root, job_id).unlink(missing_ok=True)
     remove_empty_dirs(meta_dir(root))
     return {"job": job_id, "count": count, "end_phy_offset": end, "in_place": in_place}
-
-
-def _close_reservation(job_dir: Path):
-    """Close the job to its task attempts; (start_phy, next_phy, file_size) of what was reserved, or None."""
-    if not (job_dir / RESERVATION_FILE).exists():
-        return None
-    with JobReservation(job_dir) as reservation:
-        return reservation.close()
 
 
 def _in_commitlog_order(batches: list[EncodedBatch]) -> list[EncodedBatch]:

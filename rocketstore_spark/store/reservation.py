@@ -118,6 +118,15 @@ class JobReservation:
             return state[0], state[1], state[2]
 
 
+def close_job(job_dir: Path) -> tuple[int, int, int] | None:
+    """Close the job of ``job_dir`` to its task attempts (commit or abort); (start_phy, next_phy, file_size) of
+    what was reserved, or None when no attempt ever reserved anything."""
+    if not (Path(job_dir) / RESERVATION_FILE).exists():
+        return None
+    with JobReservation(job_dir) as reservation:
+        return reservation.close()
+
+
 def reservation_closed(job_dir: Path) -> bool:
     """Whether the job of ``job_dir`` was committed or aborted (read without taking the lock)."""
     try:
@@ -131,4 +140,4 @@ def staged_commitlog_dir(job_dir: Path) -> Path:
     return Path(job_dir) / "commitlog"
 
 
-__all__ = ["JobReservation", "RESERVATION", "reservation_closed", "staged_commitlog_dir"]
+__all__ = ["JobReservation", "RESERVATION", "close_job", "reservation_closed", "staged_commitlog_dir"]

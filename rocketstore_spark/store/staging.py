@@ -25,7 +25,7 @@ from .appender import encode_table
 from .encoded_batch import EncodedBatch
 from .encoder import UniqKeyFactory
 from .journal import meta_dir, remove_empty_dirs, staging_dir
-from .reservation import JobReservation, staged_commitlog_dir
+from .reservation import JobReservation, close_job, staged_commitlog_dir
 from .sizes import detect_sizes
 from .store import RocketStore
 
@@ -129,9 +129,7 @@ def discard_staged(root, job_id: str) -> None:
     """Abort: close the job's reservation (a zombie attempt can no longer write) and remove its staging
     directory; the store itself was never touched."""
     job_dir = staging_dir(Path(root), job_id)
-    if job_dir.is_dir():
-        with JobReservation(job_dir) as reservation:
-            reservation.close()
+    close_job(job_dir)
     shutil.rmtree(job_dir, ignore_errors=True)
     remove_empty_dirs(meta_dir(Path(root)))
 
