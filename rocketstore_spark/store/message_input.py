@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 from ..errors import MessageValidationError
 from . import layout as L
 from .columns import FIELD_TYPES, parse_properties, property_values, split_keys
-from .encoder import EncodeInput, UniqKeyFactory, binary_lengths, compress_body, serialize_properties
+from .encoder import (EncodeInput, UniqKeyFactory, binary_lengths, compress_body, serialize_properties,
+                      value_offsets)
 
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # TopicValidator.VALID_CHAR_BIT_MAP characters
 IGNORED_COLUMNS = ("msgId", "commitLogOffset", "storeSize")  # always derived from where a record lands
@@ -105,11 +106,18 @@ def _pair(name: str, values: pa.Array) -> pa.Array:
 
 
 def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int) -> pa.Array:
-    """The serialised properties of each row.
+    """The serialised properties of each row (see :func:`build_properties_known`)."""
+    return build_properties_known(table, uniq_factory, now_ms)[0]
+
+
+def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int):
+    """The serialised properties of each row, and — when they can be known without parsing — the values the
+    broker's parser will find in them: ``(text, {property name: values} or None)``.
 
     ``propertiesString`` (when given and not null) is used verbatim. Otherwise the ``properties`` map is
     written minus the names that columns override, then TAGS, KEYS and UNIQ_KEY from their columns, and a
-    generated UNIQ_KEY for rows that have none.
+    generated UNIQ_KEY for rows that have none. The values are known when every pair came from a column (no
+    map, no verbatim string) and no value contains a separator, which a count of separators proves.
     """
     n = table.num_rows
     names = table.column_names
@@ -129,8 +137,10 @@ def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int)
     base = pa.MapArray.from_arrays(pa.array(new_offsets), props.keys.filter(pa.array(keep)),
                                    props.items.filter(pa.array(keep)))
     parts = [serialize_properties(base)]
+    from_columns: dict[str, pa.Array] = {}  # property name → the column values written as its pairs
     if "tags" in names:
-        parts.append(_pair(L.PROPERTY_TAGS, _column(table, "tags").cast(pa.string())))
+        from_columns[L.PROPERTY_TAGS] = _column(table, "tags").cast(pa.string())
+        parts.append(_pair(L.PROPERTY_TAGS, from_columns[L.PROPERTY_TAGS]))
     if "keys" in names:
         keys_col = _column(table, "keys")
         if pa.types.is_list(keys_col.type) or pa.types.is_large_list(keys_col.type):
@@ -139,6 +149,7 @@ def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int)
         else:
             keys_text = keys_col.cast(pa.string())
         keys_text = pc.if_else(pc.equal(pc.fill_null(keys_text, ""), ""), pa.scalar(None, pa.string()), keys_text)
+        from_columns[L.PROPERTY_KEYS] = keys_text
         parts.append(_pair(L.PROPERTY_KEYS, keys_text))
     uniq = _column(table, "uniqKey").cast(pa.string()) if "uniqKey" in names else property_values(props, L.PROPERTY_UNIQ_KEY)
     # a uniqKey column (even with nulls, as read back from a store) is taken as it is; only tables without
@@ -151,14 +162,37 @@ def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int)
         uniq = pc.replace_with_mask(uniq.cast(pa.string()), mask, uniq_factory.make(int(missing.sum()), now_ms))
         generated = pc.if_else(mask, uniq, pa.scalar(None, pa.string()))
     if "uniqKey" in names:
+        from_columns[L.PROPERTY_UNIQ_KEY] = uniq
         parts.append(_pair(L.PROPERTY_UNIQ_KEY, uniq))
     elif missing.any():
+        from_columns[L.PROPERTY_UNIQ_KEY] = generated
         parts.append(_pair(L.PROPERTY_UNIQ_KEY, generated))
     text = pc.binary_join_element_wise(*parts, pa.scalar("")) if len(parts) > 1 else parts[0]
     if "propertiesString" in names:
         given = _column(table, "propertiesString").cast(pa.string())
-        text = pc.if_else(pc.is_valid(given), given, text)
-    return text
+        return pc.if_else(pc.is_valid(given), given, text), None
+    if "properties" in names:
+        return text, None
+    return text, _known_values(text, from_columns)
+
+
+def _known_values(text: pa.Array, from_columns: dict) -> dict | None:
+    """What ``string2messageProperties`` finds in ``text`` built only from ``from_columns``' pairs: each value
+    as written, empty ones dropped — provided no value holds a separator (then there are exactly as many of
+    each separator as pairs written), else None."""
+    pairs = sum(len(v) - v.null_count for v in from_columns.values())
+    data = text.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    offsets = value_offsets(text)
+    raw = raw[offsets[0]:offsets[-1]]
+    if (np.count_nonzero(raw == _PAIR_END) != pairs or np.count_nonzero(raw == _NAME_END) != pairs):
+        return None
+    return {name: pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+            for name, values in from_columns.items()}
+
+
+_PAIR_END = ord(L.PROPERTY_SEPARATOR)
+_NAME_END = ord(L.NAME_VALUE_SEPARATOR)
 
 
 def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
@@ -200,7 +234,7 @@ def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyF
         row = int(np.flatnonzero(body_len > max_message_size)[0])
         raise MessageValidationError(f"row {row}: body is {int(body_len[row])} bytes; the store accepts at most "
                                      f"{max_message_size} (maxMessageSize)")
-    props = build_properties(table, uniq_factory, now_ms)
+    props, known = build_properties_known(table, uniq_factory, now_ms)
     props_len = binary_lengths(props)
     if (props_len > L.MAX_PROPERTIES_LENGTH).any():
         row = int(np.flatnonzero(props_len > L.MAX_PROPERTIES_LENGTH)[0])
@@ -221,10 +255,14 @@ def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyF
         born_addr=born_addr, born_port=born_port, store_timestamp=store_ts, store_addr=store_addr,
         store_port=store_port, reconsume_times=_ints(table, "reconsumeTimes", 0),
         prepared_offset=_ints(table, "preparedTransactionOffset", 0), body=body, properties=props)
-    parsed = parse_properties(props)  # dispatch reads what is stored, exactly as the broker does
+    if known is None:  # dispatch reads what is stored, exactly as the broker does
+        parsed = parse_properties(props)
+        known = {name: property_values(parsed, name) for name in
+                 (L.PROPERTY_TAGS, L.PROPERTY_KEYS, L.PROPERTY_UNIQ_KEY, L.PROPERTY_DELAY_TIME_LEVEL)}
+    none = pa.nulls(n, pa.string())
     return PreparedMessages(
-        enc=enc, tags=property_values(parsed, L.PROPERTY_TAGS),
-        keys=split_keys(property_values(parsed, L.PROPERTY_KEYS)),
-        uniq_key=property_values(parsed, L.PROPERTY_UNIQ_KEY),
-        delay_level=property_values(parsed, L.PROPERTY_DELAY_TIME_LEVEL),
+        enc=enc, tags=known.get(L.PROPERTY_TAGS, none),
+        keys=split_keys(known.get(L.PROPERTY_KEYS, none)),
+        uniq_key=known.get(L.PROPERTY_UNIQ_KEY, none),
+        delay_level=known.get(L.PROPERTY_DELAY_TIME_LEVEL, none),
         given_queue_offset=_ints(table, "queueOffset", -1) if "queueOffset" in names else None)

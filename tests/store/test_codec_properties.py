@@ -375,3 +375,45 @@ def test_generated_uniq_keys_follow_the_client_id_layout(start, count, now_ms):
     head = (factory.prefix + since.to_bytes(4, "big")).hex().upper()
     assert keys == [head + f"{(start + i) & 0xFFFF:04X}" for i in range(count)]
     assert factory.counter == start + count and all(k.startswith("0A010203") for k in keys)
+
+
+COLUMN_VALUE = st.one_of(st.none(), PROPS_TEXT, st.sampled_from(["", " ", "a b", "x\u0001", "\u0002y"]))
+
+
+@given(st.lists(st.tuples(COLUMN_VALUE, COLUMN_VALUE, COLUMN_VALUE), min_size=1, max_size=10),
+       st.sets(st.sampled_from(["tags", "keys", "uniqKey"])))
+@example([("a", "k1 k2", "U1"), ("", " ", ""), (None, None, None)], {"tags", "keys", "uniqKey"})
+@example([("t\u0001x", "k", "u"), ("ok", "k\u0002K\u0001v", None)], {"tags", "keys", "uniqKey"})
+def test_property_values_known_from_columns_equal_parsing_the_written_text(rows, present):
+    """Tables whose properties come only from columns skip the parser; what they find must be what the
+    broker's parser finds in the written bytes (separators inside values, empty values, nulls)."""
+    from rocketstore_spark.store.encoder import UniqKeyFactory
+    from rocketstore_spark.store.message_input import prepare_messages
+
+    columns = {"topic": pa.array(["t"] * len(rows)), "body": pa.array([b"x"] * len(rows))}
+    for i, name in enumerate(["tags", "keys", "uniqKey"]):
+        if name in present:
+            columns[name] = pa.array([r[i] for r in rows], pa.string())
+    msgs = prepare_messages(pa.table(columns), store_host="127.0.0.1:10911", uniq_factory=UniqKeyFactory(),
+                            now_ms=1_700_000_000_000)
+    parsed = parse_properties(msgs.enc.properties)
+    from rocketstore_spark.store.columns import property_values
+
+    assert msgs.tags.to_pylist() == property_values(parsed, L.PROPERTY_TAGS).to_pylist()
+    assert msgs.uniq_key.to_pylist() == property_values(parsed, L.PROPERTY_UNIQ_KEY).to_pylist()
+    assert msgs.keys.to_pylist() == split_keys(property_values(parsed, L.PROPERTY_KEYS)).to_pylist()
+    assert msgs.delay_level.to_pylist() == [None] * len(rows)
+
+
+def test_values_are_known_only_when_no_value_holds_a_separator():
+    from rocketstore_spark.store.encoder import UniqKeyFactory
+    from rocketstore_spark.store.message_input import build_properties_known
+
+    def known(tags, extra=None):
+        table = pa.table({"topic": ["t", "t"], "body": [b"", b""], "tags": tags, **(extra or {})})
+        return build_properties_known(table, UniqKeyFactory(), 0)[1]
+
+    assert known(["a", None])[L.PROPERTY_TAGS].to_pylist() == ["a", None]
+    assert known(["a", "b\u0002TAGS\u0001c"]) is None  # the parser would see a second TAGS pair
+    props = pa.array([[("x", "1")], []], pa.map_(pa.string(), pa.string()))
+    assert known(["a", "b"], {"properties": props}) is None  # a map may hold anything: parse
