@@ -83,6 +83,10 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
         idx.add_row(f["name"], f"{f['entries']:,}", _ts(f["begin_ms"]), _ts(f["end_ms"]), f"{f['end_phy']:,}")
     console.print(idx)
     console.print(f"checkpoint: {info['checkpoint']}")
+    if info["staging"]:
+        open_jobs = [j for j in info["staging"] if j["state"] == "open"]
+        console.print(f"staged write jobs: {len(info['staging'])} ({len(open_jobs)} open), "
+                      f"{sum(j['disk_bytes'] for j in info['staging']):,} bytes — `rocketstore staging` lists them")
 
 
 @app.command()
@@ -218,6 +222,42 @@ def recover(store: Path = typer.Argument(..., help="store directory")):
     writer.close()
     for line in actions or ["nothing to recover: the store was closed cleanly"]:
         console.print(line)
+    from .store.staged_jobs import STATE_OPEN, staged_jobs
+
+    for job in (j for j in staged_jobs(store) if j.state == STATE_OPEN):
+        console.print(f"kept staging of job {job.job_id}: {job.disk_bytes:,} bytes, last written "
+                      f"{_ts(job.last_write_ms)} (its job may still be running; `rocketstore staging {store} "
+                      f"--remove {job.job_id}` removes it)")
+
+
+@app.command()
+def staging(store: Path = typer.Argument(..., help="store directory"),
+            remove: Optional[list[str]] = typer.Option(None, "--remove", help="job id whose staging to remove "
+                                                       "(repeatable); a task of it still running then fails"),
+            older_than: Optional[str] = typer.Option(None, help="remove every job not written to for this long "
+                                                     "(90m, 12h, 7d) and every closed one"),
+            as_json: bool = typer.Option(False, "--json", help="machine-readable output")):
+    """Staged files of Spark write jobs: list them; remove those of jobs whose driver died before committing."""
+    from .store.staged_jobs import parse_age, remove_staged_jobs, staged_jobs
+
+    if not store.is_dir():
+        raise typer.BadParameter(f"{store} is not a directory", param_hint="STORE")
+    if remove or older_than is not None:
+        age = parse_age(older_than) if older_than is not None else None
+        removed = remove_staged_jobs(store, list(remove or []), older_than_s=age)
+        for job in removed:
+            console.print(f"removed job {job.job_id} ({job.state}, {job.disk_bytes:,} bytes)")
+        if not removed:
+            console.print("nothing to remove")
+        return
+    jobs = staged_jobs(store)
+    if as_json:
+        console.print_json(json.dumps([j.as_dict() for j in jobs]))
+        return
+    table = Table("job", "state", "disk bytes", "files", "last write")
+    for j in jobs:
+        table.add_row(j.job_id, j.state, f"{j.disk_bytes:,}", str(j.files), _ts(j.last_write_ms))
+    console.print(table if jobs else "nothing staged")
 
 
 @app.command()

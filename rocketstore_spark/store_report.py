@@ -12,6 +12,7 @@ from typing import Iterator, Optional
 import pyarrow.compute as pc
 
 from .store import RocketStore
+from .store.staged_jobs import staged_jobs
 
 
 def describe_store(s: RocketStore) -> dict:
@@ -46,6 +47,7 @@ def describe_store(s: RocketStore) -> dict:
                          "end_phy": f.header.end_phy_offset} for f in s.index_files()],
         "checkpoint": None if cp is None else cp.__dict__,
         "disk_bytes": _disk_bytes(s.root),
+        "staging": [j.as_dict() for j in staged_jobs(s.root)],
     }
 
 

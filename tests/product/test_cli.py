@@ -18,7 +18,7 @@ def run(*args, check=True):
 
 
 def test_help_on_every_command():
-    for command in ("inspect", "dump", "query", "verify", "generate", "recover", "lag"):
+    for command in ("inspect", "dump", "query", "verify", "generate", "recover", "staging", "lag"):
         assert "Usage" in run(command, "--help").stdout
 
 
@@ -77,3 +77,22 @@ def test_recover_and_lag(tmp_path, sample_store):
     out = run("lag", store, "--offsets", offsets).stdout
     assert "total lag" in out and "orders" in out
     assert Path(store / "lock").exists()
+
+
+def test_staging_lists_and_removes_abandoned_jobs(tmp_path, sample_store):
+    from rocketstore_spark.store.staging import stage
+    from tests.store.test_writer import messages
+
+    store = tmp_path / "s"
+    shutil.copytree(sample_store, store)
+    assert "nothing staged" in run("staging", store).stdout
+    stage(store, "deadjob", "p0", [messages(30, start=10_000)], store_host="10.0.0.1:10911")
+    listed = json.loads(run("staging", store, "--json").stdout)
+    assert [(j["job_id"], j["state"]) for j in listed] == [("deadjob", "open")] and listed[0]["disk_bytes"] > 0
+    assert "staged write jobs: 1 (1 open)" in run("inspect", store).stdout
+    assert "kept staging of job deadjob" in run("recover", store).stdout  # recovery never guesses it is dead
+    assert "nothing to remove" in run("staging", store, "--older-than", "1d").stdout
+    bad = run("staging", store, "--remove", "nope", check=False)
+    assert bad.returncode == 2 and "no staged job 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+    assert "removed job deadjob" in run("staging", store, "--remove", "deadjob").stdout
+    assert not (store / ".rocketstore").exists()
