@@ -19,6 +19,11 @@ from .columns import build_batch, fixed_fields_for, normalize_columns
 from .consume_queue import Subscription
 
 DEFAULT_BATCH_ROWS = 10_000
+# A tag read decodes its hash matches once several batches' worth have gathered: each decode costs a fixed
+# amount per commit-log file the matches fall in, and selective matches spread over every file. The byte cap
+# bounds the memory of one decode (the consume-queue units give each record's size).
+TAG_DECODE_BATCHES = 4
+TAG_DECODE_BYTES = 64 << 20
 
 
 class QueueReads:
@@ -47,7 +52,7 @@ class QueueReads:
         columns = normalize_columns(columns)
         sub = Subscription.parse(tags)
         pending: list = []  # (consume queue, queue offsets, units) whose units matched the tag hash
-        gathered = 0
+        gathered = gathered_bytes = 0
         for topic, queue_id, start, end in ranges:
             cq, lo, hi = self._clamped_range(topic, queue_id, start, end, fail_on_data_loss)
             if sub.is_all:
@@ -59,16 +64,19 @@ class QueueReads:
                     yield from self._read_units([group], columns, sub, batch_rows, verify_crc, fail_on_data_loss)
                     lo = stop
                 continue
-            # a tag filter: one pass over the 20-byte units; the matching records are decoded once about a
-            # batch has gathered
+            # a tag filter: one pass over the 20-byte units; the matching records are decoded together once
+            # several batches (or TAG_DECODE_BYTES) have gathered
             for offsets, units in cq.hash_matches(sub, lo, hi):
                 pending.append((cq, offsets, units))
                 gathered += len(offsets)
-                if gathered >= batch_rows:
-                    yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss)
-                    pending, gathered = [], 0
+                gathered_bytes += int(units["size"].sum(dtype=np.int64))
+                if gathered >= batch_rows * TAG_DECODE_BATCHES or gathered_bytes >= TAG_DECODE_BYTES:
+                    yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
+                                                decode_rows=gathered)
+                    pending, gathered, gathered_bytes = [], 0, 0
         if pending and not sub.is_all:
-            yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss)
+            yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
+                                        decode_rows=gathered)
 
     def _clamped_range(self, topic, queue_id, start, end, fail_on_data_loss):
         """(consume queue, first, end) of a requested range; a start before what is left is data loss."""
@@ -107,9 +115,10 @@ class QueueReads:
             keep &= ~gone
         return phy[keep], size[keep]
 
-    def _read_units(self, groups, columns, sub, batch_rows, verify_crc, fail_on_data_loss):
+    def _read_units(self, groups, columns, sub, batch_rows, verify_crc, fail_on_data_loss, decode_rows=None):
         """Decode the units of ``groups`` ((consume queue, queue offsets, units) each, every unit already past
-        the tag-hash test) in batches; the real tag is checked on the decoded records."""
+        the tag-hash test) ``decode_rows`` at a time per commit-log file, yielding batches of at most
+        ``batch_rows``; the real tag is checked on the decoded records."""
         live = [self._live_units(cq, offsets, units, fail_on_data_loss) for cq, offsets, units in groups]
         phy = np.concatenate([p for p, _ in live]) if len(live) > 1 else live[0][0]
         size = np.concatenate([z for _, z in live]) if len(live) > 1 else live[0][1]
@@ -117,8 +126,9 @@ class QueueReads:
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
         fixed = fixed_fields_for(want)
         file_idx, pos = self.commitlog.locate(phy)
-        for chunk_start in range(0, len(phy), batch_rows):
-            part = slice(chunk_start, chunk_start + batch_rows)
+        step = max(batch_rows if decode_rows is None else decode_rows, 1)
+        for chunk_start in range(0, len(phy), step):
+            part = slice(chunk_start, chunk_start + step)
             chunk_files = file_idx[part]
             single = chunk_files.min() == chunk_files.max()
             for f in chunk_files[:1] if single else np.unique(chunk_files):
@@ -132,5 +142,5 @@ class QueueReads:
                                                                value_set=pa.array(sub.tags)), False))
                     if want != columns:
                         batch = batch.select(list(columns))
-                if batch.num_rows:
-                    yield batch
+                for start in range(0, batch.num_rows, max(batch_rows, 1)):
+                    yield batch.slice(start, batch_rows)

@@ -205,6 +205,9 @@ def test_read_queues_gathers_tag_matches_across_ranges_and_keeps_each_queues_ord
     per_range = sum(1 for t, q, lo, hi in ranges for b in golden_store.read_queue(t, q, lo, hi, tags="TagA || TagB",
                                                                                    batch_rows=400) if b.num_rows)
     assert len(batches) < per_range  # gathered: fewer batches than range by range (each still one file's rows)
+    small = list(golden_store.read_queues(ranges, tags="TagA || TagB", columns=["queueOffset"], batch_rows=7))
+    assert max(b.num_rows for b in small) <= 7  # decoded several batches at a time, handed out in batch_rows
+    assert sum(b.num_rows for b in small) == sum(b.num_rows for b in batches)
     assert list(golden_store.read_queues(ranges, tags="NoSuchTag")) == []
 
 
