@@ -9,6 +9,7 @@ the checkpoint and removes ``abort``: the store then opens in RocketMQ with norm
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -139,21 +140,28 @@ class StoreWriter:
         return self._assign_queue_offsets(batch), np.where(batch.ts_given, batch.store_ts, now_ms)
 
     def dispatch(self, batch: EncodedBatch, phy: np.ndarray, queue_offset: np.ndarray,
-                 store_ts: np.ndarray) -> None:
-        """Write the consume-queue units and index entries of records now in the commit log at ``phy``, and
-        advance the commit log's end and the checkpoint past them (``ReputMessageService``'s dispatch)."""
+                 store_ts: np.ndarray, *, index: bool = True) -> None:
+        """Write the consume-queue units and (unless ``index`` is off: the caller runs :meth:`index_batch`
+        itself, in the same order) the index entries of records now in the commit log at ``phy``, and advance
+        the commit log's end and the checkpoint past them (``ReputMessageService``'s dispatch)."""
         self._check_open()
         tags_code = np.where(batch.delay_ms > 0, store_ts + batch.delay_ms, batch.tags_code)
         self._write_consume_queues(batch, phy, queue_offset, tags_code)
-        if len(batch.entry_rec):
-            self.index.put(batch.entry_hash, phy[batch.entry_rec], store_ts[batch.entry_rec])
+        if index:
+            self.index_batch(batch, phy, store_ts)
         self.next_phy = int(phy[-1] + batch.lengths[-1])
         dispatched = np.flatnonzero(batch.dispatch)
         self._checkpoint = Checkpoint(
             physic_msg_timestamp=int(store_ts[-1]),
             logics_msg_timestamp=int(store_ts[dispatched[-1]]) if len(dispatched)
             else self._checkpoint.logics_msg_timestamp,
-            index_msg_timestamp=self.index.last_full_end_timestamp or self._checkpoint.index_msg_timestamp)
+            index_msg_timestamp=self._checkpoint.index_msg_timestamp)
+
+    def index_batch(self, batch: EncodedBatch, phy: np.ndarray, store_ts: np.ndarray) -> None:
+        """The index entries of ``batch``'s records at ``phy`` (``IndexService.buildIndex``). Touches only the
+        index files, so a publication may run it beside the consume-queue writes."""
+        if len(batch.entry_rec):
+            self.index.put(batch.entry_hash, phy[batch.entry_rec], store_ts[batch.entry_rec])
 
     def _assign_queue_offsets(self, batch: EncodedBatch) -> np.ndarray:
         """Consecutive offsets per queue for dispatched records; 0 for PREPARED/ROLLBACK halves."""
@@ -258,6 +266,9 @@ class StoreWriter:
             for fd in self._fds.values():
                 os.fsync(fd)
             self.index.flush()
+        # indexMsgTimestamp: the end time of the newest index file that filled up
+        self._checkpoint = dataclasses.replace(self._checkpoint, index_msg_timestamp=(
+            self.index.last_full_end_timestamp or self._checkpoint.index_msg_timestamp))
         write_checkpoint(self.root / L.CHECKPOINT_FILE, self._checkpoint, sync=self.sync_flush)
 
     def abandon(self) -> None:

@@ -28,6 +28,7 @@ import shutil
 import signal
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
@@ -163,19 +164,30 @@ def _staged_in_place(writer: StoreWriter, reserved, chunks: list[EncodedBatch]) 
 def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[EncodedBatch], now_ms: int):
     start, end, file_size = reserved
     stamps = [writer.assign(c, now_ms) for c in chunks]
-    _patch_staged(staged, file_size, chunks, stamps)
-    for path in _move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
-        writer.track_file(path)  # flushed with the store's other files
-    if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
-        fd = os.open(writer.root / L.COMMITLOG_DIR, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    fault_point("moved")
-    for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
-        writer.dispatch(chunk, chunk.phy, queue_offset, store_ts)
-        fault_point(f"part-{i}")
+    # The index needs only key hashes, offsets and store times, and touches only index files: a second
+    # thread builds it while this one patches, moves and writes the consume queues (numpy releases the GIL
+    # in both). A crash at any point is rolled back from the journal as a whole either way.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocketstore-index") as pool:
+        indexing = pool.submit(_index_chunks, writer, chunks, stamps)
+        _patch_staged(staged, file_size, chunks, stamps)
+        for path in _move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
+            writer.track_file(path)  # flushed with the store's other files
+        if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
+            fd = os.open(writer.root / L.COMMITLOG_DIR, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fault_point("moved")
+        for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
+            writer.dispatch(chunk, chunk.phy, queue_offset, store_ts, index=False)
+            fault_point(f"part-{i}")
+    indexing.result()  # re-raises an indexing error
+
+
+def _index_chunks(writer: StoreWriter, chunks: list[EncodedBatch], stamps) -> None:
+    for chunk, (_, store_ts) in zip(chunks, stamps):
+        writer.index_batch(chunk, chunk.phy, store_ts)
 
 
 def _patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamps) -> None:
