@@ -136,7 +136,7 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
     np.cumsum(np.bincount(rows, minlength=n), out=new_offsets[1:])
     base = pa.MapArray.from_arrays(pa.array(new_offsets), props.keys.filter(pa.array(keep)),
                                    props.items.filter(pa.array(keep)))
-    parts = [serialize_properties(base)]
+    parts = [serialize_properties(base)] if "properties" in names else []  # no map: nothing to serialise
     from_columns: dict[str, pa.Array] = {}  # property name → the column values written as its pairs
     if "tags" in names:
         from_columns[L.PROPERTY_TAGS] = _column(table, "tags").cast(pa.string())
@@ -167,7 +167,10 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
     elif missing.any():
         from_columns[L.PROPERTY_UNIQ_KEY] = generated
         parts.append(_pair(L.PROPERTY_UNIQ_KEY, generated))
-    text = pc.binary_join_element_wise(*parts, pa.scalar("")) if len(parts) > 1 else parts[0]
+    if len(parts) > 1:
+        text = pc.binary_join_element_wise(*parts, pa.scalar(""))
+    else:
+        text = parts[0] if parts else pa.array(np.full(n, "", dtype=object), pa.string())
     if "propertiesString" in names:
         given = _column(table, "propertiesString").cast(pa.string())
         return pc.if_else(pc.is_valid(given), given, text), None
