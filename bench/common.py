@@ -91,3 +91,33 @@ def register_floor_source(spark, rows: int, body_bytes: int = 1024, partitions: 
             return FloorReader()
 
     spark.dataSource.register(FloorSource)
+
+
+def register_floor_sink(spark):
+    """A Python data source ``floorsink`` whose Arrow writer only receives its batches: what Spark's Python
+    write path costs by itself (rows to Arrow in the JVM, the socket, a task and a commit), the ceiling for any
+    Python sink."""
+    from dataclasses import dataclass
+
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    @dataclass
+    class Received(WriterCommitMessage):
+        rows: int
+
+    class FloorWriter(DataSourceArrowWriter):
+        def write(self, iterator):
+            return Received(sum(batch.num_rows for batch in iterator))
+
+        def commit(self, messages):
+            pass
+
+    class FloorSink(DataSource):
+        @classmethod
+        def name(cls):
+            return "floorsink"
+
+        def writer(self, schema, overwrite):
+            return FloorWriter()
+
+    spark.dataSource.register(FloorSink)

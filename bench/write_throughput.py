@@ -13,7 +13,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import emit, message_tables, spark_session, timed  # noqa: E402
+from common import emit, message_tables, register_floor_sink, spark_session, timed  # noqa: E402
 
 
 def main():
@@ -48,6 +48,13 @@ def main():
     emit(step="parquet_write", messages=args.messages, seconds=round(t_pq, 3))
     t_rs, _ = timed(rocketstore_write, repeat=2)
     emit(step="rocketstore_write", messages=args.messages, seconds=round(t_rs, 3))
+    # the same rows into a Python sink that does nothing with them: the most any Python sink can reach
+    register_floor_sink(spark)
+    floor = lambda: df.write.format("floorsink").mode("append").save()  # noqa: E731
+    floor()
+    t_floor, _ = timed(floor, repeat=2)
+    emit(step="python_sink_floor", seconds=round(t_floor, 3), floor_vs_parquet=round(t_pq / t_floor, 2),
+         rocketstore_vs_floor=round(t_floor / t_rs, 2))
     print(f"write_vs_parquet={t_pq / t_rs:.2f}")
     spark.stop()
 
