@@ -28,6 +28,7 @@ from .index_writer import IndexWriter
 from .locking import StoreLock
 from .message_input import prepare_messages
 from .placement import patch_longs, place_records
+from .store_files import create_full_size
 from .journal import recover_store
 from .sizes import detect_sizes
 from .store import RocketStore
@@ -195,7 +196,9 @@ class StoreWriter:
     def _fd(self, path: Path, size: int) -> int:
         fd = self._fds.get(path)
         if fd is None:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            if not path.exists():
+                create_full_size(path, size)  # never a short file in the store, whatever kills us
+            fd = os.open(path, os.O_RDWR, 0o644)
             if os.fstat(fd).st_size < size:
                 os.ftruncate(fd, size)
             self._fds[path] = fd

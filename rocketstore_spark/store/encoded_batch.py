@@ -10,6 +10,7 @@ loads the metadata back and finds the bytes by ``phy``.
 
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,11 +96,15 @@ class EncodedBatch:
 
     @classmethod
     def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
-        """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`."""
+        """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`.
+
+        The numeric arrays are read-only views of the file's memory map: a job's metadata is a few hundred
+        bytes per message, and mapping the page cache spares copying it into fresh memory."""
         with open(str(stem) + META_SUFFIX, "rb") as fh:
             names = np.load(fh, allow_pickle=False).tolist()
             topic_names = np.load(fh, allow_pickle=False).tolist()
-            fields = {name: np.load(fh, allow_pickle=False) for name in names}
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            fields = {name: _mapped_npy(fh, mm) for name in names}
         return cls(data=np.zeros(0, np.uint8), topic_names=[str(t) for t in topic_names],
                    staged_dir=Path(staged_dir), staged_file_size=int(staged_file_size), **fields)
 
@@ -225,6 +230,19 @@ def _index_entries(msgs: PreparedMessages, topics: pa.Array, tran: np.ndarray):
     full = pc.binary_join_element_wise(topics.take(pa.array(entry_rec)), key_values, "#")
     hashes = np.abs(java_string_hashes(full))
     return entry_rec.astype(np.int64), np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+
+
+def _mapped_npy(fh, mm: mmap.mmap) -> np.ndarray:
+    """The ``.npy`` array at ``fh``'s position as a view of ``mm`` (its header read from ``fh``, which is
+    left just past the array's data)."""
+    version = np.lib.format.read_magic(fh)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(fh)
+    count = int(np.prod(shape, dtype=np.int64))
+    at = fh.tell()
+    fh.seek(at + count * dtype.itemsize)
+    array = np.frombuffer(mm, dtype=dtype, count=count, offset=at)
+    return array.reshape(shape, order="F" if fortran_order else "C")
 
 
 def value_offsets_list(arr: pa.ListArray) -> np.ndarray:

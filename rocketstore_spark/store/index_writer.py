@@ -8,6 +8,7 @@ by the local wall-clock time (``yyyyMMddHHmmssSSS``) and inherits the full file'
 from __future__ import annotations
 
 import mmap
+import os
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from . import layout as L
 from .index_file import IndexHeader, index_file_size
+from .store_files import create_full_size, is_temporary
 
 JAVA_INT_MAX = (1 << 31) - 1
 
@@ -38,10 +40,13 @@ class IndexWriter:
         self._path = None
         self._mm = None
         self._header = None
+        self._unflushed: list[Path] = []  # files that filled up since the last flush
         if names:
             self._open(self.directory / names[-1])
 
     def _open(self, path: Path) -> None:
+        if self._mm is not None:
+            self._unflushed.append(self._path)  # a full file: forced to disk by the next flush()
         self.close()
         self._path = path
         with open(path, "r+b") as fh:
@@ -54,15 +59,13 @@ class IndexWriter:
         if self._header is not None:
             begin_ts, begin_phy = self._header.end_timestamp, self._header.end_phy_offset
             self.last_full_end_timestamp = self._header.end_timestamp
-        existing = sorted(p.name for p in self.directory.iterdir() if p.is_file())
+        existing = sorted(p.name for p in self.directory.iterdir() if p.is_file() and not is_temporary(p))
         name = index_file_name(now_ms)
         while existing and name <= existing[-1] or (self.directory / name).exists():
             now_ms += 1
             name = index_file_name(now_ms)
         path = self.directory / name
-        with open(path, "wb") as fh:
-            fh.truncate(self.size)
-            fh.write(L.INDEX_HEADER.pack(begin_ts, begin_ts, begin_phy, begin_phy, 0, 1))
+        create_full_size(path, self.size, L.INDEX_HEADER.pack(begin_ts, begin_ts, begin_phy, begin_phy, 0, 1))
         self._open(path)
 
     def put(self, key_hashes: np.ndarray, phy_offsets: np.ndarray, store_timestamps: np.ndarray) -> None:
@@ -125,12 +128,21 @@ class IndexWriter:
         return self._header.end_phy_offset if self._header else 0
 
     def flush(self) -> None:
+        """Force the index to disk: the files that filled up since the last flush, then the newest."""
+        for path in self._unflushed:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._unflushed.clear()
         if self._mm is not None:
             self._mm.flush()
 
     def close(self) -> None:
+        """Unmap the newest file. Its written pages stay in the page cache (a shared mapping), visible to every
+        process; forcing them to disk is :meth:`flush`'s job, asked for under SYNC_FLUSH only."""
         if self._mm is not None:
-            self._mm.flush()
             self._mm.close()
             self._mm = None
 

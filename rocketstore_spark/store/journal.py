@@ -21,6 +21,7 @@ from .index_file import IndexHeader, index_file_size
 from .repair import repair_store, zero_from
 from .reservation import reservation_closed
 from .sizes import StoreSizes
+from .store_files import is_temporary, remove_temporaries
 
 META_DIR = ".rocketstore"
 JOURNAL_DIR = "journal"
@@ -72,7 +73,8 @@ def mark_done(root: Path, job_id: str) -> None:
 def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: Path,
              planned_index_entries: int, kind: str = "append", sink=None) -> dict:
     """The pre-publication state the journal records (``queues``: "topic/qid" → (max offset, its files))."""
-    index_files = sorted(p.name for p in index_dir.iterdir() if p.is_file()) if index_dir.is_dir() else []
+    index_files = sorted(p.name for p in index_dir.iterdir() if p.is_file() and not is_temporary(p)) \
+        if index_dir.is_dir() else []
     header = None
     if index_files:
         with open(index_dir / index_files[-1], "rb") as fh:
@@ -81,7 +83,8 @@ def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: P
     commitlog = Path(root) / L.COMMITLOG_DIR
     return {
         "job": job_id, "kind": kind, "state": STATE_PUBLISHING, "start_phy": start_phy, "sink": sink,
-        "commitlog_files": sorted(p.name for p in commitlog.iterdir()) if commitlog.is_dir() else [],
+        "commitlog_files": sorted(p.name for p in commitlog.iterdir() if not is_temporary(p))
+        if commitlog.is_dir() else [],
         "queues": queues, "index_files": index_files, "index_header": header,
         "planned_index_entries": planned_index_entries,
         "checkpoint": checkpoint.read_bytes().hex() if checkpoint.exists() else None,
@@ -114,7 +117,7 @@ def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
     Returns what was done, one line per journal, for logs and ``rocketstore recover``.
     """
     sizes.require_index_sizes()  # rolling back or re-indexing rewrites index files: their layout must be known
-    done = []
+    done = [f"removed {p}: a file whose creation a crash interrupted" for p in _remove_half_made_files(root)]
     jdir = meta_dir(root) / JOURNAL_DIR
     for path in sorted(jdir.glob("*.json")) if jdir.is_dir() else []:
         payload = json.loads(path.read_text())
@@ -137,6 +140,14 @@ def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
         done.append(f"crashed tail repaired: commit log valid up to offset {end}")
     remove_empty_dirs(meta_dir(root))
     return done
+
+
+def _remove_half_made_files(root: Path) -> list[Path]:
+    """Hidden temporaries of :func:`.store_files.create_full_size` left in the store's directories."""
+    root = Path(root)
+    cq = root / L.CONSUMEQUEUE_DIR
+    queues = [q for t in cq.iterdir() if t.is_dir() for q in t.iterdir() if q.is_dir()] if cq.is_dir() else []
+    return [p for d in [root / L.COMMITLOG_DIR, root / L.INDEX_DIR, *queues] for p in remove_temporaries(d)]
 
 
 def _remove_closed_staging(root: Path) -> list[str]:

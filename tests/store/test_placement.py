@@ -48,6 +48,7 @@ def test_a_record_larger_than_a_file_is_refused():
         place_records(0, np.array([100, 4090]), FILE)
 
 
+@settings(deadline=None)
 @given(st.integers(8, 300).flatmap(lambda size: st.tuples(
     st.just(size), st.lists(st.integers(0, size - 8), max_size=20, unique=True),
     st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=20, max_size=20))))

@@ -259,3 +259,21 @@ def test_recovery_removes_staging_of_closed_jobs_and_keeps_open_ones(base_store)
     assert (staging_dir(base_store, running) / "commitlog").is_dir()
     with RocketStore.open(base_store) as s:
         assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300
+
+
+def test_files_half_made_by_a_crash_are_skipped_by_readers_and_removed_by_recovery(base_store):
+    """Store files are created full size under a hidden name, then renamed: a crash in between leaves only the
+    hidden file, which readers skip (the broker would refuse the directory) and recovery deletes."""
+    from rocketstore_spark.store.store_files import temporary_name
+
+    before = tree_digest(base_store)
+    half_made = [temporary_name(base_store / "commitlog" / "00000000000001048576"),
+                 temporary_name(base_store / "index" / "20991231235959999"),
+                 temporary_name(base_store / "consumequeue" / "orders" / "0" / "00000000000000006000")]
+    for path in half_made:
+        path.write_bytes(b"")
+    with RocketStore.open(base_store) as s:
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300
+    with RocketStore.open(base_store, mode="a") as w:
+        assert sum("a crash interrupted" in a for a in w.recovery_actions) == 3
+    assert not any(p.exists() for p in half_made) and tree_digest(base_store) == before

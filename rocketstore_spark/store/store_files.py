@@ -1,0 +1,51 @@
+"""Creating the store's fixed-size files so that a crash never leaves one half-made.
+
+Every file of a MappedFileQueue (commit log, consume queue) and every index file has one size, and a directory
+holding a shorter file is unreadable — for rocketstore's readers and for the broker, whose ``MappedFileQueue``
+refuses to load it. Files are therefore built under a hidden temporary name (full size, header written) and
+renamed into place in one step. Readers skip hidden names, and recovery removes leftovers
+(:func:`remove_temporaries`) before anything else, as a broker would choke on them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TEMPORARY_PREFIX = "."
+TEMPORARY_SUFFIX = ".tmp"
+
+
+def temporary_name(path: Path) -> Path:
+    return path.with_name(f"{TEMPORARY_PREFIX}{path.name}{TEMPORARY_SUFFIX}")
+
+
+def create_full_size(path: Path, size: int, header: bytes = b"") -> None:
+    """Create ``path`` with its final ``size`` (sparse) and ``header`` at its start, all at once."""
+    tmp = temporary_name(Path(path))
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.ftruncate(fd, size)
+        if header:
+            os.pwrite(fd, header, 0)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def is_temporary(path: Path) -> bool:
+    name = Path(path).name
+    return name.startswith(TEMPORARY_PREFIX) and name.endswith(TEMPORARY_SUFFIX)
+
+
+def remove_temporaries(directory: Path) -> list[Path]:
+    """Delete the half-made files a crash left in ``directory``; returns them."""
+    removed = []
+    for entry in os.scandir(directory) if Path(directory).is_dir() else []:
+        if entry.is_file() and is_temporary(Path(entry.path)):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+__all__ = ["create_full_size", "remove_temporaries", "is_temporary", "temporary_name"]
