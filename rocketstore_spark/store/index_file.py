@@ -124,8 +124,10 @@ def _candidate_slot_counts(length: int) -> np.ndarray:
 
 
 def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.ndarray:
-    """The slot counts under which, in every non-empty file, the newest entry is its bucket's slot head.
-    Files are memory-mapped: only the header, a few slots and entries are touched."""
+    """The slot counts under which, in every non-empty file, the newest entry's bucket has that entry as its
+    slot head — or an entry of the same bucket past it: a writer stopped between writing an entry and its slot
+    and updating the header (the broker and rocketstore write entry, slot, header in that order), which a
+    crashed store may show. Files are memory-mapped: only the header, a few slots and entries are touched."""
     for path in paths:
         with open(path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -140,8 +142,12 @@ def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.nd
             cands, entry_pos = candidates[fits], entry_pos[fits]
             key_hash = read_be(buf, entry_pos, 4)
             ok = key_hash >= 0
-            slot_pos = L.INDEX_HEADER_SIZE + np.where(ok, key_hash % np.maximum(cands, 1), 0) * L.INDEX_SLOT_SIZE
-            ok &= read_be(buf, slot_pos, 4) == newest
+            bucket = np.where(ok, key_hash % np.maximum(cands, 1), 0)
+            head = read_be(buf, L.INDEX_HEADER_SIZE + bucket * L.INDEX_SLOT_SIZE, 4)
+            head_pos = L.INDEX_HEADER_SIZE + cands * L.INDEX_SLOT_SIZE + head * L.INDEX_ENTRY_SIZE
+            ahead = ok & (head > newest) & (head_pos + L.INDEX_ENTRY_SIZE <= length)
+            head_hash = read_be(buf, np.where(ahead, head_pos, 0), 4)
+            ok &= (head == newest) | (ahead & (head_hash >= 0) & (head_hash % np.maximum(cands, 1) == bucket))
             candidates = cands[ok]
             del buf
         finally:
@@ -152,7 +158,8 @@ def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.nd
 
 
 def _fully_consistent(paths: list[Path], slots: int, length: int) -> bool:
-    """Every used slot points at an entry of its own bucket and every entry links only backwards."""
+    """Every used slot points at an entry of its own bucket and every entry links only backwards (entries
+    a stopped writer wrote past the header's count included, see :func:`_consistent`)."""
     entries_count = (length - L.INDEX_HEADER_SIZE - slots * L.INDEX_SLOT_SIZE) // L.INDEX_ENTRY_SIZE
     for path in paths:
         with open(path, "rb") as fh:
@@ -162,15 +169,16 @@ def _fully_consistent(paths: list[Path], slots: int, length: int) -> bool:
                 continue
             if count > entries_count + 1:
                 return False
-            entries = np.frombuffer(fh.read(count * L.INDEX_ENTRY_SIZE), dtype=L.INDEX_ENTRY_DTYPE)
-        if len(entries) < count:
-            return False
-        table = np.frombuffer(head[L.INDEX_HEADER_SIZE:], dtype=">i4").astype(np.int64)
-        used = np.flatnonzero(table > 0)
-        if (table[used] >= count).any():
+            table = np.frombuffer(head[L.INDEX_HEADER_SIZE:], dtype=">i4").astype(np.int64)
+            used = np.flatnonzero(table > 0)
+            written = max(count, int(table[used].max()) + 1 if len(used) else 0)
+            if written > entries_count + 1:
+                return False
+            entries = np.frombuffer(fh.read(written * L.INDEX_ENTRY_SIZE), dtype=L.INDEX_ENTRY_DTYPE)
+        if len(entries) < written:
             return False
         hashes = entries["key_hash"].astype(np.int64)
-        if (hashes[1:] < 0).any() or (entries["prev"][1:].astype(np.int64) >= np.arange(1, count)).any():
+        if (hashes[1:] < 0).any() or (entries["prev"][1:].astype(np.int64) >= np.arange(1, written)).any():
             return False
         if ((hashes[table[used]] % slots) != used).any():
             return False

@@ -194,3 +194,31 @@ def test_ambiguous_index_sizes_only_stop_what_uses_the_index(tmp_path):
         RocketStore.open(root, mode="a")
     with RocketStore.open(root, **SMALL) as store:  # the broker's sizes given: everything works
         assert store.query_by_key("t", "AMBIG50", columns=["body"]).column(0).to_pylist() == [b"x"]
+
+
+def test_index_sizes_are_detected_in_a_file_a_writer_stopped_in_the_middle_of(tmp_path):
+    """Broker and rocketstore write an index entry, then its slot, then the header's count: a store that
+    crashed in between has a slot pointing one entry past the count. Size detection must still find the
+    broker's sizes there (for the newest entry's own bucket, the worst case), or the store would not open."""
+    from rocketstore_spark.store import layout as L
+    from rocketstore_spark.store.sizes import detect_sizes
+
+    root = tmp_path / "s"
+    with RocketStore.open(root, mode="a", **SMALL) as writer:
+        writer.append(messages(60))
+    newest_file = sorted((root / "index").iterdir())[-1]
+    data = bytearray(newest_file.read_bytes())
+    count = int.from_bytes(data[36:40], "big")
+    slots_end = L.INDEX_HEADER_SIZE + SMALL["index_hash_slots"] * L.INDEX_SLOT_SIZE
+    newest_at = slots_end + (count - 1) * L.INDEX_ENTRY_SIZE
+    key_hash = int.from_bytes(data[newest_at:newest_at + 4], "big")
+    torn_at = slots_end + count * L.INDEX_ENTRY_SIZE  # the entry being added: written, header not yet
+    data[torn_at:torn_at + L.INDEX_ENTRY_SIZE] = data[newest_at:newest_at + 12] + \
+        (0).to_bytes(4, "big") + (count - 1).to_bytes(4, "big")
+    slot_at = L.INDEX_HEADER_SIZE + (key_hash % SMALL["index_hash_slots"]) * L.INDEX_SLOT_SIZE
+    data[slot_at:slot_at + 4] = count.to_bytes(4, "big")
+    newest_file.write_bytes(bytes(data))
+    sizes = detect_sizes(root)
+    assert (sizes.index_hash_slots, sizes.index_max_entries) == (64, 256)
+    with RocketStore.open(root) as store:
+        assert store.sizes.index_sizes_problem == ""
