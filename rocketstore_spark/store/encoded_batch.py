@@ -98,7 +98,7 @@ class EncodedBatch:
     def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
         """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`.
 
-        The numeric arrays are read-only views of the file's memory map: a job's metadata is a few hundred
+        The numeric arrays are read-only views of the file's memory map: a job's metadata is about a hundred
         bytes per message, and mapping the page cache spares copying it into fresh memory."""
         with open(str(stem) + META_SUFFIX, "rb") as fh:
             names = np.load(fh, allow_pickle=False).tolist()
