@@ -230,12 +230,16 @@ def _rollback_index(root: Path, sizes: StoreSizes, journal: dict) -> None:
         slots = np.frombuffer(bytes(data[L.INDEX_HEADER_SIZE:slots_end]), dtype=">i4").astype(np.int64)
         entries = np.frombuffer(bytes(data[slots_end:]), dtype=L.INDEX_ENTRY_DTYPE)
         count = header.index_count
-        # undo the chain pushes: a slot pointing at a job entry goes back along 'prev' to an older entry
-        for slot in np.flatnonzero(slots >= count):
-            value = int(slots[slot])
-            while value >= count:
-                value = int(entries[value]["prev"]) if value < len(entries) else 0
-            slots[slot] = value
+        # undo the chain pushes: a slot pointing at a job entry goes back along 'prev' to an older entry, all
+        # slots one step at a time (as many steps as the longest run of job entries in one bucket)
+        prev = np.append(entries["prev"].astype(np.int64), 0)  # past the entries: 0, an empty slot
+        pushed = np.flatnonzero(slots >= count)
+        values = slots[pushed]
+        while (ahead := values >= count).any():
+            older = prev[np.minimum(values[ahead], len(entries))]
+            # a link that does not go back (a damaged file) would loop forever: the slot becomes empty
+            values[ahead] = np.where(older < values[ahead], older, 0)
+        slots[pushed] = values
         fh.seek(L.INDEX_HEADER_SIZE)
         fh.write(slots.astype(">i4").tobytes())
         fh.seek(0)
