@@ -105,11 +105,6 @@ def _pair(name: str, values: pa.Array) -> pa.Array:
     return pc.fill_null(joined, "")
 
 
-def build_properties(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int) -> pa.Array:
-    """The serialised properties of each row (see :func:`build_properties_known`)."""
-    return build_properties_known(table, uniq_factory, now_ms)[0]
-
-
 def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int):
     """The serialised properties of each row, and — when they can be known without parsing — the values the
     broker's parser will find in them: ``(text, {property name: values} or None)``.
