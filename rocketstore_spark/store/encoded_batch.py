@@ -115,7 +115,9 @@ class EncodedBatch:
 
     def slice_rows(self, lo: int, hi: int) -> "EncodedBatch":
         """Rows [lo, hi) as a batch of their own (metadata only for a staged batch)."""
-        keep = (self.entry_rec >= lo) & (self.entry_rec < hi)
+        # entries are in record order: the rows' entries are one run, found without scanning them all (a
+        # job of interleaved reservations slices each batch many times)
+        keep = slice(*np.searchsorted(self.entry_rec, [lo, hi]))
         per_row = ("topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
                    "ts_given", "ts_pos", "phy")
         base = int(self.record_offsets[lo])
