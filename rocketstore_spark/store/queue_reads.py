@@ -7,6 +7,7 @@ whose hash matched, then checks their real tag.
 
 from __future__ import annotations
 
+import logging
 from typing import Iterator, Optional
 
 import numpy as np
@@ -17,6 +18,8 @@ from ..errors import CorruptRecordError, DataLossError
 from . import layout as L
 from .columns import build_batch, fixed_fields_for, normalize_columns
 from .consume_queue import Subscription
+
+log = logging.getLogger("rocketstore_spark")
 
 DEFAULT_BATCH_ROWS = 10_000
 # A tag read decodes its hash matches once several batches' worth have gathered: each decode costs a fixed
@@ -106,12 +109,15 @@ class QueueReads:
                 f"{int(phy[i])} (+{int(size[i])} bytes), past the commit log's valid end {valid_end}", path, at)
         gone = keep & (phy < self.min_phy_offset())
         if gone.any():
+            lost = np.flatnonzero(gone)
             if fail_on_data_loss:
-                i = int(np.flatnonzero(gone)[0])
                 raise DataLossError(
-                    f"{cq.topic}/{cq.queue_id} offset {int(offsets[i])}: commit-log offset {int(phy[i])} is "
-                    f"before the oldest commit-log file ({self.min_phy_offset()}); pass fail_on_data_loss=False "
-                    "to skip expired messages")
+                    f"{cq.topic}/{cq.queue_id} offset {int(offsets[lost[0]])}: commit-log offset "
+                    f"{int(phy[lost[0]])} is before the oldest commit-log file ({self.min_phy_offset()}); pass "
+                    "fail_on_data_loss=False to skip expired messages")
+            log.warning("%s/%s: skipping %d messages between offsets %d and %d whose commit-log files expired "
+                        "(fail_on_data_loss=False)", cq.topic, cq.queue_id, len(lost), int(offsets[lost[0]]),
+                        int(offsets[lost[-1]]))
             keep &= ~gone
         return phy[keep], size[keep]
 

@@ -186,21 +186,24 @@ class RocketStore(QueueReads, MessageLookups):
     def min_offset(self, topic: str, queue_id: int) -> int:
         """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
         cq = self.consume_queue(topic, queue_id)
-        first = cq.first_offset
-        per = cq.units_per_file
-        units = cq.units(first, min(cq.max_offset, (first // per + 1) * per))
-        phy = units["phy_offset"]
         oldest = self.min_phy_offset()
-        # units point forward through the commit log (leading filler units at 0): binary search the first
-        # live one, reading a handful of units instead of the whole file
-        lo, hi = 0, len(units)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if int(phy[mid]) >= oldest:
-                hi = mid
-            else:
-                lo = mid + 1
-        return first + lo
+        for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
+            # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
+            # shortly after the commit-log files, a copy taken in between still holds them
+            if int(cq.units(hi - 1, hi)["phy_offset"][0]) < oldest:
+                continue
+            # units point forward through the commit log (leading filler units at 0): binary search the first
+            # live one, reading a handful of units instead of the whole file
+            phy = cq.units(lo, hi)["phy_offset"]
+            a, b = 0, len(phy)
+            while a < b:
+                mid = (a + b) // 2
+                if int(phy[mid]) >= oldest:
+                    b = mid
+                else:
+                    a = mid + 1
+            return lo + a
+        return cq.max_offset
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
