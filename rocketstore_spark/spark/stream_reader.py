@@ -7,8 +7,11 @@ read from their earliest offset. ``maxMessagesPerTrigger`` (and on Spark >= 4.2 
 bound each batch, shared out across queues in proportion to their backlog.
 
 ``Trigger.AvailableNow``: on Spark >= 4.2 the reader implements ``SupportsTriggerAvailableNow`` and reads up
-to the offsets current when the query starts, in bounded batches. On 4.0/4.1 Spark runs AvailableNow as a
-single batch of everything available and ``maxMessagesPerTrigger`` cannot be honoured (a warning says so).
+to the offsets current when the query starts, in bounded batches. Spark 4.0/4.1 pass no start offset and no
+read limit to ``latestOffset`` and run AvailableNow/Once as a single batch: the reader then bounds every batch
+by ``maxMessagesPerTrigger`` from the end of the last batch Spark planned (Spark replays or re-plans that batch
+through ``partitions`` when a query restarts from its checkpoint), so an AvailableNow run reads at most that
+many messages and the next run goes on from there (a warning says so).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ except ImportError:  # pragma: no cover - Spark 4.0 / 4.1
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
+
+#: Whether this Spark passes read limits (and AvailableNow's bounded batches) to Python streaming sources.
+ENGINE_READ_LIMITS = ReadMaxRows is not None
 
 log = logging.getLogger("rocketstore_spark")
 Offsets = dict  # broker → topic → str(queue id) → next offset
@@ -76,6 +82,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.spark_columns = spark_columns
         self._batch = RocketStoreReader(opts, spark_columns)
         self._available_now_target: Optional[Offsets] = None
+        # Spark 4.0/4.1 call latestOffset() without a start: the end of the last batch Spark planned stands in
         self._last_end: Optional[Offsets] = None
         self._warned_old_spark = False
 
@@ -98,7 +105,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                     for qid in queues:
                         out.setdefault(ref.broker, {}).setdefault(topic, {})[qid] = \
                             self._initial_for(store, ref, topic, int(qid), queues[qid], start)
-        self._last_end = out
+        if self._last_end is None:  # a restarted query asks for it too, after replaying its last batch
+            self._last_end = out
         return out
 
     def _initial_for(self, store, ref, topic, qid, latest, start) -> int:
@@ -128,8 +136,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             if max_rows and not self._warned_old_spark:
                 self._warned_old_spark = True
                 log.warning("Spark < 4.2 has no read limits for Python streaming sources: maxMessagesPerTrigger=%s "
-                            "bounds processing-time batches, but Trigger.AvailableNow/Once run as one batch of "
-                            "everything available", max_rows)
+                            "bounds every batch, and Trigger.AvailableNow/Once run a single batch, so such a run "
+                            "reads at most %s messages (the next run goes on from there)", max_rows, max_rows)
         elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
         else:
@@ -161,6 +169,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     # --- partitions ---------------------------------------------------------------------------------------
 
     def partitions(self, start: Offsets, end: Offsets):
+        self._last_end = end  # on restart Spark re-plans its last batch first: later batches go on from here
         parts = []
         for ref in self.opts.stores:
             ends = end.get(ref.broker, {})
