@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow demo venv clean
+.PHONY: test test-slow test-compat demo venv clean
 
 venv: $(VENV)/.installed
 
@@ -27,6 +27,17 @@ test: venv
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test
 
+# The Spark tests against an older PySpark in its own venv (not part of `make test`): make test-compat SPARK=4.0.5
+SPARK ?= 4.0.5
+COMPAT_VENV := .venv-spark-$(SPARK)
+
+test-compat:
+	test -x $(COMPAT_VENV)/bin/python || $(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/python -m pip install --quiet "pyspark==$(SPARK)" -e '.[spark,test]'
+	@golden_dir=$$(mktemp -d) && trap 'rm -rf "$$golden_dir"' EXIT && \
+	  tar -xJf $(GOLDEN_ARCHIVE) -C "$$golden_dir" && \
+	  ROCKETSTORE_GOLDEN_DIR="$$golden_dir" $(COMPAT_VENV)/bin/python -m pytest -p no:cacheprovider tests/spark $(PYTEST_ARGS)
+
 DEMO_DIR ?= demo-output
 DEMO_MESSAGES ?= 200000
 
@@ -37,4 +48,4 @@ demo: venv
 	$(PY) examples/etl_quickstart.py $(DEMO_DIR)/store $(DEMO_DIR)/hourly-parquet
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-spark-* .pytest_cache .hypothesis

@@ -18,6 +18,9 @@ try:  # Spark 4.0 has no filter classes at all
 except ImportError:  # pragma: no cover - exercised on Spark 4.0 only
     Filter = EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = None
 
+#: Whether this Spark can push filters into Python data sources at all (4.1+; 4.0 filters after the scan).
+PUSHDOWN_SUPPORTED = Filter is not None
+
 EXACT_SETS = {"topic": "topics", "queueId": "queue_ids", "tags": "tags"}
 RANGES = {"queueOffset": "queue_offset", "commitLogOffset": "phy_offset"}
 HINT_SETS = {"uniqKey": "uniq_keys", "msgId": "msg_ids"}

@@ -49,11 +49,21 @@ def store_columns(spark_columns) -> tuple[str, ...]:
 
 
 def arrow_schema_for(spark_columns) -> pa.Schema:
-    """The Arrow schema PySpark expects for these columns (timestamps in µs UTC, list items 'element')."""
+    """The Arrow schema the installed PySpark expects for these rocketstore columns."""
+    return arrow_schema_of(StructType([StructField(c, _SPARK_TYPES[c], True) for c in spark_columns]))
+
+
+def arrow_schema_of(spark_schema: StructType) -> pa.Schema:
+    """The Arrow schema the installed PySpark uses for ``spark_schema`` (timestamps in µs UTC; list and map
+    field names as that version names them)."""
+    import inspect
+
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(StructType([StructField(c, _SPARK_TYPES[c], True) for c in spark_columns]),
-                           timezone="UTC")
+    # Spark 4.0/4.1 take ``timestamp_utc`` (UTC by default); 4.3 takes ``timezone`` (naive unless given)
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(spark_schema, timezone="UTC")
+    return to_arrow_schema(spark_schema)
 
 
 def to_spark_batch(batch: pa.RecordBatch, broker: str, target: pa.Schema) -> pa.RecordBatch:

@@ -72,4 +72,4 @@ class RocketStoreDataSource(DataSource):
 
         os.makedirs(opts.path, exist_ok=True)
         StoreLock.acquire(opts.path).release()
-        return RocketStoreStreamWriter(opts, existing_queue_counts(opts.path))
+        return RocketStoreStreamWriter(opts, existing_queue_counts(opts.path), schema)

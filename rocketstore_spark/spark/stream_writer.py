@@ -17,6 +17,7 @@ from typing import Optional
 from ..errors import RocketStoreError
 from ..store.publish import new_job_id, publish_staged
 from ..store.staging import discard_staged
+from .schema import arrow_schema_of
 from .write_options import WriteOptions
 from .writer import RocketStoreWriter, StagedCommit
 
@@ -24,6 +25,8 @@ try:  # Spark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
 except ImportError:  # pragma: no cover - Spark 4.0
     from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase
+
+ROW_WRITER_BATCH_ROWS = 10_000  # Spark 4.0 hands the streaming writer rows: they are re-batched this many at a time
 
 
 BATCH_ID_PROPERTY = "streaming.sql.batchId"  # the local property MicroBatchExecution sets for each batch's jobs
@@ -34,8 +37,11 @@ def default_sink_id(path: str) -> str:
 
 
 class RocketStoreStreamWriter(_StreamWriterBase):
-    def __init__(self, opts: WriteOptions, queue_counts: dict):
+    def __init__(self, opts: WriteOptions, queue_counts: dict, input_schema=None):
         self.opts = opts
+        # Spark 4.0's row writer: rows are re-batched with the input's Arrow types (guessed from values, a map
+        # would become a struct and a column of nulls would have no type)
+        self.input_schema = input_schema
         self.sink_id = opts.sink_id or default_sink_id(opts.path)
         self.queue_counts = queue_counts
         self.job_prefix = new_job_id()[:12]
@@ -53,11 +59,19 @@ class RocketStoreStreamWriter(_StreamWriterBase):
         job_id = f"{self.job_prefix}-{batch_id}" if batch_id is not None else self.job_prefix
 
         def batches():
+            rows, schema = [], None
             for item in iterator:
                 if isinstance(item, pa.RecordBatch):
                     yield item
-                else:  # Spark 4.0 row writer: rows → one-row batches are slow but correct
-                    yield pa.RecordBatch.from_pylist([item.asDict(recursive=True)])
+                    continue
+                if schema is None and self.input_schema is not None:
+                    schema = arrow_schema_of(self.input_schema)
+                rows.append(item.asDict(recursive=True))  # Spark 4.0 row writer
+                if len(rows) == ROW_WRITER_BATCH_ROWS:
+                    yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                    rows = []
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
         return self._batch_writer(job_id).write(batches())
 
