@@ -73,3 +73,15 @@ class RocketStoreDataSource(DataSource):
         os.makedirs(opts.path, exist_ok=True)
         StoreLock.acquire(opts.path).release()
         return RocketStoreStreamWriter(opts, existing_queue_counts(opts.path), schema)
+
+
+def register_source(spark) -> None:
+    """``spark.dataSource.register`` of :class:`RocketStoreDataSource`; a no-op where Spark's automatic lookup
+    already registered the ``rocketstore`` name (Spark 4.0 refuses to replace it)."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.dataSource.register(RocketStoreDataSource)
+    except AnalysisException as e:
+        if getattr(e, "getCondition", e.getErrorClass)() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
