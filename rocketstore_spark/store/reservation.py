@@ -9,9 +9,12 @@ when nothing else was published meanwhile and no attempt left a hole, the driver
 offsets and store times in place and moves the files into the store (see :mod:`.publish`).
 
 Zombie attempts (a speculative or failed attempt still running after the job committed) must not write into
-files that have become the store's: writing holds a *shared* lock on the reservation and first checks that the
-job is open; ``close`` (commit or abort) takes the *exclusive* lock, so it waits for writes in flight and every
-later write sees the job closed and fails instead.
+files that have become the store's: writing holds a *shared* lock and first checks that the job is open;
+``close`` (commit or abort) takes that lock *exclusively*, so it waits for writes in flight and every later
+write sees the job closed and fails instead. Reserving and writing lock different bytes past the record
+(:data:`RESERVE_LOCK_BYTE`, :data:`WRITE_LOCK_BYTE`): one task's reservation does not wait for another task's
+write of a batch in flight (with one whole-file lock, each task of a two-task job spent ~0.1 s of ~3 s waiting);
+``close`` takes both, always in that order.
 
 Reservation file (big-endian)::
 
@@ -38,6 +41,9 @@ from .placement import Placement, place_records
 
 RESERVATION = struct.Struct(">qqqB")
 RESERVATION_FILE = "reservation"
+CLOSED_FLAG_OFFSET = 24  # the ``closed`` byte of RESERVATION
+RESERVE_LOCK_BYTE = 64  # locked exclusively while reserving (POSIX locks may cover bytes past the end of file)
+WRITE_LOCK_BYTE = 65  # locked shared while writing reserved bytes, exclusively while closing
 
 
 class JobReservation:
@@ -74,24 +80,24 @@ class JobReservation:
         os.pwrite(self._fd, RESERVATION.pack(start, next_phy, file_size, closed), 0)
 
     @contextmanager
-    def _locked(self, exclusive: bool):
-        fcntl.lockf(self._fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    def _locked(self, byte: int, exclusive: bool):
+        fcntl.lockf(self._fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, 1, byte)
         try:
             yield
         finally:
-            fcntl.lockf(self._fd, fcntl.LOCK_UN)
+            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, byte)
 
-    def _check_open(self, state) -> None:
-        if state is not None and state[3]:
+    def _check_open(self, closed: bool) -> None:
+        if closed:
             raise JobClosedError(f"the write job of {self.job_dir} was already committed or aborted; this task "
                                  "attempt's output is discarded (expected an open job, found it closed)")
 
     def reserve(self, lengths: np.ndarray, start: Callable[[], tuple[int, int]]) -> Placement:
         """Place records of ``lengths`` after everything reserved so far. ``start()`` gives (store end, file
         size) for the job's first reservation."""
-        with self._locked(exclusive=True):
+        with self._locked(RESERVE_LOCK_BYTE, exclusive=True):
             state = self._read()
-            self._check_open(state)
+            self._check_open(state is not None and bool(state[3]))
             if state is None:
                 begin, file_size = start()
                 state = (begin, begin, file_size, 0)
@@ -102,14 +108,16 @@ class JobReservation:
     @contextmanager
     def writing(self):
         """Hold while writing reserved bytes: the job cannot be closed meanwhile, and a closed job refuses."""
-        with self._locked(exclusive=False):
-            self._check_open(self._read())
+        with self._locked(WRITE_LOCK_BYTE, exclusive=False):
+            # only the closed flag: a reservation may be rewriting the offsets meanwhile (it writes closed = 0,
+            # and nothing sets it to 1 while this lock is held)
+            self._check_open(os.pread(self._fd, 1, CLOSED_FLAG_OFFSET) == b"\x01")
             yield
 
     def close(self) -> tuple[int, int, int] | None:
         """Close the job (waits for writes in flight); returns (start_phy, next_phy, file_size) or None when
         nothing was ever reserved."""
-        with self._locked(exclusive=True):
+        with self._locked(RESERVE_LOCK_BYTE, exclusive=True), self._locked(WRITE_LOCK_BYTE, exclusive=True):
             state = self._read()
             if state is None:
                 self._write(0, 0, 0, 1)
