@@ -112,3 +112,47 @@ def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_change
         assert plan(parse_read_options({"path": str(other)}), Pushed())
     assert len(planning._RECOVERED) <= planning._MAX_PLANNED_STORES
     assert str(root) not in planning._RECOVERED and not second.consume_queue("T", 0).files._maps  # evicted, closed
+
+
+def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matches(tmp_path, monkeypatch):
+    """Past EXACT_COUNT_UNITS the driver samples the consume queues instead of scanning them: no range is
+    dropped or trimmed, the estimates pack the partitions, and the tasks still return exactly the matches."""
+    import numpy as np
+    import pyarrow as pa
+
+    from rocketstore_spark.spark import planning
+    from rocketstore_spark.store import RocketStore
+
+    n = 24_000
+    rng = np.random.default_rng(3)
+    # queue 0: 1% rare spread evenly; queue 1: rare only in a burst (clustered in time) at queue offsets
+    # 7500..9000, in the middle of its second consume-queue file
+    qid = np.arange(n) % 2
+    rare = np.where(qid == 0, rng.random(n) < 0.01, (np.arange(n) >= 15_000) & (np.arange(n) < 18_000))
+    table = pa.table({"topic": ["T"] * n, "queueId": pa.array(qid, pa.int32()),
+                      "tags": np.where(rare, "rare", "common").tolist(),
+                      "body": pa.array([b"m%d" % i for i in range(n)], pa.binary())})
+    root = tmp_path / "store"
+    with RocketStore.open(root, mode="a", commit_log_file_size=1 << 20, consume_queue_file_size=20 * 6000) as w:
+        w.append(table)
+    opts = parse_read_options({"path": str(root), "tags": "rare", "minPartitions": "3"})
+    exact = plan(opts, Pushed())
+    monkeypatch.setattr(planning, "EXACT_COUNT_UNITS", 1000)
+    monkeypatch.setattr(planning, "SAMPLE_BLOCK_UNITS", 200)
+    monkeypatch.setattr(planning, "SAMPLE_FRACTION", 4)
+    sampled = plan(opts, Pushed())
+    # every consume-queue file range is kept whole (nothing is known to be empty without a full scan)
+    assert sorted(r for p in sampled for r in p.ranges) == [("T", q, lo, lo + 6000) for q in (0, 1)
+                                                            for lo in (0, 6000)]
+    assert sorted(r for p in exact for r in p.ranges) != sorted(r for p in sampled for r in p.ranges)
+    estimates = {(q, lo): planning._estimated_matches(RocketStore.open(root).consume_queue("T", q),
+                                                      planning.Subscription.parse("rare"), lo, lo + 6000)
+                 for q in (0, 1) for lo in (0, 6000)}
+    assert estimates[(1, 0)] == 0 and 750 <= estimates[(1, 6000)] <= 3000  # samples spread over the range
+    assert 30 <= estimates[(0, 0)] <= 300 and 30 <= estimates[(0, 6000)] <= 300
+    # packed by the estimates: the burst's range (most of the matches) is a partition of its own
+    assert ((("T", 1, 6000, 12000),) in [p.ranges for p in sampled]) and len(sampled) == 2
+    expected = sorted(int(i) for i in np.flatnonzero(rare))
+    for parts in (exact, sampled):
+        got = sorted(int(r["body"][1:]) for r in _rows(opts, parts))
+        assert got == expected
