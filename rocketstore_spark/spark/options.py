@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
+from ..store import layout as L
 from ..store.consume_queue import Subscription
 from ..store.store import resolve_store_root
 
@@ -22,9 +23,6 @@ LATEST = "latest"
 SCAN_QUEUE = "queue"
 SCAN_COMMITLOG = "commitlog"
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
-SYSTEM_TOPIC = re.compile(r"^(RMQ_SYS_.*|SCHEDULE_TOPIC_XXXX|rmq_sys_.*|TBW102|BenchmarkTest|OFFSET_MOVED_EVENT|"
-                          r"SELF_TEST_TOPIC|TRANS_CHECK_MAX_TIME_TOPIC|RMQ_.*)$")
-RETRY_TOPIC = re.compile(r"^%(RETRY|DLQ)%")
 
 READ_OPTIONS = (
     "path", "paths", "brokerName", "topics", "topicPattern", "includeSystemTopics", "includeRetryTopics", "tags",
@@ -71,9 +69,9 @@ class ReadOptions:
             return topic in self.topics
         if self.topic_pattern is not None:
             return re.fullmatch(self.topic_pattern, topic) is not None
-        if SYSTEM_TOPIC.match(topic) and not self.include_system_topics:
+        if L.SYSTEM_TOPIC_PATTERN.match(topic) and not self.include_system_topics:
             return False
-        if RETRY_TOPIC.match(topic) and not (self.include_retry_topics or self.include_system_topics):
+        if L.RETRY_TOPIC_PATTERN.match(topic) and not (self.include_retry_topics or self.include_system_topics):
             return False
         return True
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Mapping, Optional
 
 from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, MapType, StringType, StructType,
@@ -12,6 +11,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Map
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
 from ..store import layout as L
+from ..store import topic_config
 from ..store.appender import DEFAULT_STORE_HOST
 from .options import canonical, parse_bool, parse_int
 
@@ -134,12 +134,5 @@ def validate_input_schema(schema: StructType, opts: WriteOptions) -> None:
 
 
 def existing_queue_counts(path: str) -> dict:
-    """Topic → number of queues (highest queue id + 1) of an existing store."""
-    base = Path(path) / L.CONSUMEQUEUE_DIR
-    counts = {}
-    if base.is_dir():
-        for topic in base.iterdir():
-            ids = [int(q.name) for q in topic.iterdir() if q.is_dir() and q.name.isdigit()]
-            if ids:
-                counts[topic.name] = max(ids) + 1
-    return counts
+    """Topic → number of queues of an existing store (queue directories and the broker's topic table)."""
+    return topic_config.existing_queue_counts(path)

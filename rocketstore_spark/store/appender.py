@@ -29,6 +29,7 @@ from .locking import StoreLock
 from .message_input import prepare_messages
 from .placement import patch_longs, place_records
 from .store_files import create_full_size
+from .topic_config import load_topic_table, queue_dir_counts, register_topics
 from .journal import recover_store
 from .sizes import detect_sizes
 from .store import RocketStore
@@ -60,6 +61,9 @@ class StoreWriter:
         self.sync_flush = True  # flush() forces data to disk (SYNC_FLUSH); False: ASYNC_FLUSH
         self._closed = False
         self.recovery_actions: list[str] = []  # what opening had to finish, roll back or repair
+        load_topic_table(root)  # an unreadable broker topic table fails now, not when closing
+        self.register_topics_on_close = True  # a publication registers its topics itself, at its commit point
+        self._written_topics: set[str] = set()
         (root / L.ABORT_FILE).write_text(str(os.getpid()))
 
     @classmethod
@@ -191,6 +195,7 @@ class StoreWriter:
         out[rows] = assigned
         for k, b, c in zip(keys, base, counts):
             self._queue_next[k] = int(b + c)
+        self._written_topics.update(k[0] for k in keys)
         return out
 
     def _fd(self, path: Path, size: int) -> int:
@@ -299,6 +304,9 @@ class StoreWriter:
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
+            if self.register_topics_on_close and self._written_topics:  # the broker serves only listed topics
+                dirs = queue_dir_counts(self.root)
+                register_topics(self.root, {t: dirs.get(t, 1) for t in self._written_topics})
             (self.root / L.ABORT_FILE).unlink(missing_ok=True)
         finally:
             self._closed = True

@@ -14,6 +14,8 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Optional
+
 import numpy as np
 
 from . import layout as L
@@ -22,6 +24,7 @@ from .repair import repair_store, zero_from
 from .reservation import reservation_closed
 from .sizes import StoreSizes
 from .store_files import is_temporary, remove_temporaries
+from .topic_config import register_topics, topics_path
 
 META_DIR = ".rocketstore"
 JOURNAL_DIR = "journal"
@@ -62,11 +65,13 @@ def write_journal(root: Path, payload: dict) -> None:
     _write_json_atomically(journal_path(root, payload["job"]), payload)
 
 
-def mark_done(root: Path, job_id: str) -> None:
-    """The commit point: from here on recovery keeps the job."""
+def mark_done(root: Path, job_id: str, topics: Optional[dict] = None) -> None:
+    """The commit point: from here on recovery keeps the job. ``topics`` (topic → queues) are the entries the
+    job adds to the broker's topic table right after; recovery adds them if a crash came first."""
     path = journal_path(root, job_id)
     payload = json.loads(path.read_text())
     payload["state"] = STATE_DONE
+    payload["register_topics"] = dict(topics or {})
     _write_json_atomically(path, payload)
 
 
@@ -126,7 +131,9 @@ def recover_store(root: Path, sizes: StoreSizes) -> list[str]:
             _discard_trash(root, job)
             if payload.get("sink"):
                 record_sink_batch(root, *payload["sink"])
-            done.append(f"job {job}: was committed; cleaned up")
+            added = register_topics(root, payload.get("register_topics") or {})
+            done.append(f"job {job}: was committed; cleaned up" +
+                        (f" (added topics {', '.join(added)} to {topics_path(root)})" if added else ""))
         else:
             rollback(root, sizes, payload)
             done.append(f"job {job}: was interrupted before its commit point; rolled back")

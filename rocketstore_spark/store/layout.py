@@ -47,6 +47,7 @@ physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp, masterFlushedOffset, 
 
 from __future__ import annotations
 
+import re
 import struct
 
 import numpy as np
@@ -135,6 +136,11 @@ PROPERTY_CRC32 = "__CRC32#"  # MessageConst.PROPERTY_CRC32
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR
 CRC32_RESERVED_LEN = 8 + 1 + 10 + 1  # CommitLog.CRC32_RESERVED_LEN: "__CRC32#" \u0001 10 digits \u0002
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"  # TopicValidator.RMQ_SYS_SCHEDULE_TOPIC
+# topics the broker creates and configures itself (TopicValidator's system topics, TopicConfigManager's
+# built-ins), and the per-group retry and dead-letter topics (MixAll.RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)
+SYSTEM_TOPIC_PATTERN = re.compile(r"^(RMQ_SYS_.*|SCHEDULE_TOPIC_XXXX|rmq_sys_.*|TBW102|BenchmarkTest|"
+                                  r"OFFSET_MOVED_EVENT|SELF_TEST_TOPIC|TRANS_CHECK_MAX_TIME_TOPIC|RMQ_.*)$")
+RETRY_TOPIC_PATTERN = re.compile(r"^%(RETRY|DLQ)%")
 DEFAULT_DELAY_LEVELS_MS = (
     1000, 5000, 10000, 30000, 60000, 120000, 180000, 240000, 300000, 360000,
     420000, 480000, 540000, 600000, 1200000, 1800000, 3600000, 7200000,

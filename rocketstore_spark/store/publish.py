@@ -22,6 +22,7 @@ that every step is recoverable: ``journal``, ``moved``, ``part-<i>``, ``before-d
 from __future__ import annotations
 
 import errno
+import logging
 import mmap
 import os
 import shutil
@@ -34,7 +35,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import StoreFormatError
+from ..errors import RocketStoreError, StoreFormatError
 from . import layout as L
 from .appender import StoreWriter
 from .encoded_batch import EncodedBatch
@@ -45,7 +46,9 @@ from .placement import patch_longs, place_records
 from .reservation import close_job, staged_commitlog_dir
 from .staging import discard_staged
 from .store_files import is_temporary
+from .topic_config import queue_dir_counts, register_topics, topics_path, topics_to_register
 
+log = logging.getLogger("rocketstore_spark")
 FAULT_ENV = "ROCKETSTORE_FAULT_AT"
 COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
@@ -76,6 +79,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
             _recover(root, _detect(root, **sizes))
             if last_sink_batch(root, sink[0]) >= sink[1]:
                 discard_staged(root, job_id)
+                lock.release()
                 return {"job": job_id, "count": 0, "skipped": True}
         except BaseException:
             lock.release()
@@ -96,6 +100,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
             raise
     writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=not overwrite, **sizes)
     writer.sync_flush = sync_flush
+    writer.register_topics_on_close = False  # registered below, with the commit point
     try:
         # closed only now: opening the writer removes the staging of closed jobs (see journal.recover_store)
         reserved = close_job(staging_dir(root, job_id))
@@ -120,8 +125,9 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
         for topic, queue_nums in new_topic_queues.items():
             writer.ensure_queues(topic, queue_nums)
         writer.flush()
+        register = topics_to_register(root, _written_topic_queues(root, chunks, new_topic_queues))
         fault_point("before-done")
-        mark_done(root, job_id)
+        mark_done(root, job_id, register)
         fault_point("after-done")
         if sink is not None:
             record_sink_batch(root, *sink)
@@ -129,12 +135,33 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     except BaseException:
         writer.abandon()
         raise
+    try:  # past the commit point: a failure here must not report the committed job as failed
+        register_topics(root, register)
+        registered = True
+    except (RocketStoreError, OSError) as e:
+        log.warning("job %s is committed, but its topics %s could not be added to %s (%s); the journal is "
+                    "kept so that `rocketstore recover` (or the next write) adds them", job_id, sorted(register),
+                    topics_path(root), e)
+        registered = False
     writer.close()  # releases the lock; the next writer's recovery would also finish a done journal
     shutil.rmtree(meta_dir(root) / TRASH_DIR / job_id, ignore_errors=True)
     discard_staged(root, job_id)
-    journal_path(root, job_id).unlink(missing_ok=True)
+    if registered:
+        journal_path(root, job_id).unlink(missing_ok=True)
     remove_empty_dirs(meta_dir(root))
-    return {"job": job_id, "count": count, "end_phy_offset": end, "in_place": in_place}
+    return {"job": job_id, "count": count, "end_phy_offset": end, "in_place": in_place,
+            "topics_added": sorted(register)}
+
+
+def _written_topic_queues(root: Path, chunks: list[EncodedBatch], new_topic_queues: dict) -> dict:
+    """Topic → queues for every topic the job put into a consume queue: the new topics' queue numbers, else
+    the queue directories the topic has now."""
+    written = set(new_topic_queues)
+    for chunk in chunks:
+        rows = np.flatnonzero(chunk.dispatch)
+        written.update(chunk.topic_names[int(i)] for i in np.unique(chunk.topic_idx[rows]).tolist())
+    dirs = queue_dir_counts(root)
+    return {t: max(int(new_topic_queues.get(t, 0)), dirs.get(t, 0)) for t in written}
 
 
 def _in_commitlog_order(batches: list[EncodedBatch]) -> list[EncodedBatch]:
