@@ -83,6 +83,12 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
         idx.add_row(f["name"], f"{f['entries']:,}", _ts(f["begin_ms"]), _ts(f["end_ms"]), f"{f['end_phy']:,}")
     console.print(idx)
     console.print(f"checkpoint: {info['checkpoint']}")
+    tt = info["topic_table"]
+    console.print(f"broker topic table: {tt['path']} " + (f"lists {tt['topics']} topics" if tt["exists"] else
+                                                          "absent"))
+    if tt["unlisted"]:
+        console.print(f"[yellow]not in the topic table (a broker would not serve them): {', '.join(tt['unlisted'])}"
+                      f"[/yellow] — `rocketstore recover {info['path']} --register-topics` adds them")
     if info["staging"]:
         open_jobs = [j for j in info["staging"] if j["state"] == "open"]
         console.print(f"staged write jobs: {len(info['staging'])} ({len(open_jobs)} open), "
@@ -213,13 +219,23 @@ def generate(store: Path = typer.Argument(..., help="store directory to create o
 
 
 @app.command()
-def recover(store: Path = typer.Argument(..., help="store directory")):
+def recover(store: Path = typer.Argument(..., help="store directory"),
+            register_topics: bool = typer.Option(False, "--register-topics", help="also add every topic with "
+                                                 "queues that the broker's topic table (config/topics.json) "
+                                                 "lacks, so that a broker serves it")):
     """Finish or roll back an interrupted sink commit and repair a crashed tail."""
     from .store.appender import StoreWriter
+    from .store.topic_config import queue_dir_counts, register_topics as add_topics, topics_path
 
     writer = StoreWriter.open(store)
     actions = writer.recovery_actions
-    writer.close()
+    try:
+        if register_topics:
+            added = add_topics(store, queue_dir_counts(store))
+            actions.append(f"added topics {', '.join(added)} to {topics_path(store)}" if added
+                           else f"every topic is in {topics_path(store)} already")
+    finally:
+        writer.close()
     for line in actions or ["nothing to recover: the store was closed cleanly"]:
         console.print(line)
     from .store.staged_jobs import STATE_OPEN, staged_jobs

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from .store import RocketStore
 from .store.staged_jobs import staged_jobs
+from .store.topic_config import broker_managed, load_topic_table, topics_path
 
 
 def describe_store(s: RocketStore) -> dict:
@@ -48,7 +49,16 @@ def describe_store(s: RocketStore) -> dict:
         "checkpoint": None if cp is None else cp.__dict__,
         "disk_bytes": _disk_bytes(s.root),
         "staging": [j.as_dict() for j in staged_jobs(s.root)],
+        "topic_table": topic_table_status(s),
     }
+
+
+def topic_table_status(s: RocketStore) -> dict:
+    """The broker's topic table: where it is, how many topics it lists, and which topics with queues it lacks
+    (a broker started on this store would not serve them)."""
+    listed = load_topic_table(s.root).get("topicConfigTable", {})
+    return {"path": str(topics_path(s.root)), "exists": topics_path(s.root).exists(), "topics": len(listed),
+            "unlisted": [t for t in s.topics() if t not in listed and not broker_managed(t)]}
 
 
 def _disk_bytes(root: Path) -> int:

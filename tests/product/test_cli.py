@@ -34,6 +34,21 @@ def test_generate_inspect_verify(tmp_path):
     assert "orders" in shown and "index file" in shown
 
 
+def test_inspect_shows_topics_a_broker_would_not_serve_and_recover_registers_them(tmp_path):
+    store = tmp_path / "s"
+    run("generate", store, "--messages", 300, "--commit-log-file-size", 1 << 20)
+    table = json.loads((store / "config" / "topics.json").read_text())["topicConfigTable"]
+    assert set(table) == {"orders", "payments", "clickstream", "audit-log"}  # the writer listed what it wrote
+    (store / "config" / "topics.json").unlink()  # a store copied without the broker's config directory
+    shown = run("inspect", store).stdout
+    assert "not in the topic table" in shown and "--register-topics" in shown
+    assert "added topics audit-log, clickstream, orders, payments" in run("recover", store,
+                                                                          "--register-topics").stdout
+    info = json.loads(run("inspect", store, "--json").stdout)
+    assert info["topic_table"]["unlisted"] == [] and info["topic_table"]["topics"] == 4
+    assert "already" in run("recover", store, "--register-topics").stdout
+
+
 def test_dump_and_query(sample_store):
     lines = run("dump", sample_store, "--topic", "orders", "--queue", 1, "--from", 2, "--to", 5,
                 "--format", "jsonl").stdout.splitlines()
