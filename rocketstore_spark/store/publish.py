@@ -13,7 +13,9 @@ committed attempts' records in commit-log order:
 
 Then the consume queues and the index are written, new topics' queues created, everything flushed, and the
 journal marked done (the commit point). A crash before that point is rolled back from the journal by the next
-writer (or ``rocketstore recover``); :func:`discard_staged` is the abort: the store is never touched.
+writer (or ``rocketstore recover``); :func:`discard_staged` is the abort: the store is never touched. Right
+after the commit point the topics the job wrote join the broker's topic table (:mod:`.topic_config`); the
+done journal names them, so recovery finishes that too.
 
 ``ROCKETSTORE_FAULT_AT=<step>`` kills the process at a named step; the crash-safety tests use it to prove
 that every step is recoverable: ``journal``, ``moved``, ``part-<i>``, ``before-done``, ``after-done``.
