@@ -3,8 +3,8 @@
     python bench/write_throughput.py [--messages N] [--workdir DIR]
 
 Generates N messages of ~1 KiB as Parquet, then times `df.write.parquet` and `df.write.format("rocketstore")`
-from that source. Prints one JSON line per measurement and finally ``write_vs_parquet=<ratio>`` (Parquet's time
-over rocketstore's: above 1.0 rocketstore is faster).
+from that source, best of three runs each, the two writers taking turns. Prints one JSON line per measurement
+and finally ``write_vs_parquet=<ratio>`` (Parquet's time over rocketstore's: above 1.0 rocketstore is faster).
 """
 
 import argparse
@@ -13,7 +13,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import emit, message_tables, register_floor_sink, spark_session, timed  # noqa: E402
+from common import emit, interleaved, message_tables, register_floor_sink, spark_session, timed  # noqa: E402
 
 
 def main():
@@ -44,9 +44,9 @@ def main():
 
     parquet_write()  # warm up the JVM paths and Python workers
     rocketstore_write()
-    t_pq, _ = timed(parquet_write, repeat=2)
+    best = interleaved({"parquet": parquet_write, "rocketstore": rocketstore_write}, rounds=3)
+    t_pq, t_rs = best["parquet"][0], best["rocketstore"][0]
     emit(step="parquet_write", messages=args.messages, seconds=round(t_pq, 3))
-    t_rs, _ = timed(rocketstore_write, repeat=2)
     emit(step="rocketstore_write", messages=args.messages, seconds=round(t_rs, 3))
     # the same rows into a Python sink that does nothing with them: the most any Python sink can reach
     register_floor_sink(spark)
