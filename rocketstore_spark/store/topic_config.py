@@ -80,7 +80,12 @@ def configured_queue_counts(root) -> dict[str, int]:
     counts = {}
     for name, config in load_topic_table(root).get("topicConfigTable", {}).items():
         if isinstance(config, dict):
-            counts[name] = max(int(config.get("readQueueNums", 0) or 0), int(config.get("writeQueueNums", 0) or 0))
+            try:
+                counts[name] = max(int(config.get("readQueueNums") or 0), int(config.get("writeQueueNums") or 0))
+            except (TypeError, ValueError) as e:
+                raise StoreFormatError(f"topic {name!r}: expected integer readQueueNums/writeQueueNums, found "
+                                       f"{config.get('readQueueNums')!r}/{config.get('writeQueueNums')!r}",
+                                       topics_path(root)) from e
     return counts
 
 

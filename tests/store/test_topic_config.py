@@ -90,6 +90,9 @@ def test_an_unreadable_table_stops_a_writer_before_it_writes(store):
         existing_queue_counts(store)
     with pytest.raises(StoreFormatError, match="topics.json"):
         RocketStore.open(store, mode="a")
+    topics_path(store).write_text(json.dumps({"topicConfigTable": {"orders": {"readQueueNums": "many"}}}))
+    with pytest.raises(StoreFormatError, match="'orders': expected integer readQueueNums"):
+        existing_queue_counts(store)
 
 
 def test_an_empty_table_falls_back_to_the_backup_like_the_broker(store):
