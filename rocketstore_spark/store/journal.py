@@ -23,7 +23,7 @@ from .index_file import IndexHeader, index_file_size
 from .repair import repair_store, zero_from
 from .reservation import reservation_closed
 from .sizes import StoreSizes
-from .store_files import is_temporary, remove_temporaries
+from .store_files import is_temporary, remove_temporaries, write_text_atomically
 from .topic_config import register_topics, topics_path
 
 META_DIR = ".rocketstore"
@@ -43,18 +43,7 @@ def staging_dir(root: Path, job_id: str) -> Path:
 
 
 def _write_json_atomically(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(payload, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_text_atomically(path, json.dumps(payload))
 
 
 def journal_path(root: Path, job_id: str) -> Path:

@@ -33,6 +33,24 @@ def create_full_size(path: Path, size: int, header: bytes = b"") -> None:
     os.replace(tmp, path)
 
 
+def write_text_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` durably in one step: a synced temporary file renamed over it, then the
+    directory synced (the journal, the sink's batch record, the broker's topic table)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + TEMPORARY_SUFFIX)
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def is_temporary(path: Path) -> bool:
     name = Path(path).name
     return name.startswith(TEMPORARY_PREFIX) and name.endswith(TEMPORARY_SUFFIX)

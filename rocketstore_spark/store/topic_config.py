@@ -18,15 +18,14 @@ The file is ``TopicConfigSerializeWrapper`` as JSON (RocketMQ writes it with fas
                                      "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0,
                                      "order": false, "attributes": {}}}}
 
-Writes follow ``MixAll.string2File``: the new text goes to ``topics.json.tmp``, the previous file is kept as
-``topics.json.bak`` (which ``ConfigManager.load`` falls back to when ``topics.json`` is missing or empty), then
-the temporary file replaces ``topics.json``.
+Writes keep what ``MixAll.string2File`` keeps: the previous file as ``topics.json.bak`` (which
+``ConfigManager.load`` falls back to when ``topics.json`` is missing or empty), and the new text written to
+``topics.json.tmp`` first, then renamed over ``topics.json``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -34,11 +33,11 @@ from typing import Mapping, Optional
 
 from ..errors import StoreFormatError
 from . import layout as L
+from .store_files import write_text_atomically
 
 CONFIG_DIR = "config"
 TOPICS_FILE = "topics.json"  # BrokerPathConfigHelper.getTopicConfigPath
 BACKUP_SUFFIX = ".bak"
-TEMP_SUFFIX = ".tmp"
 PERM_READ_WRITE = 0x6  # PermName.PERM_READ (0x4) | PermName.PERM_WRITE (0x2)
 SINGLE_TAG = "SINGLE_TAG"  # TopicFilterType.SINGLE_TAG
 
@@ -145,20 +144,9 @@ def _save(root, payload: dict, now_ms: Optional[int]) -> None:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + TEMP_SUFFIX)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
     if path.exists() and path.stat().st_size:
         shutil.copyfile(path, path.with_name(path.name + BACKUP_SUFFIX))
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_text_atomically(path, text)
 
 
 __all__ = ["broker_managed", "configured_queue_counts", "existing_queue_counts", "load_topic_table",
