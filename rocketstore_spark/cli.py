@@ -84,7 +84,8 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     console.print(idx)
     console.print(f"checkpoint: {info['checkpoint']}")
     tt = info["topic_table"]
-    console.print(f"broker topic table: {tt['path']} " + (f"lists {tt['topics']} topics" if tt["exists"] else
+    console.print(f"broker topic table: {tt['path']} " + (f"[red]{tt['error']}[/red]" if tt["error"] else
+                                                          f"lists {tt['topics']} topics" if tt["exists"] else
                                                           "absent"))
     if tt["unlisted"]:
         console.print(f"[yellow]not in the topic table (a broker would not serve them): {', '.join(tt['unlisted'])}"

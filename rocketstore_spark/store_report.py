@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 
 import pyarrow.compute as pc
 
+from .errors import StoreFormatError
 from .store import RocketStore
 from .store.staged_jobs import staged_jobs
 from .store.topic_config import broker_managed, load_topic_table, topics_path
@@ -56,8 +57,12 @@ def describe_store(s: RocketStore) -> dict:
 def topic_table_status(s: RocketStore) -> dict:
     """The broker's topic table: where it is, how many topics it lists, and which topics with queues it lacks
     (a broker started on this store would not serve them)."""
-    listed = load_topic_table(s.root).get("topicConfigTable", {})
-    return {"path": str(topics_path(s.root)), "exists": topics_path(s.root).exists(), "topics": len(listed),
+    status = {"path": str(topics_path(s.root)), "exists": topics_path(s.root).exists()}
+    try:
+        listed = load_topic_table(s.root).get("topicConfigTable", {})
+    except StoreFormatError as e:  # a read-only report: say so, and show the rest of the store anyway
+        return {**status, "error": str(e), "topics": 0, "unlisted": []}
+    return {**status, "error": None, "topics": len(listed),
             "unlisted": [t for t in s.topics() if t not in listed and not broker_managed(t)]}
 
 

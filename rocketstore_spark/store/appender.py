@@ -304,10 +304,12 @@ class StoreWriter:
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
-            if self.register_topics_on_close and self._written_topics:  # the broker serves only listed topics
+            (self.root / L.ABORT_FILE).unlink(missing_ok=True)
+            # the broker serves only the topics its table lists; done once the store itself is complete, so
+            # that a failure here concerns the table alone
+            if self.register_topics_on_close and self._written_topics:
                 dirs = queue_dir_counts(self.root)
                 register_topics(self.root, {t: dirs.get(t, 1) for t in self._written_topics})
-            (self.root / L.ABORT_FILE).unlink(missing_ok=True)
         finally:
             self._closed = True
             self._lock.release()

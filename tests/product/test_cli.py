@@ -47,6 +47,9 @@ def test_inspect_shows_topics_a_broker_would_not_serve_and_recover_registers_the
     info = json.loads(run("inspect", store, "--json").stdout)
     assert info["topic_table"]["unlisted"] == [] and info["topic_table"]["topics"] == 4
     assert "already" in run("recover", store, "--register-topics").stdout
+    (store / "config" / "topics.json").write_text("{broken")
+    info = json.loads(run("inspect", store, "--json").stdout)  # the rest of the report still comes
+    assert "unparsable" in info["topic_table"]["error"] and info["topics"]
 
 
 def test_dump_and_query(sample_store):
