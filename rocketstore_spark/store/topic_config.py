@@ -113,21 +113,24 @@ def broker_managed(topic: str) -> bool:
     return bool(L.SYSTEM_TOPIC_PATTERN.match(topic) or L.RETRY_TOPIC_PATTERN.match(topic))
 
 
+def _missing(table: dict, queue_nums: Mapping[str, int]) -> dict[str, int]:
+    return {t: int(n) for t, n in sorted(queue_nums.items()) if t not in table and not broker_managed(t)}
+
+
 def topics_to_register(root, queue_nums: Mapping[str, int]) -> dict[str, int]:
     """The part of ``queue_nums`` (topic → queues) that :func:`register_topics` would add."""
-    table = load_topic_table(root).get("topicConfigTable", {})
-    return {t: int(n) for t, n in sorted(queue_nums.items()) if t not in table and not broker_managed(t)}
+    return _missing(load_topic_table(root).get("topicConfigTable", {}), queue_nums)
 
 
 def register_topics(root, queue_nums: Mapping[str, int], now_ms: Optional[int] = None) -> list[str]:
     """Add the topics of ``queue_nums`` the table does not have (read = write = that many queues,
     read-write, SINGLE_TAG), except broker-managed ones; entries already there are left as they are.
     Returns the topics added."""
-    add = topics_to_register(root, queue_nums)
-    if not add:
-        return []
     payload = load_topic_table(root)
     table = payload.setdefault("topicConfigTable", {})
+    add = _missing(table, queue_nums)
+    if not add:
+        return []
     for topic, n in add.items():
         table[topic] = {"topicName": topic, "readQueueNums": n, "writeQueueNums": n, "perm": PERM_READ_WRITE,
                         "topicFilterType": SINGLE_TAG, "topicSysFlag": 0, "order": False, "attributes": {}}
