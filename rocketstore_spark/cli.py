@@ -22,6 +22,7 @@ app = typer.Typer(help="Inspect, query, verify, generate and recover Apache Rock
 console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, soft_wrap=True)
 
+
 def _open(store: Path, **sizes) -> RocketStore:
     return RocketStore.open(store, **{k: v for k, v in sizes.items() if v is not None})
 

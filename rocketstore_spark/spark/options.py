@@ -15,8 +15,7 @@ from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
 from ..store import layout as L
-from ..store.consume_queue import Subscription
-from ..store.store import resolve_store_root
+from ..store import Subscription, resolve_store_root
 
 EARLIEST = "earliest"
 LATEST = "latest"

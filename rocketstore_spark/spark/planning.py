@@ -17,9 +17,8 @@ import numpy as np
 from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError
-from ..store import RocketStore
+from ..store import RocketStore, Subscription, decode_msg_id
 from ..store import layout as L
-from ..store.consume_queue import Subscription
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
 
 log = logging.getLogger("rocketstore_spark")
@@ -333,8 +332,6 @@ def _plan_commitlog(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> 
 
 
 def _plan_lookups(store: RocketStore, handle: StoreHandle, topics, pushed: Pushed) -> list[InputPartition]:
-    from ..store.codec import decode_msg_id
-
     offsets = set()
     for msg_id in pushed.msg_ids or ():
         try:

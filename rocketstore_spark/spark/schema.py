@@ -8,7 +8,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, DataType, IntegerType, Lon
                                StructField, StructType, TimestampType)
 
 from ..errors import InvalidArgumentError
-from ..store.columns import COLUMNS
+from ..store import COLUMNS
 
 BROKER_NAME = "brokerName"
 

@@ -7,8 +7,7 @@ import sys
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from ..store.locking import StoreLock
-from ..store.publish import new_job_id
+from ..store import StoreLock, new_job_id
 from .options import parse_read_options
 from .reader import RocketStorePushdownReader, RocketStoreReader
 from .schema import SCHEMA, SPARK_COLUMNS, validate_user_schema

@@ -15,8 +15,7 @@ import hashlib
 from typing import Optional
 
 from ..errors import RocketStoreError
-from ..store.publish import new_job_id, publish_staged
-from ..store.staging import discard_staged
+from ..store import discard_staged, new_job_id, publish_staged
 from .schema import arrow_schema_of
 from .write_options import WriteOptions
 from .writer import RocketStoreWriter, StagedCommit

@@ -11,8 +11,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Map
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
 from ..store import layout as L
-from ..store import topic_config
-from ..store.appender import DEFAULT_STORE_HOST
+from ..store import DEFAULT_STORE_HOST, existing_queue_counts as store_queue_counts, parse_host
 from .options import canonical, parse_bool, parse_int
 
 WRITE_OPTIONS = (
@@ -90,8 +89,6 @@ def parse_write_options(options: Mapping[str, str], overwrite: bool) -> WriteOpt
         raise InvalidArgumentError(f"flushDiskType must be one of {FLUSH_DISK_TYPES}, found {flush!r}")
     host = opts.get("storeHost", DEFAULT_STORE_HOST)
     try:
-        from ..store.codec import parse_host
-
         parse_host(host)
     except ValueError as e:
         raise InvalidArgumentError(f"storeHost must be 'a.b.c.d:port' or '[v6]:port', found {host!r}") from e
@@ -135,4 +132,4 @@ def validate_input_schema(schema: StructType, opts: WriteOptions) -> None:
 
 def existing_queue_counts(path: str) -> dict:
     """Topic → number of queues of an existing store (queue directories and the broker's topic table)."""
-    return topic_config.existing_queue_counts(path)
+    return store_queue_counts(path)

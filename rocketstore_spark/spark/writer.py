@@ -30,10 +30,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import MessageValidationError
 from ..store import layout as L
-from ..store.java_hash import java_string_hashes
-from ..store.publish import publish_staged
-from ..store.staging import discard_staged, stage
+from ..store import discard_staged, java_string_hashes, publish_staged, stage
 from .write_options import WriteOptions
+
 
 @dataclass(frozen=True)
 class StagedCommit(WriterCommitMessage):
@@ -141,7 +140,8 @@ class RocketStoreWriter(DataSourceArrowWriter):
 
     def _flag_compression(self, table: pa.Table) -> pa.Table:
         """Set RocketMQ's COMPRESSED flag and type bits on bodies over the threshold (the producer's rule)."""
-        code = {"zlib": L.COMPRESSION_ZLIB, "lz4": L.COMPRESSION_LZ4, "zstd": L.COMPRESSION_ZSTD}[self.opts.compress_body]
+        codes = {"zlib": L.COMPRESSION_ZLIB, "lz4": L.COMPRESSION_LZ4, "zstd": L.COMPRESSION_ZSTD}
+        code = codes[self.opts.compress_body]
         lengths = np.asarray(pc.fill_null(pc.binary_length(table.column("body").combine_chunks()), 0))
         sysflag = np.asarray(pc.fill_null(table.column("sysFlag").combine_chunks(), 0), dtype=np.int64) \
             if "sysFlag" in table.column_names else np.zeros(table.num_rows, dtype=np.int64)

@@ -1,13 +1,8 @@
 """The format layer: read and write Apache RocketMQ 5.x stores byte-exactly (stdlib, numpy, pyarrow only).
 
-Never imports pyspark. Start with :class:`RocketStore`.
+Never imports pyspark. Start with :class:`RocketStore`; everything the layers above use is exported here
+from the facade module :mod:`.store`.
 """
 
-from .columns import COLUMNS, RAW_COLUMNS, arrow_schema
-from .consume_queue import Subscription
-from .messages import GetMessageResult
-from .sizes import StoreSizes
-from .store import DEFAULT_BATCH_ROWS, RocketStore
-
-__all__ = ["RocketStore", "DEFAULT_BATCH_ROWS", "StoreSizes", "Subscription", "GetMessageResult", "COLUMNS",
-           "RAW_COLUMNS", "arrow_schema"]
+from .store import *  # noqa: F401,F403 - the facade's public names
+from .store import __all__  # noqa: F401

@@ -32,7 +32,7 @@ from .store_files import create_full_size
 from .topic_config import load_topic_table, queue_dir_counts, register_topics
 from .journal import recover_store
 from .sizes import detect_sizes
-from .store import RocketStore
+from .store_reader import StoreReader
 
 DEFAULT_STORE_HOST = "127.0.0.1:10911"
 CHUNK_BYTES = 64 * 1024 * 1024  # encode at most this much message payload at a time
@@ -47,7 +47,7 @@ class StoreWriter:
         self._lock = lock
         self.store_host = store_host
         self.max_message_size = max_message_size
-        reader = RocketStore(root, sizes)
+        reader = StoreReader(root, sizes)
         self.next_phy = reader.max_phy_offset()
         self._queue_next = {key: cq.max_offset for key, cq in reader._queues.items()}
         self._checkpoint = reader.checkpoint() or Checkpoint()

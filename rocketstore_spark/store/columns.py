@@ -29,7 +29,8 @@ TIMESTAMP_TYPE = pa.timestamp("ms", tz="UTC")
 FIELD_TYPES = {
     "topic": pa.string(), "queueId": pa.int32(), "queueOffset": pa.int64(), "commitLogOffset": pa.int64(),
     "storeSize": pa.int32(), "msgId": pa.string(), "uniqKey": pa.string(), "tags": pa.string(),
-    "keys": pa.list_(pa.field("element", pa.string())), "body": pa.binary(), "properties": pa.map_(pa.string(), pa.string()),
+    "keys": pa.list_(pa.field("element", pa.string())), "body": pa.binary(),
+    "properties": pa.map_(pa.string(), pa.string()),
     "bornTimestamp": TIMESTAMP_TYPE, "storeTimestamp": TIMESTAMP_TYPE, "bornHost": pa.string(),
     "storeHost": pa.string(), "sysFlag": pa.int32(), "flag": pa.int32(), "reconsumeTimes": pa.int32(),
     "bodyCRC": pa.int32(), "preparedTransactionOffset": pa.int64(), "rawBody": pa.binary(),

@@ -53,7 +53,8 @@ class CommitLog:
         pos = start
         end_kind = END_BLANK
         mv = memoryview(buf)
-        hints = np.zeros(0, dtype=np.int64) if hints is None else _sorted_unique(hints[(hints >= start) & (hints < size)])
+        hints = np.zeros(0, dtype=np.int64) if hints is None else \
+            _sorted_unique(hints[(hints >= start) & (hints < size)])
         h = 0
         while pos + 8 <= size:
             if h < len(hints) and hints[h] == pos:

@@ -146,7 +146,8 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
         keys_text = pc.if_else(pc.equal(pc.fill_null(keys_text, ""), ""), pa.scalar(None, pa.string()), keys_text)
         from_columns[L.PROPERTY_KEYS] = keys_text
         parts.append(_pair(L.PROPERTY_KEYS, keys_text))
-    uniq = _column(table, "uniqKey").cast(pa.string()) if "uniqKey" in names else property_values(props, L.PROPERTY_UNIQ_KEY)
+    uniq = _column(table, "uniqKey").cast(pa.string()) if "uniqKey" in names else \
+        property_values(props, L.PROPERTY_UNIQ_KEY)
     # a uniqKey column (even with nulls, as read back from a store) is taken as it is; only tables without
     # one get keys generated, like a producer that sets UNIQ_KEY on send
     missing = np.asarray(pc.is_null(uniq)) & ("uniqKey" not in names)

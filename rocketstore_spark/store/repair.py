@@ -19,7 +19,7 @@ from .java_hash import java_string_hashes
 from .index_writer import IndexWriter
 from .sizes import StoreSizes
 from .recovery import index_keys_after
-from .store import RocketStore
+from .store_reader import StoreReader
 
 ZERO_CHUNK = 1 << 20
 
@@ -46,7 +46,7 @@ def zero_from(path: Path, position: int) -> None:
 
 def repair_store(root: Path, sizes: StoreSizes) -> int:
     """Apply recovery to the files of ``root``; returns the valid end of the commit log."""
-    reader = RocketStore(root, sizes)
+    reader = StoreReader(root, sizes)
     try:
         valid_end = reader.recovery.valid_end
         for info in reader.commitlog.queue.files:
@@ -89,7 +89,7 @@ def _repair_queue(cq, sizes: StoreSizes) -> None:
             os.pwrite(fh.fileno(), unit.tobytes(), byte - start)
 
 
-def _reindex(reader: RocketStore, root: Path, sizes: StoreSizes, indexed_end: int) -> None:
+def _reindex(reader: StoreReader, root: Path, sizes: StoreSizes, indexed_end: int) -> None:
     """Index the keys of recovered records past the kept index files, as re-dispatch does."""
     writer = IndexWriter(root / L.INDEX_DIR, sizes.index_hash_slots, sizes.index_max_entries)
     try:

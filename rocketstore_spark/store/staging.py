@@ -27,7 +27,7 @@ from .encoder import UniqKeyFactory
 from .journal import meta_dir, remove_empty_dirs, staging_dir
 from .reservation import JobReservation, close_job, staged_commitlog_dir
 from .sizes import detect_sizes
-from .store import RocketStore
+from .store_reader import StoreReader
 
 STAGE_FILE_ROWS = 200_000  # messages per metadata file: bounds the metadata a task holds in memory
 
@@ -73,7 +73,7 @@ def _store_start(root: Path, sizes: dict, overwrite: bool) -> tuple[int, int]:
     detected = detect_sizes(root, **sizes)
     if overwrite or not (root / L.COMMITLOG_DIR).is_dir():
         return 0, detected.commit_log_file_size
-    with RocketStore(root, detected) as store:
+    with StoreReader(root, detected) as store:
         return store.max_phy_offset(), detected.commit_log_file_size
 
 

@@ -19,7 +19,7 @@ from ..errors import RocketStoreError
 from . import layout as L
 from .java_hash import java_string_hashes
 from .commitlog import END_BLANK, END_INVALID
-from .store import RocketStore
+from .store_reader import StoreReader
 
 DAY_MS = 86_400_000
 
@@ -33,7 +33,7 @@ class Problem:
 Progress = Optional[Callable[[str, int, int], None]]  # (phase, done, total)
 
 
-def verify_store(store: RocketStore, progress: Progress = None) -> list[Problem]:
+def verify_store(store: StoreReader, progress: Progress = None) -> list[Problem]:
     problems: list[Problem] = []
     problems += _verify_commitlog(store, progress)
     problems += _verify_queues(store, progress)
@@ -42,7 +42,7 @@ def verify_store(store: RocketStore, progress: Progress = None) -> list[Problem]
     return problems
 
 
-def _verify_commitlog(store: RocketStore, progress: Progress) -> list[Problem]:
+def _verify_commitlog(store: StoreReader, progress: Progress) -> list[Problem]:
     out = []
     files = store.commitlog.queue.files
     valid_end = store.max_phy_offset()
@@ -53,7 +53,8 @@ def _verify_commitlog(store: RocketStore, progress: Progress) -> list[Problem]:
         end = info.from_offset + walk.end_position
         if walk.end_kind == END_INVALID and end < valid_end:
             out.append(Problem(f"{info.path}@{walk.end_position}", f"invalid record: {walk.problem}"))
-        elif walk.end_kind != END_BLANK and i + 1 < len(files) and info.from_offset + store.sizes.commit_log_file_size <= valid_end:
+        elif walk.end_kind != END_BLANK and i + 1 < len(files) and \
+                info.from_offset + store.sizes.commit_log_file_size <= valid_end:
             out.append(Problem(f"{info.path}@{walk.end_position}",
                                "data ends inside a commit-log file that is followed by another (expected BLANK)"))
         elif walk.end_kind == END_INVALID:
@@ -64,7 +65,7 @@ def _verify_commitlog(store: RocketStore, progress: Progress) -> list[Problem]:
     return out
 
 
-def _verify_queues(store: RocketStore, progress: Progress) -> list[Problem]:
+def _verify_queues(store: StoreReader, progress: Progress) -> list[Problem]:
     out = []
     queues = [(t, q) for t in store.topics() for q in store.queue_ids(t)]
     for k, (topic, qid) in enumerate(queues):
@@ -86,7 +87,7 @@ def _verify_queues(store: RocketStore, progress: Progress) -> list[Problem]:
     return out
 
 
-def _verify_index(store: RocketStore, progress: Progress) -> list[Problem]:
+def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
     out = []
     files = store.index_files()
     for k, f in enumerate(files):
@@ -129,7 +130,7 @@ def _hashes(topic: str, keys) -> list[int]:
     return [0 if v >= 1 << 31 else int(v) for v in h]
 
 
-def _verify_checkpoint(store: RocketStore) -> list[Problem]:
+def _verify_checkpoint(store: StoreReader) -> list[Problem]:
     cp = store.checkpoint()
     if cp is None:
         return [Problem(L.CHECKPOINT_FILE, "no checkpoint file (RocketMQ writes one on shutdown)")]
@@ -144,7 +145,7 @@ def _verify_checkpoint(store: RocketStore) -> list[Problem]:
     return out
 
 
-def _last_record(store: RocketStore) -> int:
+def _last_record(store: StoreReader) -> int:
     walks = store.recovery.walks
     for walk in reversed(walks):
         if len(walk.fields):
