@@ -22,7 +22,8 @@ import pyarrow.compute as pc
 
 from ..errors import StoreFormatError
 from . import layout as L
-from .java_hash import java_string_hashes
+from .index_file import index_key
+from .java_hash import concat_hashes, java_hashes_and_lengths, java_string_hashes
 from .encoder import encode_records, record_lengths, value_offsets
 from .message_input import PreparedMessages
 
@@ -170,7 +171,7 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
     topic_names = encoded_topics.dictionary.to_pylist()
     topic_idx = np.asarray(encoded_topics.indices, dtype=np.int32)
     tags_code, delay_ms = _tags_codes(msgs, topic_names, topic_idx)
-    entry_rec, entry_hash = _index_entries(msgs, enc.topic, tran)
+    entry_rec, entry_hash = _index_entries(msgs, topic_names, topic_idx, tran)
     ts_pos = L.BORN_HOST_POSITION + np.where(enc.sysflag & L.BORNHOST_V6_FLAG, L.IPV6_HOST_LENGTH,
                                              L.IPV4_HOST_LENGTH)
     given = msgs.given_queue_offset if msgs.given_queue_offset is not None else np.full(n, -1, np.int64)
@@ -209,8 +210,12 @@ def _tags_codes(msgs: PreparedMessages, topic_names, topic_idx) -> tuple[np.ndar
     return codes, delay_ms
 
 
-def _index_entries(msgs: PreparedMessages, topics: pa.Array, tran: np.ndarray):
-    """(record, hash) of every index entry in ``buildIndex`` order; ROLLBACK records are not indexed."""
+def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndarray, tran: np.ndarray):
+    """(record, hash) of every index entry in ``buildIndex`` order; ROLLBACK records are not indexed.
+
+    An entry's key is ``topic#key``; its hash is combined from the hash of ``topic#`` (one per topic) and the
+    key's own hash and length, so the uniq keys and key tokens are hashed where they are, never copied.
+    """
     n = len(tran)
     indexed = tran != L.TRANSACTION_ROLLBACK_TYPE
     has_uniq = np.asarray(pc.is_valid(msgs.uniq_key)) & indexed
@@ -224,13 +229,15 @@ def _index_entries(msgs: PreparedMessages, topics: pa.Array, tran: np.ndarray):
     starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
     slot = np.arange(total) - np.repeat(starts, per_row)  # 0 = UNIQ_KEY when present
     is_uniq = has_uniq[entry_rec] & (slot == 0)
-    token_index = key_offsets[entry_rec] + slot - has_uniq[entry_rec].astype(np.int64)
-    tokens = msgs.keys.flatten()
-    key_values = pc.if_else(pa.array(is_uniq), msgs.uniq_key.take(pa.array(entry_rec)),
-                            tokens.take(pa.array(np.where(is_uniq, 0, token_index)))
-                            if len(tokens) else pa.nulls(total, pa.string()))
-    full = pc.binary_join_element_wise(topics.take(pa.array(entry_rec)), key_values, "#")
-    hashes = np.abs(java_string_hashes(full))
+    uniq_hash, uniq_len = java_hashes_and_lengths(msgs.uniq_key)
+    key_hash, key_len = java_hashes_and_lengths(msgs.keys.flatten())
+    token = np.where(is_uniq, 0, key_offsets[entry_rec] + slot - has_uniq[entry_rec].astype(np.int64))
+    if len(key_hash) == 0:  # no tokens at all: every entry is a UNIQ_KEY
+        key_hash, key_len = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    suffix_hash = np.where(is_uniq, uniq_hash[entry_rec], key_hash[token])
+    suffix_len = np.where(is_uniq, uniq_len[entry_rec], key_len[token])
+    prefix = java_string_hashes([index_key(topic, "") for topic in topic_names])  # "topic#"
+    hashes = np.abs(concat_hashes(prefix[topic_idx[entry_rec]], suffix_hash, suffix_len))
     return entry_rec.astype(np.int64), np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
 
 

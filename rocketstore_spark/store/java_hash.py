@@ -20,6 +20,11 @@ def java_string_hash(text: str) -> int:
 
 def java_string_hashes(texts) -> np.ndarray:
     """``String.hashCode()`` of many strings at once (vectorised for ASCII, exact for any text)."""
+    return java_hashes_and_lengths(texts)[0]
+
+
+def java_hashes_and_lengths(texts) -> tuple[np.ndarray, np.ndarray]:
+    """``String.hashCode()`` and ``String.length()`` (UTF-16 code units) of many strings; nulls count as ""."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -30,7 +35,7 @@ def java_string_hashes(texts) -> np.ndarray:
     n = len(arr)
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
-        return out
+        return out, np.zeros(0, dtype=np.int64)
     arr = pc.fill_null(arr, "")
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
@@ -46,9 +51,25 @@ def java_string_hashes(texts) -> np.ndarray:
     rows = np.flatnonzero(~short)
     if len(rows):
         out[rows] = _bincount_hashes(data, starts[rows], lengths[rows])
+    utf16_lengths = lengths.copy()
     for i in np.flatnonzero(~ascii_rows):  # hashCode works on UTF-16 code units: exact, one by one
-        out[i] = java_string_hash(arr[i].as_py())
-    return out
+        text = arr[i].as_py()
+        out[i] = java_string_hash(text)
+        utf16_lengths[i] = len(text.encode("utf-16-be")) // 2
+    return out, utf16_lengths
+
+
+def concat_hashes(prefix_hashes: np.ndarray, suffix_hashes: np.ndarray, suffix_lengths: np.ndarray) -> np.ndarray:
+    """``(a + b).hashCode()`` from ``a.hashCode()``, ``b.hashCode()`` and ``b.length()``: Horner's rule gives
+    h(a)·31^len(b) + h(b) mod 2^32, so no concatenated string has to be built."""
+    mask = np.uint64(0xFFFFFFFF)
+    lengths = np.asarray(suffix_lengths, dtype=np.int64)
+    powers = np.ones(int(lengths.max(initial=0)) + 1, dtype=np.uint64)
+    np.cumprod(np.full(len(powers) - 1, 31, dtype=np.uint64), out=powers[1:])  # wraps mod 2^64: exact mod 2^32
+    # both factors < 2^32, so product + addend < 2^64: no wrap before the mask
+    h = (np.asarray(prefix_hashes).astype(np.uint64) & mask) * (powers[lengths] & mask) \
+        + (np.asarray(suffix_hashes).astype(np.uint64) & mask)
+    return _to_signed32(h & mask)
 
 
 _HORNER_MAX_LENGTH = 256  # longer strings are hashed by _bincount_hashes (one vector step per character)

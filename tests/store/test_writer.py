@@ -113,7 +113,9 @@ def test_hash_collisions_never_return_the_wrong_message(tmp_path):
                       "keys": [["Aa"], ["BB"], ["Aa"], ["BB"]]})
     with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
         writer.append(table)
-    with RocketStore.open(tmp_path / "s") as store:
+    # sizes given: with so few entries some generated uniq keys leave the small index's sizes ambiguous
+    # (about 1 run in 150; see test_ambiguous_index_sizes_only_stop_what_uses_the_index)
+    with RocketStore.open(tmp_path / "s", **SMALL) as store:
         got = [b.column(0).to_pylist() for b in store.read_queue("t", 0, tags="Aa", columns=["body"])]
         assert sum(got, []) == [b"1", b"3"]
         assert store.query_by_key("t", "BB", columns=["body"]).column(0).to_pylist() == [b"2", b"4"]
