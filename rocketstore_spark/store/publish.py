@@ -6,9 +6,10 @@ closes the job's reservation (no zombie attempt can write any more), records a j
 committed attempts' records in commit-log order:
 
 * **in place**, when the store still ends where the job was staged and the committed attempts tile the staged
-  commit log without a gap (no attempt of the job failed after reserving room): queue offsets, physical offsets
-  and store times are patched into the staged files, which then become the store's commit-log files by rename
-  (only the job's part of a store file that already existed is copied into it);
+  commit log without a gap (no attempt of the job failed after reserving room): queue offsets and store
+  times are patched into the staged files (the tasks wrote the physical offsets), which then become the
+  store's commit-log files by rename (only the job's part of a store file that already existed is copied into
+  it);
 * **by copy** otherwise: every record is copied into the commit log at its new place (what the appender does).
 
 Then the consume queues and the index are written, new topics' queues created, everything flushed, and the
@@ -221,7 +222,8 @@ def _index_chunks(writer: StoreWriter, chunks: list[EncodedBatch], stamps) -> No
 
 
 def _patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamps) -> None:
-    """Fill in queue offset, physical offset and store time of every staged record, in the staged files."""
+    """Fill in queue offset and store time of every staged record, in the staged files (the tasks wrote the
+    physical offsets, which are final when the job is published in place)."""
     maps: dict[int, tuple] = {}
     try:
         for chunk, (queue_offset, store_ts) in zip(chunks, stamps):
@@ -235,7 +237,6 @@ def _patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stam
                 at = chunk.phy[rows] - f * file_size
                 _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[rows[-1]]) + 8)  # up to the last store time
                 patch_longs(maps[f][1], at + L.QUEUE_OFFSET_POSITION, queue_offset[rows])
-                patch_longs(maps[f][1], at + L.PHYSICAL_OFFSET_POSITION, chunk.phy[rows])
                 patch_longs(maps[f][1], at + chunk.ts_pos[rows], store_ts[rows])
     finally:
         for f in list(maps):

@@ -2,13 +2,12 @@
 
 A task encodes each table it receives (:func:`.appender.encode_table`), reserves room for it in the job's
 reservation file (:mod:`.reservation`) and writes the record bytes at those offsets into
-``.rocketstore/staging/<job>/commitlog/`` — files named and laid out as the store's commit-log files would be,
-BLANK markers included. Only what the publisher must still fill in is missing: queue offsets, physical offsets
-and store times are zero. The metadata (topics, queues, tags codes, index keys, offsets) goes to
-``<stem>.meta.npy`` files, one per up to ``rows_per_file`` messages. The store itself is never touched:
-a failed, retried or speculative attempt leaves bytes only under ``staging/<job>/``, which the driver ignores
-unless Spark committed that attempt, and :func:`discard_staged` (the abort) deletes.
-"""
+``.rocketstore/staging/<job>/commitlog/`` — files named and laid out as the store's commit-log files would be, BLANK
+markers included, each record's PHYSICALOFFSET the reserved one. Only what the publisher must still fill in is
+missing: queue offsets and store times are zero. The metadata (topics, queues, tags codes, index keys, offsets) goes
+to ``<stem>.meta.npy`` files, one per up to ``rows_per_file`` messages. The store itself is never touched: a failed,
+retried or speculative attempt leaves bytes only under ``staging/<job>/``, which the driver ignores unless Spark
+committed that attempt, and :func:`discard_staged` (the abort) deletes."""
 
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ from .appender import encode_table
 from .encoded_batch import EncodedBatch
 from .encoder import UniqKeyFactory
 from .journal import meta_dir, remove_empty_dirs, staging_dir
+from .placement import patch_longs
 from .reservation import JobReservation, close_job, staged_commitlog_dir
 from .sizes import detect_sizes
 from .store_reader import StoreReader
@@ -111,9 +111,12 @@ class _StagedFiles:
         return fd
 
     def write(self, batch: EncodedBatch, placement) -> None:
+        """Write ``batch``'s records at their reserved offsets, with those offsets as their PHYSICALOFFSET
+        (final when the commit publishes in place, which then patches only queue offsets and store times)."""
         size = placement.file_size
         self._file_size = size
         phy, rec_off = placement.phy, batch.record_offsets
+        patch_longs(batch.data, rec_off[:-1] + L.PHYSICAL_OFFSET_POSITION, phy)  # still in cache: ~free
         file_no = phy // size
         bounds = np.flatnonzero(np.diff(file_no)) + 1
         for a, b in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(phy)]))):
