@@ -171,31 +171,24 @@ class StoreWriter:
     def _assign_queue_offsets(self, batch: EncodedBatch) -> np.ndarray:
         """Consecutive offsets per queue for dispatched records; 0 for PREPARED/ROLLBACK halves."""
         out = np.zeros(len(batch), dtype=np.int64)
-        rows = np.flatnonzero(batch.dispatch)
+        rows, bounds, queues = batch.queue_groups()
         if not len(rows):
             return out
-        pairs = (batch.topic_idx[rows].astype(np.int64) << 32) | batch.queue_id[rows].astype(np.int64)
-        uniq, inv = np.unique(pairs, return_inverse=True)
-        names = batch.topic_names
-        keys = [(names[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in uniq]
-        base = np.array([self._queue_next.get(k, 0) for k in keys], dtype=np.int64)
-        counts = np.bincount(inv, minlength=len(uniq))
-        order = np.argsort(inv, kind="stable")
-        rank = np.empty(len(rows), dtype=np.int64)
-        rank[order] = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
-        assigned = base[inv] + rank
+        base = np.array([self._queue_next.get(q, 0) for q in queues], dtype=np.int64)
+        counts = np.diff(bounds)
+        assigned = np.repeat(base - bounds[:-1], counts) + np.arange(len(rows))
         given = batch.queue_offset_given[rows]
-        wrong = (given >= 0) & (given != assigned)
-        if wrong.any():
-            i = int(np.flatnonzero(wrong)[0])
-            topic, qid = keys[inv[i]]
+        wrong = np.flatnonzero((given >= 0) & (given != assigned))
+        if len(wrong):
+            i = int(wrong[np.argmin(rows[wrong])])  # the first such row of the batch
+            topic, qid = queues[int(np.searchsorted(bounds, i, side="right")) - 1]
             raise MessageValidationError(
                 f"row {int(rows[i])}: queueOffset {int(given[i])} given for {topic}/{qid}, but that queue's next "
                 f"offset is {int(assigned[i])}; drop the queueOffset column to have offsets assigned")
         out[rows] = assigned
-        for k, b, c in zip(keys, base, counts):
-            self._queue_next[k] = int(b + c)
-        self._written_topics.update(k[0] for k in keys)
+        for q, b, c in zip(queues, base.tolist(), counts.tolist()):
+            self._queue_next[q] = b + c
+        self._written_topics.update(q[0] for q in queues)
         return out
 
     def _fd(self, path: Path, size: int) -> int:
@@ -232,28 +225,22 @@ class StoreWriter:
             os.pwrite(self._fd(path, size), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos % size)
 
     def _write_consume_queues(self, batch: EncodedBatch, phy, queue_offset, tags_code) -> None:
-        rows = np.flatnonzero(batch.dispatch)
-        if not len(rows):
-            return
+        rows, bounds, queues = batch.queue_groups()
         cq_size = self.sizes.consume_queue_file_size
-        pairs = (batch.topic_idx[rows].astype(np.int64) << 32) | batch.queue_id[rows].astype(np.int64)
-        order = np.argsort(pairs, kind="stable")
-        rows, pairs = rows[order], pairs[order]
-        bounds = np.flatnonzero(np.diff(pairs)) + 1
-        for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(rows)]))):
+        for (topic, queue_id), lo, hi in zip(queues, bounds[:-1].tolist(), bounds[1:].tolist()):
             members = rows[lo:hi]
-            topic = batch.topic_names[int(batch.topic_idx[members[0]])]
-            directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(int(batch.queue_id[members[0]]))
+            directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id)
             directory.mkdir(parents=True, exist_ok=True)
             units = np.zeros(len(members), dtype=L.CQ_UNIT_DTYPE)
             units["phy_offset"], units["size"] = phy[members], batch.lengths[members]
             units["tags_code"] = tags_code[members]
             byte = queue_offset[members] * L.CQ_STORE_UNIT_SIZE
             file_no = byte // cq_size
-            for f in np.unique(file_no):
-                sel = np.flatnonzero(file_no == f)
-                path = directory / L.offset_to_file_name(int(f) * cq_size)
-                os.pwrite(self._fd(path, cq_size), units[sel].tobytes(), int(byte[sel[0]] - f * cq_size))
+            cuts = (np.flatnonzero(np.diff(file_no)) + 1).tolist()  # a queue's offsets only grow
+            for a, b in zip([0] + cuts, cuts + [len(members)]):
+                f = int(file_no[a])
+                path = directory / L.offset_to_file_name(f * cq_size)
+                os.pwrite(self._fd(path, cq_size), units[a:b].view(np.uint8), int(byte[a]) - f * cq_size)
 
     def track_file(self, path: Path) -> None:
         """A commit-log file written outside this writer (moved in by a publication): flushed with the rest."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -50,9 +50,28 @@ class EncodedBatch:
     chunk_starts: Optional[np.ndarray] = None  # int64: first row of each reservation (staged batches)
     staged_dir: Optional[Path] = None  # the staged commit log holding the record bytes (loaded batches)
     staged_file_size: int = 0  # its file size
+    _queue_groups: Optional[tuple] = field(default=None, repr=False, compare=False)  # see queue_groups()
 
     def __len__(self) -> int:
         return len(self.topic_idx)
+
+    def queue_groups(self) -> tuple[np.ndarray, np.ndarray, list]:
+        """The dispatched rows grouped by queue, computed once for both offset assignment and consume-queue
+        writes: ``(rows, bounds, queues)`` where ``rows[bounds[g]:bounds[g + 1]]`` are the rows of queue
+        ``queues[g]`` (a ``(topic, queue id)`` pair), in row order."""
+        if self._queue_groups is None:
+            rows = np.flatnonzero(self.dispatch)
+            pairs = (self.topic_idx[rows].astype(np.int64) << 32) | self.queue_id[rows].astype(np.int64)
+            uniq = np.unique(pairs)  # few queues: hashing finds them, a binary search numbers the rows
+            inv = np.searchsorted(uniq, pairs)
+            # a stable sort of small ints is a radix sort: far cheaper than sorting the 64-bit pairs
+            order = np.argsort(inv.astype(np.uint16) if len(uniq) <= 0xFFFF else inv, kind="stable")
+            bounds = np.zeros(len(uniq) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(inv, minlength=len(uniq)), out=bounds[1:])
+            names = self.topic_names
+            queues = [(names[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in uniq.tolist()]
+            self._queue_groups = (rows[order], bounds, queues)
+        return self._queue_groups
 
     @property
     def lengths(self) -> np.ndarray:
@@ -67,7 +86,8 @@ class EncodedBatch:
         names, topic names, then one array per field; a zip archive would CRC every byte when read back). Not
         fsynced: only the same job's driver reads it back, through the same page cache."""
         meta = {k: v for k, v in self.__dict__.items()
-                if k not in ("data", "topic_names", "staged_dir", "staged_file_size") and v is not None}
+                if k not in ("data", "topic_names", "staged_dir", "staged_file_size", "_queue_groups")
+                and v is not None}
         with open(str(stem) + META_SUFFIX, "wb") as fh:
             np.save(fh, np.array(list(meta), dtype=str))
             np.save(fh, np.array(self.topic_names, dtype=object).astype(str))
