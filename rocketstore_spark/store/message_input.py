@@ -105,6 +105,20 @@ def _pair(name: str, values: pa.Array) -> pa.Array:
     return pc.fill_null(joined, "")
 
 
+def _serialised(parts: list, pairs: dict, n: int) -> pa.Array:
+    """``parts`` (serialised already) followed by ``name \u0001 value \u0002`` for each non-null value of
+    ``pairs`` (property name → column), row by row."""
+    if pairs and all(values.null_count == 0 for values in pairs.values()):
+        pieces = list(parts)  # no pair to leave out anywhere: one join writes every row whole
+        for name, values in pairs.items():
+            pieces += [pa.scalar(name + L.NAME_VALUE_SEPARATOR), values, pa.scalar(L.PROPERTY_SEPARATOR)]
+        return pc.binary_join_element_wise(*pieces, pa.scalar(""))
+    pieces = list(parts) + [_pair(name, values) for name, values in pairs.items()]
+    if len(pieces) > 1:
+        return pc.binary_join_element_wise(*pieces, pa.scalar(""))
+    return pieces[0] if pieces else pa.array(np.full(n, "", dtype=object), pa.string())
+
+
 def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int):
     """The serialised properties of each row, and — when they can be known without parsing — the values the
     broker's parser will find in them: ``(text, {property name: values} or None)``.
@@ -135,7 +149,6 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
     from_columns: dict[str, pa.Array] = {}  # property name → the column values written as its pairs
     if "tags" in names:
         from_columns[L.PROPERTY_TAGS] = _column(table, "tags").cast(pa.string())
-        parts.append(_pair(L.PROPERTY_TAGS, from_columns[L.PROPERTY_TAGS]))
     if "keys" in names:
         keys_col = _column(table, "keys")
         if pa.types.is_list(keys_col.type) or pa.types.is_large_list(keys_col.type):
@@ -145,7 +158,6 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
             keys_text = keys_col.cast(pa.string())
         keys_text = pc.if_else(pc.equal(pc.fill_null(keys_text, ""), ""), pa.scalar(None, pa.string()), keys_text)
         from_columns[L.PROPERTY_KEYS] = keys_text
-        parts.append(_pair(L.PROPERTY_KEYS, keys_text))
     uniq = _column(table, "uniqKey").cast(pa.string()) if "uniqKey" in names else \
         property_values(props, L.PROPERTY_UNIQ_KEY)
     # a uniqKey column (even with nulls, as read back from a store) is taken as it is; only tables without
@@ -159,14 +171,9 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
         generated = pc.if_else(mask, uniq, pa.scalar(None, pa.string()))
     if "uniqKey" in names:
         from_columns[L.PROPERTY_UNIQ_KEY] = uniq
-        parts.append(_pair(L.PROPERTY_UNIQ_KEY, uniq))
     elif missing.any():
         from_columns[L.PROPERTY_UNIQ_KEY] = generated
-        parts.append(_pair(L.PROPERTY_UNIQ_KEY, generated))
-    if len(parts) > 1:
-        text = pc.binary_join_element_wise(*parts, pa.scalar(""))
-    else:
-        text = parts[0] if parts else pa.array(np.full(n, "", dtype=object), pa.string())
+    text = _serialised(parts, from_columns, n)
     if "propertiesString" in names:
         given = _column(table, "propertiesString").cast(pa.string())
         return pc.if_else(pc.is_valid(given), given, text), None
