@@ -23,8 +23,25 @@ console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _open(store: Path, **sizes) -> RocketStore:
-    return RocketStore.open(store, **{k: v for k, v in sizes.items() if v is not None})
+# The store's file sizes, for stores where they cannot be detected (every command that opens a store takes
+# them). The second spellings are the ones of a broker test harness's size arguments ("--commitlog-size 1048576
+# --cq-size 6000 --index-slots 5000 --index-num 20000"), so such a file can be passed as it is.
+COMMIT_LOG_SIZE = typer.Option(None, "--commit-log-file-size", "--commitlog-size",
+                               help="commit-log file size (mappedFileSizeCommitLog)")
+CONSUME_QUEUE_SIZE = typer.Option(None, "--consume-queue-file-size", "--cq-size",
+                                  help="consume-queue file size in bytes (mappedFileSizeConsumeQueue)")
+INDEX_SLOTS = typer.Option(None, "--index-hash-slots", "--index-slots", help="index hash slots (maxHashSlotNum)")
+INDEX_ENTRIES = typer.Option(None, "--index-max-entries", "--index-num", help="index entries (maxIndexNum)")
+
+
+def _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) -> dict:
+    given = dict(commit_log_file_size=commit_log_file_size, consume_queue_file_size=consume_queue_file_size,
+                 index_hash_slots=index_hash_slots, index_max_entries=index_max_entries)
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _open(store: Path, sizes: dict) -> RocketStore:
+    return RocketStore.open(store, **sizes)
 
 
 def _progress() -> Progress:
@@ -55,14 +72,16 @@ def _parse_time(text: Optional[str]) -> Optional[int]:
 
 @app.command()
 def inspect(store: Path = typer.Argument(..., help="store directory"),
-            commit_log_file_size: Optional[int] = typer.Option(None, help="commit-log file size, if not detectable"),
-            consume_queue_file_size: Optional[int] = typer.Option(None, help="consume-queue file size"),
-            as_json: bool = typer.Option(False, "--json", help="machine-readable output")):
+            as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint, recovery status."""
     from .store_report import describe_store
 
-    with _open(store, commit_log_file_size=commit_log_file_size,
-               consume_queue_file_size=consume_queue_file_size) as s:
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+
+    with _open(store, sizes) as s:
         info = describe_store(s)
     if as_json:
         console.print_json(json.dumps(info))
@@ -107,13 +126,17 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
          since: Optional[str] = typer.Option(None, help="store time from (ms or ISO)"),
          until: Optional[str] = typer.Option(None, help="store time before (ms or ISO)"),
          limit: Optional[int] = typer.Option(None, help="stop after this many messages"),
-         fmt: str = typer.Option("table", "--format", help="table or jsonl")):
+         fmt: str = typer.Option("table", "--format", help="table or jsonl"),
+         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Messages of a topic/queue (or everything) as a table or JSON lines."""
     from .store_report import iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
-    with _open(store) as s, _progress() as bar:
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with _open(store, sizes) as s, _progress() as bar:
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -143,11 +166,16 @@ def query(store: Path = typer.Argument(..., help="store directory"),
           msg_id: Optional[str] = typer.Option(None, help="an offsetMsgId"),
           queue: Optional[int] = typer.Option(None, help="queue id (with --offset or --time)"),
           offset: Optional[int] = typer.Option(None, help="queue offset"),
-          time: Optional[str] = typer.Option(None, help="store time (ms or ISO): the queue offset at that time")):
+          time: Optional[str] = typer.Option(None, help="store time (ms or ISO): the queue offset at that time"),
+          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+          consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time."""
     from .store_report import message_json
 
-    with _open(store) as s:
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+
+    with _open(store, sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
             rows = [row] if row else []
@@ -177,11 +205,16 @@ def query(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def verify(store: Path = typer.Argument(..., help="store directory")):
+def verify(store: Path = typer.Argument(..., help="store directory"),
+           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
     from .store.verify import verify_store
 
-    with _open(store) as s, _progress() as bar:
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+
+    with _open(store, sizes) as s, _progress() as bar:
         tasks = {}
 
         def report(phase, done, total):
@@ -205,13 +238,14 @@ def generate(store: Path = typer.Argument(..., help="store directory to create o
              days: float = typer.Option(3.0, help="store times spread over this many days, ending now"),
              seed: int = typer.Option(42, help="random seed"),
              body_bytes: Optional[int] = typer.Option(None, help="fixed body size (mixed sizes by default)"),
-             commit_log_file_size: Optional[int] = typer.Option(None, help="commit-log file size for a new store"),
-             consume_queue_file_size: Optional[int] = typer.Option(None, help="consume-queue file size")):
+             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+             index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Write a realistic sample store (topics, queues, tags, keys, mixed bodies, some compressed)."""
     from .sample import SampleSpec, generate_store
 
-    sizes = {k: v for k, v in (("commit_log_file_size", commit_log_file_size),
-                               ("consume_queue_file_size", consume_queue_file_size)) if v}
+    # sizes for a new store; an existing one must match them
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
     with _progress() as bar:
         task = bar.add_task("generating", total=messages)
         result = generate_store(store, SampleSpec(messages=messages, days=days, seed=seed, body_bytes=body_bytes),
@@ -224,12 +258,16 @@ def generate(store: Path = typer.Argument(..., help="store directory to create o
 def recover(store: Path = typer.Argument(..., help="store directory"),
             register_topics: bool = typer.Option(False, "--register-topics", help="also add every topic with "
                                                  "queues that the broker's topic table (config/topics.json) "
-                                                 "lacks, so that a broker serves it")):
+                                                 "lacks, so that a broker serves it"),
+            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Finish or roll back an interrupted sink commit and repair a crashed tail."""
     from .store.appender import StoreWriter
     from .store.topic_config import queue_dir_counts, register_topics as add_topics, topics_path
 
-    writer = StoreWriter.open(store)
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    writer = StoreWriter.open(store, **sizes)
     actions = writer.recovery_actions
     try:
         if register_topics:
@@ -281,11 +319,16 @@ def staging(store: Path = typer.Argument(..., help="store directory"),
 @app.command()
 def lag(store: Path = typer.Argument(..., help="store directory"),
         offsets: str = typer.Option(..., help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
-                                              'or a streaming checkpoint directory')):
+                                              'or a streaming checkpoint directory'),
+        commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+        consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+        index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """How many messages each queue is behind the given committed offsets (a query's progress)."""
     from .store_report import consumer_lag, load_offsets
 
-    with _open(store) as s:
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+
+    with _open(store, sizes) as s:
         rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
     for r in rows:

@@ -232,5 +232,6 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
     raise IndexSizesAmbiguousError(
         f"cannot tell the index sizes from {len(paths)} index file(s) of {length} bytes: "
         f"{len(candidates)} slot counts fit (e.g. {candidates[:3].tolist()}); pass index_hash_slots and "
-        "index_max_entries (Spark options indexHashSlots / indexMaxEntries; the broker's maxHashSlotNum / "
-        "maxIndexNum). Reads that do not use the index work without them")
+        "index_max_entries (Spark options indexHashSlots / indexMaxEntries, CLI --index-hash-slots / "
+        "--index-max-entries; the broker's maxHashSlotNum / maxIndexNum). Reads that do not use the index work "
+        "without them")

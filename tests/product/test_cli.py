@@ -114,3 +114,24 @@ def test_staging_lists_and_removes_abandoned_jobs(tmp_path, sample_store):
     assert bad.returncode == 2 and "no staged job 'nope'" in bad.stderr and "Traceback" not in bad.stderr
     assert "removed job deadjob" in run("staging", store, "--remove", "deadjob").stdout
     assert not (store / ".rocketstore").exists()
+
+
+def test_every_store_command_takes_the_sizes_including_a_harness_size_file(tmp_path, golden_dir):
+    """A store whose index sizes cannot be told from its files: key lookups say which flags to pass and work
+    with them; the golden store's ``sizes.args`` (``--commitlog-size … --index-num …``) is accepted as is."""
+    from tests.store.test_writer import _ambiguous_index_store
+
+    store = _ambiguous_index_store(tmp_path / "s")
+    failed = run("query", store, "--topic", "t", "--key", "AMBIG50", check=False)
+    assert failed.returncode == 2 and "--index-hash-slots" in failed.stderr
+    for flags in (("--index-hash-slots", 64, "--index-max-entries", 256), ("--index-slots", 64, "--index-num", 256)):
+        rows = [json.loads(line) for line in run("query", store, "--topic", "t", "--uniq-key", "AMBIG50",
+                                                 *flags).stdout.splitlines()]
+        assert [r["uniqKey"] for r in rows] == ["AMBIG50"]
+    golden_flags = (golden_dir / "sizes.args").read_text().split()
+    assert "--commitlog-size" in golden_flags
+    for command in (("inspect",), ("verify",), ("lag", "--offsets", "{}"), ("dump", "--limit", 1)):
+        run(command[0], golden_dir / "store", *command[1:], *golden_flags)
+    rows = run("query", golden_dir / "store", "--topic", "TopicTest", "--key", "order-42",
+               *golden_flags).stdout.splitlines()
+    assert len(rows) == 64  # the hot key: the real store's answer is capped at 64 too
