@@ -108,12 +108,12 @@ def _pair(name: str, values: pa.Array) -> pa.Array:
 def _serialised(parts: list, pairs: dict, n: int) -> pa.Array:
     """``parts`` (serialised already) followed by ``name \u0001 value \u0002`` for each non-null value of
     ``pairs`` (property name → column), row by row."""
-    if pairs and all(values.null_count == 0 for values in pairs.values()):
-        pieces = list(parts)  # no pair to leave out anywhere: one join writes every row whole
+    pieces = list(parts)
+    if all(values.null_count == 0 for values in pairs.values()):  # no pair to leave out: joined in one pass
         for name, values in pairs.items():
             pieces += [pa.scalar(name + L.NAME_VALUE_SEPARATOR), values, pa.scalar(L.PROPERTY_SEPARATOR)]
-        return pc.binary_join_element_wise(*pieces, pa.scalar(""))
-    pieces = list(parts) + [_pair(name, values) for name, values in pairs.items()]
+    else:
+        pieces += [_pair(name, values) for name, values in pairs.items()]
     if len(pieces) > 1:
         return pc.binary_join_element_wise(*pieces, pa.scalar(""))
     return pieces[0] if pieces else pa.array(np.full(n, "", dtype=object), pa.string())
