@@ -40,10 +40,6 @@ def _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, inde
     return {k: v for k, v in given.items() if v is not None}
 
 
-def _open(store: Path, sizes: dict) -> RocketStore:
-    return RocketStore.open(store, **sizes)
-
-
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                     console=err, transient=True)
@@ -80,8 +76,7 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     from .store_report import describe_store
 
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-
-    with _open(store, sizes) as s:
+    with RocketStore.open(store, **sizes) as s:
         info = describe_store(s)
     if as_json:
         console.print_json(json.dumps(info))
@@ -136,7 +131,7 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with _open(store, sizes) as s, _progress() as bar:
+    with RocketStore.open(store, **sizes) as s, _progress() as bar:
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -174,8 +169,7 @@ def query(store: Path = typer.Argument(..., help="store directory"),
     from .store_report import message_json
 
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-
-    with _open(store, sizes) as s:
+    with RocketStore.open(store, **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
             rows = [row] if row else []
@@ -213,8 +207,7 @@ def verify(store: Path = typer.Argument(..., help="store directory"),
     from .store.verify import verify_store
 
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-
-    with _open(store, sizes) as s, _progress() as bar:
+    with RocketStore.open(store, **sizes) as s, _progress() as bar:
         tasks = {}
 
         def report(phase, done, total):
@@ -327,8 +320,7 @@ def lag(store: Path = typer.Argument(..., help="store directory"),
     from .store_report import consumer_lag, load_offsets
 
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-
-    with _open(store, sizes) as s:
+    with RocketStore.open(store, **sizes) as s:
         rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
     for r in rows:
