@@ -12,10 +12,13 @@ PYTEST_ARGS ?=
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# A path-based editable install (a .pth naming the repository root): Spark's lookup of Python data sources scans
+# sys.path for `pyspark_*` modules and cannot see the import hooks of setuptools' default editable mode, so with
+# that mode `format("rocketstore")` worked only from the repository root.
+$(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,test]'
+	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[spark,test]'
 	touch $@
 
 # Unpacks the golden store into a fresh temp dir, runs the default suite, removes the temp dir.

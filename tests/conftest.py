@@ -121,3 +121,14 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("rocketstore", deadline=None)
 _hypothesis_settings.load_profile("rocketstore")
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory):
+    """A small generated store shared by the CLI and product tests (examples, notebook, cluster)."""
+    from rocketstore_spark.cli.sample import SampleSpec, generate_store
+
+    path = tmp_path_factory.mktemp("sample") / "store"
+    generate_store(path, SampleSpec(messages=3000, days=0.5, seed=3), commit_log_file_size=1 << 20,
+                   consume_queue_file_size=6000, index_hash_slots=4000, index_max_entries=16000)
+    return path

@@ -1,39 +1,72 @@
-"""The architecture rules that can be checked mechanically: import direction inside the format layer, the
-Spark layer going through the store facade, and module size."""
+"""The architecture rules that can be checked mechanically: the format layer's folders are its layers and
+imports point down them, the layers above (Spark, the CLI) go through the store facade, and modules stay small."""
 
 import ast
 from pathlib import Path
 
+import rocketstore_spark.store as facade
+
 PACKAGE = Path(__file__).resolve().parents[1] / "rocketstore_spark"
 STORE = PACKAGE / "store"
-SPARK = PACKAGE / "spark"
+ABOVE_THE_FACADE = (PACKAGE / "spark", PACKAGE / "cli")
 
-# The format layer's named levels (the brief's "layout → codec → file queue → commitlog / consume queue /
-# index / checkpoint → recovery / appender → store facade"): imports between them only go to a lower level.
-LEVELS = {
-    "layout": 0, "codec": 1, "mapped_file_queue": 2,
-    "commitlog": 3, "consume_queue": 3, "index_file": 3, "checkpoint": 3,
-    "recovery": 4, "appender": 4, "store": 5,
-}
+# The format layer's folders, lowest first; a module imports only from its own folder and the folders before
+# it. The facade (store/store.py, level 4) sits on top and only the package's __init__ imports it.
+FOLDER_LEVELS = {"format": 0, "files": 1, "read": 2, "write": 3, "": 4}
+# Named modules whose level inside their folder the brief fixes (layout is the bottom of everything).
+BOTTOM = "format.layout"
 MAX_MODULE_LINES = 400
 MAX_LINE_CHARS = 120
 
 
-def sibling_imports(path: Path) -> set:
-    """The store modules ``path`` imports relatively, at any depth (imports inside functions count too)."""
+def module_name(path: Path) -> str:
+    """``read.recovery`` for store/read/recovery.py, ``store`` for the facade, ``format`` for a folder's init."""
+    rel = path.relative_to(STORE).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def store_modules() -> dict:
+    return {module_name(p): p for p in STORE.rglob("*.py")}
+
+
+def imports_of(path: Path) -> set:
+    """The store modules ``path`` imports relatively (imports inside functions count too), as dotted names."""
+    package = list(path.relative_to(STORE).parent.parts)  # the package the module is in, relative to store/
+    known = store_modules()
     out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                out.add(node.module.split(".")[0])
-            else:
-                out |= {alias.name for alias in node.names}
+        if not isinstance(node, ast.ImportFrom) or node.level == 0:
+            continue
+        base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+        if node.level - 1 > len(package):
+            continue  # above the store package (..errors from a folder)
+        target = base + (node.module.split(".") if node.module else [])
+        for alias in node.names:
+            name = ".".join(target + [alias.name])
+            dotted = ".".join(target)
+            if name in known:
+                out.add(name)
+            elif dotted in known or dotted == "":
+                out.add(dotted)
+    out.discard("")
     return out
 
 
+def folder_of(module: str) -> str:
+    return module.split(".")[0] if "." in module else ("" if module == "store" else module)
+
+
 def store_graph() -> dict:
-    return {p.stem: sibling_imports(p) & {q.stem for q in STORE.glob("*.py")}
-            for p in STORE.glob("*.py") if p.stem != "__init__"}
+    return {m: imports_of(p) - {m} for m, p in store_modules().items() if p.name != "__init__.py"}
+
+
+def test_the_format_layer_has_its_folders():
+    folders = {p.name for p in STORE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(FOLDER_LEVELS) - {""}
+    assert not [p.name for p in STORE.glob("*.py") if p.name not in ("__init__.py", "store.py")]
+    for folder in folders:
+        assert len(list((STORE / folder).glob("*.py"))) >= 4, folder
 
 
 def test_store_imports_have_no_cycle():
@@ -46,7 +79,7 @@ def test_store_imports_have_no_cycle():
         if module in done:
             return
         active.append(module)
-        for dep in sorted(graph[module]):
+        for dep in sorted(graph.get(module, ())):
             visit(dep)
         active.pop()
         done.add(module)
@@ -55,33 +88,39 @@ def test_store_imports_have_no_cycle():
         visit(module)
 
 
-def test_only_the_package_init_imports_the_facade():
-    graph = store_graph()
-    assert [m for m, deps in graph.items() if "store" in deps] == []
-    assert sibling_imports(STORE / "__init__.py") == {"store"}
-
-
-def test_named_levels_import_only_downwards():
-    graph = store_graph()
-    upward = [(m, d) for m, deps in graph.items() if m in LEVELS for d in deps
-              if d in LEVELS and LEVELS[d] >= LEVELS[m]]
+def test_folders_import_only_their_own_folder_and_those_below():
+    upward = [(m, d) for m, deps in store_graph().items() for d in deps
+              if FOLDER_LEVELS[folder_of(d)] > FOLDER_LEVELS[folder_of(m)]]
     assert upward == []
-    assert graph["layout"] == set()
+    assert store_graph()[BOTTOM] == set()
 
 
-def test_the_spark_layer_reaches_the_store_through_its_facade():
-    """``from ..store import X`` (the facade's exports) and the constants of ``layout`` only."""
+def test_the_graph_sees_imports_across_folders():
+    """Guard against a vacuous pass: relative imports across folders are resolved into the graph."""
+    graph = store_graph()
+    assert "files.mapped_file_queue" in graph["files.commitlog"]
+    assert "format.layout" in graph["read.recovery"] and "read.store_reader" in graph["write.appender"]
+
+
+def test_only_the_package_init_imports_the_facade():
+    assert [m for m, deps in store_graph().items() if "store" in deps] == []
+    assert imports_of(STORE / "__init__.py") == {"store"}
+
+
+def test_the_layers_above_reach_the_store_through_its_facade():
+    """``from ..store import X`` (the facade's exports) and the constants of ``format.layout`` only."""
     offenders = []
-    for path in sorted(SPARK.glob("*.py")):
+    for path in sorted(p for folder in ABOVE_THE_FACADE for p in folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.level == 2 and (node.module or "").startswith("store."):
-                if node.module != "store.layout":
-                    offenders.append(f"{path.name}: from ..{node.module} import ...")
-            if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module == "store":
-                names = {alias.name for alias in node.names}
-                import rocketstore_spark.store as facade
-
-                missing = names - set(facade.__all__) - {"layout"}
+            if not isinstance(node, ast.ImportFrom) or node.level != 2:
+                continue
+            if (node.module or "").startswith("store.") and node.module != "store.format":
+                offenders.append(f"{path.name}: from ..{node.module} import ...")
+            names = {alias.name for alias in node.names}
+            if node.module == "store.format" and names != {"layout"}:
+                offenders.append(f"{path.name}: from ..store.format import {sorted(names)}")
+            if node.module == "store":
+                missing = names - set(facade.__all__)
                 if missing:
                     offenders.append(f"{path.name}: {sorted(missing)} are not facade exports")
     assert offenders == []

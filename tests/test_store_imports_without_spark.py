@@ -63,7 +63,7 @@ def imported_roots(path: Path) -> set:
 
 
 def test_no_store_module_imports_pyspark():
-    modules = sorted(STORE.glob("*.py")) + [PACKAGE / "errors.py", PACKAGE / "__init__.py"]
+    modules = sorted(STORE.rglob("*.py")) + [PACKAGE / "errors.py", PACKAGE / "__init__.py"]
     assert len(modules) > 10
     statement = re.compile(r"^\s*(import|from)\s+(pyspark|py4j)\b", re.M)  # also inside functions
     offenders = [str(p) for p in modules if statement.search(p.read_text(encoding="utf-8"))

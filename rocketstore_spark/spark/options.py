@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import layout as L
+from ..store.format import layout as L
 from ..store import Subscription, resolve_store_root
 
 EARLIEST = "earliest"

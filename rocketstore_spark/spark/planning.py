@@ -18,7 +18,7 @@ from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError
 from ..store import RocketStore, Subscription, decode_msg_id
-from ..store import layout as L
+from ..store.format import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
 
 log = logging.getLogger("rocketstore_spark")

@@ -23,7 +23,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 
 from ..errors import DataLossError
 from ..store import RocketStore
-from ..store import layout as L
+from ..store.format import layout as L
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
 from .planning import QueuePartition, StoreHandle, handle_sizes, split_range
 from .reader import RocketStoreReader

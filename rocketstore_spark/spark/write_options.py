@@ -10,7 +10,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Map
                                TimestampType)
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import layout as L
+from ..store.format import layout as L
 from ..store import DEFAULT_STORE_HOST, existing_queue_counts as store_queue_counts, parse_host
 from .options import canonical, parse_bool, parse_int
 

@@ -1,7 +1,7 @@
 """The batch sink: tasks encode and stage in parallel, the driver publishes the whole job atomically.
 
-Commit protocol (details in :mod:`rocketstore_spark.store.staging`, :mod:`~rocketstore_spark.store.publish` and
-:mod:`~rocketstore_spark.store.journal`):
+Commit protocol (details in :mod:`rocketstore_spark.store.write.staging`,
+:mod:`~rocketstore_spark.store.write.publish` and :mod:`~rocketstore_spark.store.write.journal`):
 
 1. ``writer()`` on the driver validates options and the input schema, checks that nobody holds the store's
    ``lock`` (fail fast) and picks a job id.
@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import MessageValidationError
-from ..store import layout as L
+from ..store.format import layout as L
 from ..store import discard_staged, java_string_hashes, publish_staged, stage
 from .write_options import WriteOptions
 

@@ -14,19 +14,22 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import InvalidArgumentError
-from .appender import DEFAULT_STORE_HOST, StoreWriter
-from .codec import decode_msg_id, parse_host
-from .columns import COLUMNS, RAW_COLUMNS, arrow_schema
-from .consume_queue import Subscription
-from .java_hash import java_string_hashes
-from .locking import StoreLock
-from .messages import GetMessageResult
-from .publish import new_job_id, publish_staged
-from .queue_reads import DEFAULT_BATCH_ROWS
-from .sizes import StoreSizes
-from .staging import discard_staged, stage
-from .store_reader import StoreReader, resolve_store_root
-from .topic_config import existing_queue_counts
+from .write.appender import DEFAULT_STORE_HOST, StoreWriter
+from .format.codec import decode_msg_id, parse_host
+from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
+from .files.consume_queue import Subscription
+from .format.java_hash import java_string_hashes
+from .files.locking import StoreLock
+from .read.messages import GetMessageResult
+from .write.publish import new_job_id, publish_staged
+from .read.queue_reads import DEFAULT_BATCH_ROWS
+from .files.sizes import StoreSizes
+from .write.staging import discard_staged, stage
+from .read.store_reader import StoreReader, resolve_store_root
+from .files.topic_config import (broker_managed, existing_queue_counts, load_topic_table, queue_dir_counts,
+                                 register_topics, topics_path)
+from .read.verify import verify_store
+from .write.staged_jobs import STATE_OPEN, parse_age, remove_staged_jobs, staged_jobs
 
 MODE_READ = "r"
 MODE_APPEND = "a"
@@ -62,4 +65,7 @@ class RocketStore(StoreReader):
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "StoreSizes", "Subscription", "StoreLock",
            "DEFAULT_BATCH_ROWS", "DEFAULT_STORE_HOST", "COLUMNS", "RAW_COLUMNS", "arrow_schema", "resolve_store_root",
            "stage", "publish_staged", "discard_staged", "new_job_id", "existing_queue_counts",
-           "java_string_hashes", "parse_host", "decode_msg_id"]
+           "java_string_hashes", "parse_host", "decode_msg_id",
+           # the CLI's store tools: verification, staged jobs, the broker's topic table
+           "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
+           "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]

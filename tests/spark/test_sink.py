@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from rocketstore_spark.store import RocketStore
 from tests.conftest import GOLDEN_SIZES
-from tests.store.test_writer import tree_digest
+from tests.store.write.test_writer import tree_digest
 
 SIZE_OPTIONS = {"commitLogFileSize": "1048576", "consumeQueueFileSize": "6000", "indexHashSlots": "5000",
                 "indexMaxEntries": "20000"}

@@ -174,7 +174,7 @@ def test_reads_that_plan_no_partition_return_no_rows(pushdown, golden_store_path
 
 
 def test_store_with_ambiguous_index_sizes_reads_and_says_what_to_pass_for_lookups(pushdown, tmp_path):
-    from tests.store.test_writer import _ambiguous_index_store
+    from tests.store.write.test_writer import _ambiguous_index_store
 
     root = _ambiguous_index_store(tmp_path / "s")
     assert [r[0] for r in reader(pushdown, root).select("body").collect()] == [b"x"]

@@ -1,0 +1,330 @@
+"""``rocketstore``: offline equivalents of mqadmin's queries on a store directory (no broker needed)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ..errors import RocketStoreError
+from ..store import (STATE_OPEN, RocketStore, StoreWriter, parse_age, queue_dir_counts, register_topics as add_topics,
+                     remove_staged_jobs, staged_jobs, topics_path, verify_store)
+
+app = typer.Typer(help="Inspect, query, verify, generate and recover Apache RocketMQ store directories.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+# piped output (files, other programs) gets wide tables and unwrapped messages instead of 80 columns
+console = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, soft_wrap=True)
+
+
+# The store's file sizes, for stores where they cannot be detected (every command that opens a store takes
+# them). The second spellings are the ones of a broker test harness's size arguments ("--commitlog-size 1048576
+# --cq-size 6000 --index-slots 5000 --index-num 20000"), so such a file can be passed as it is.
+COMMIT_LOG_SIZE = typer.Option(None, "--commit-log-file-size", "--commitlog-size",
+                               help="commit-log file size (mappedFileSizeCommitLog)")
+CONSUME_QUEUE_SIZE = typer.Option(None, "--consume-queue-file-size", "--cq-size",
+                                  help="consume-queue file size in bytes (mappedFileSizeConsumeQueue)")
+INDEX_SLOTS = typer.Option(None, "--index-hash-slots", "--index-slots", help="index hash slots (maxHashSlotNum)")
+INDEX_ENTRIES = typer.Option(None, "--index-max-entries", "--index-num", help="index entries (maxIndexNum)")
+
+
+def _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) -> dict:
+    given = dict(commit_log_file_size=commit_log_file_size, consume_queue_file_size=consume_queue_file_size,
+                 index_hash_slots=index_hash_slots, index_max_entries=index_max_entries)
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                    console=err, transient=True)
+
+
+def _ts(ms: Optional[int]) -> str:
+    if ms is None or ms <= 0:
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def _parse_time(text: Optional[str]) -> Optional[int]:
+    """Milliseconds since the epoch from digits or an ISO-8601 time (UTC when no zone is given)."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise typer.BadParameter(f"expected epoch milliseconds or an ISO time, found {text!r}") from e
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+@app.command()
+def inspect(store: Path = typer.Argument(..., help="store directory"),
+            as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+    """Sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint, recovery status."""
+    from .report import describe_store
+
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with RocketStore.open(store, **sizes) as s:
+        info = describe_store(s)
+    if as_json:
+        console.print_json(json.dumps(info))
+        return
+    console.print(f"[bold]{info['path']}[/bold]  recovery: {info['recovery']['mode']}, valid end "
+                  f"{info['recovery']['valid_end']:,}" + (f", [red]{info['recovery']['problem']}[/red]"
+                                                          if info["recovery"]["problem"] else ""))
+    console.print(f"sizes: {info['sizes']}")
+    console.print(f"abort file: {info['abort']}   disk use: {info['disk_bytes']:,} bytes   "
+                  f"commit-log files: {info['commitlog_files']}")
+    table = Table("topic", "queues", "messages", "min..max offsets", "first store time", "last store time")
+    for t in info["topics"]:
+        table.add_row(t["topic"], str(len(t["queues"])), f"{t['messages']:,}",
+                      ", ".join(f"{q['queueId']}:{q['min']}..{q['max']}" for q in t["queues"][:4])
+                      + (" …" if len(t["queues"]) > 4 else ""), _ts(t["first_ms"]), _ts(t["last_ms"]))
+    console.print(table)
+    idx = Table("index file", "entries", "begin", "end", "end phy offset")
+    for f in info["index_files"]:
+        idx.add_row(f["name"], f"{f['entries']:,}", _ts(f["begin_ms"]), _ts(f["end_ms"]), f"{f['end_phy']:,}")
+    console.print(idx)
+    console.print(f"checkpoint: {info['checkpoint']}")
+    tt = info["topic_table"]
+    console.print(f"broker topic table: {tt['path']} " + (f"[red]{tt['error']}[/red]" if tt["error"] else
+                                                          f"lists {tt['topics']} topics" if tt["exists"] else
+                                                          "absent"))
+    if tt["unlisted"]:
+        console.print(f"[yellow]not in the topic table (a broker would not serve them): {', '.join(tt['unlisted'])}"
+                      f"[/yellow] — `rocketstore recover {info['path']} --register-topics` adds them")
+    if info["staging"]:
+        open_jobs = [j for j in info["staging"] if j["state"] == "open"]
+        console.print(f"staged write jobs: {len(info['staging'])} ({len(open_jobs)} open), "
+                      f"{sum(j['disk_bytes'] for j in info['staging']):,} bytes — `rocketstore staging` lists them")
+
+
+@app.command()
+def dump(store: Path = typer.Argument(..., help="store directory"),
+         topic: Optional[str] = typer.Option(None, help="topic (all topics when omitted)"),
+         queue: Optional[int] = typer.Option(None, help="queue id"),
+         from_offset: Optional[int] = typer.Option(None, "--from", help="first queue offset"),
+         to_offset: Optional[int] = typer.Option(None, "--to", help="queue offset to stop before"),
+         tags: Optional[str] = typer.Option(None, help="subscription expression, e.g. 'TagA || TagB'"),
+         since: Optional[str] = typer.Option(None, help="store time from (ms or ISO)"),
+         until: Optional[str] = typer.Option(None, help="store time before (ms or ISO)"),
+         limit: Optional[int] = typer.Option(None, help="stop after this many messages"),
+         fmt: str = typer.Option("table", "--format", help="table or jsonl"),
+         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+    """Messages of a topic/queue (or everything) as a table or JSON lines."""
+    from .report import iter_messages, message_json
+
+    if fmt not in ("table", "jsonl"):
+        raise typer.BadParameter("--format must be table or jsonl")
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with RocketStore.open(store, **sizes) as s, _progress() as bar:
+        task = bar.add_task("scanning", total=None)
+
+        def counted(rows):
+            for row in rows:
+                bar.advance(task)
+                yield row
+
+        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, _parse_time(since),
+                                     _parse_time(until), limit))
+        if fmt == "jsonl":
+            for row in rows:
+                sys.stdout.write(message_json(row) + "\n")
+            return
+        table = Table("topic", "queue", "offset", "phy offset", "tags", "keys", "store time", "body")
+        for row in rows:
+            body = row["body"][:40].decode("utf-8", "replace")
+            table.add_row(row["topic"], str(row["queueId"]), str(row["queueOffset"]), str(row["commitLogOffset"]),
+                          row["tags"] or "", " ".join(row["keys"]), str(row["storeTimestamp"]), body)
+        console.print(table)
+
+
+@app.command()
+def query(store: Path = typer.Argument(..., help="store directory"),
+          topic: Optional[str] = typer.Option(None, help="topic (needed for --key, --uniq-key, --queue, --time)"),
+          key: Optional[str] = typer.Option(None, help="a KEYS token"),
+          uniq_key: Optional[str] = typer.Option(None, help="a UNIQ_KEY (client message id)"),
+          msg_id: Optional[str] = typer.Option(None, help="an offsetMsgId"),
+          queue: Optional[int] = typer.Option(None, help="queue id (with --offset or --time)"),
+          offset: Optional[int] = typer.Option(None, help="queue offset"),
+          time: Optional[str] = typer.Option(None, help="store time (ms or ISO): the queue offset at that time"),
+          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+          consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+    """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time."""
+    from .report import message_json
+
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with RocketStore.open(store, **sizes) as s:
+        if msg_id:
+            row = s.look_message_by_msg_id(msg_id)
+            rows = [row] if row else []
+        elif key or uniq_key:
+            if not topic:
+                raise typer.BadParameter("--key/--uniq-key need --topic")
+            rows = s.query_by_key(topic, key or uniq_key).to_pylist()
+        elif queue is not None and time is not None:
+            if not topic:
+                raise typer.BadParameter("--time needs --topic and --queue")
+            ts = _parse_time(time)
+            console.print_json(json.dumps({"topic": topic, "queueId": queue, "timestamp": ts,
+                                           "lower": s.offset_by_time(topic, queue, ts, "lower"),
+                                           "upper": s.offset_by_time(topic, queue, ts, "upper")}))
+            return
+        elif queue is not None and offset is not None:
+            if not topic:
+                raise typer.BadParameter("--offset needs --topic and --queue")
+            rows = [r for b in s.read_queue(topic, queue, offset, offset + 1) for r in b.to_pylist()]
+        else:
+            raise typer.BadParameter("give one of --key, --uniq-key, --msg-id, --queue with --offset or --time")
+    if not rows:
+        err.print("[yellow]no message found[/yellow]")
+        raise typer.Exit(1)
+    for row in rows:
+        sys.stdout.write(message_json(row) + "\n")
+
+
+@app.command()
+def verify(store: Path = typer.Argument(..., help="store directory"),
+           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+    """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with RocketStore.open(store, **sizes) as s, _progress() as bar:
+        tasks = {}
+
+        def report(phase, done, total):
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        problems = verify_store(s, report)
+    if problems:
+        table = Table("where", "problem", title=f"{len(problems)} problem(s)")
+        for p in problems[:200]:
+            table.add_row(p.where, p.message)
+        console.print(table)
+        raise typer.Exit(1)
+    console.print("[green]store is consistent[/green]")
+
+
+@app.command()
+def generate(store: Path = typer.Argument(..., help="store directory to create or append to"),
+             messages: int = typer.Option(100_000, help="number of messages"),
+             days: float = typer.Option(3.0, help="store times spread over this many days, ending now"),
+             seed: int = typer.Option(42, help="random seed"),
+             body_bytes: Optional[int] = typer.Option(None, help="fixed body size (mixed sizes by default)"),
+             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+             index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+    """Write a realistic sample store (topics, queues, tags, keys, mixed bodies, some compressed)."""
+    from .sample import SampleSpec, generate_store
+
+    # sizes for a new store; an existing one must match them
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with _progress() as bar:
+        task = bar.add_task("generating", total=messages)
+        result = generate_store(store, SampleSpec(messages=messages, days=days, seed=seed, body_bytes=body_bytes),
+                                progress=lambda n: bar.advance(task, n), **sizes)
+    console.print(f"wrote {result['messages']:,} messages to {store} (commit log ends at "
+                  f"{result['end_phy_offset']:,})")
+
+
+@app.command()
+def recover(store: Path = typer.Argument(..., help="store directory"),
+            register_topics: bool = typer.Option(False, "--register-topics", help="also add every topic with "
+                                                 "queues that the broker's topic table (config/topics.json) "
+                                                 "lacks, so that a broker serves it"),
+            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+    """Finish or roll back an interrupted sink commit and repair a crashed tail."""
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    writer = StoreWriter.open(store, **sizes)
+    actions = writer.recovery_actions
+    try:
+        if register_topics:
+            added = add_topics(store, queue_dir_counts(store))
+            actions.append(f"added topics {', '.join(added)} to {topics_path(store)}" if added
+                           else f"every topic is in {topics_path(store)} already")
+    finally:
+        writer.close()
+    for line in actions or ["nothing to recover: the store was closed cleanly"]:
+        console.print(line)
+    for job in (j for j in staged_jobs(store) if j.state == STATE_OPEN):
+        console.print(f"kept staging of job {job.job_id}: {job.disk_bytes:,} bytes, last written "
+                      f"{_ts(job.last_write_ms)} (its job may still be running; `rocketstore staging {store} "
+                      f"--remove {job.job_id}` removes it)")
+
+
+@app.command()
+def staging(store: Path = typer.Argument(..., help="store directory"),
+            remove: Optional[list[str]] = typer.Option(None, "--remove", help="job id whose staging to remove "
+                                                       "(repeatable); a task of it still running then fails"),
+            older_than: Optional[str] = typer.Option(None, help="remove every job not written to for this long "
+                                                     "(90m, 12h, 7d) and every closed one"),
+            as_json: bool = typer.Option(False, "--json", help="machine-readable output")):
+    """Staged files of Spark write jobs: list them; remove those of jobs whose driver died before committing."""
+    if not store.is_dir():
+        raise typer.BadParameter(f"{store} is not a directory", param_hint="STORE")
+    if remove or older_than is not None:
+        age = parse_age(older_than) if older_than is not None else None
+        removed = remove_staged_jobs(store, list(remove or []), older_than_s=age)
+        for job in removed:
+            console.print(f"removed job {job.job_id} ({job.state}, {job.disk_bytes:,} bytes)")
+        if not removed:
+            console.print("nothing to remove")
+        return
+    jobs = staged_jobs(store)
+    if as_json:
+        console.print_json(json.dumps([j.as_dict() for j in jobs]))
+        return
+    table = Table("job", "state", "disk bytes", "files", "last write")
+    for j in jobs:
+        table.add_row(j.job_id, j.state, f"{j.disk_bytes:,}", str(j.files), _ts(j.last_write_ms))
+    console.print(table if jobs else "nothing staged")
+
+
+@app.command()
+def lag(store: Path = typer.Argument(..., help="store directory"),
+        offsets: str = typer.Option(..., help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
+                                              'or a streaming checkpoint directory'),
+        commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+        consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+        index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+    """How many messages each queue is behind the given committed offsets (a query's progress)."""
+    from .report import consumer_lag, load_offsets
+
+    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with RocketStore.open(store, **sizes) as s:
+        rows = consumer_lag(s, load_offsets(offsets))
+    table = Table("topic", "queue", "committed", "max offset", "lag")
+    for r in rows:
+        table.add_row(r["topic"], str(r["queueId"]), str(r["committed"]), str(r["max"]), f"{r['lag']:,}")
+    console.print(table)
+    console.print(f"total lag: {sum(r['lag'] for r in rows):,}")
+
+
+def main() -> None:
+    try:
+        app()
+    except RocketStoreError as e:
+        err.print(f"[red]error:[/red] {e}")
+        sys.exit(2)
+

@@ -1,0 +1,152 @@
+"""What the CLI shows: a store's description, message iteration with filters, JSON rendering, consumer lag."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pyarrow.compute as pc
+
+from ..errors import StoreFormatError
+from ..store import RocketStore, broker_managed, load_topic_table, staged_jobs, topics_path
+
+
+def describe_store(s: RocketStore) -> dict:
+    """Sizes, recovery status, per-topic queues/counts/time ranges, index files, checkpoint, disk use."""
+    rec = s.recovery
+    topics = []
+    for topic in s.topics():
+        queues, first, last, total = [], None, None, 0
+        for qid in s.queue_ids(topic):
+            lo, hi = s.min_offset(topic, qid), s.max_offset(topic, qid)
+            queues.append({"queueId": qid, "min": lo, "max": hi})
+            total += hi - lo
+            if hi > lo:
+                units = s.consume_queue(topic, qid).units(lo, lo + 1), s.consume_queue(topic, qid).units(hi - 1, hi)
+                t0 = s.store_time_at(int(units[0][0]["phy_offset"]), int(units[0][0]["size"]))
+                t1 = s.store_time_at(int(units[1][0]["phy_offset"]), int(units[1][0]["size"]))
+                first = t0 if first is None or 0 < t0 < first else first
+                last = t1 if last is None or t1 > last else last
+        topics.append({"topic": topic, "queues": queues, "messages": total, "first_ms": first, "last_ms": last})
+    cp = s.checkpoint()
+    return {
+        "path": str(s.root),
+        "sizes": {k: v for k, v in s.sizes.__dict__.items() if v != ""},
+        "recovery": {"mode": rec.mode, "valid_end": rec.valid_end, "problem": rec.stop_problem,
+                     "file": rec.stop_file},
+        "abort": s.abort_present,
+        "min_phy_offset": s.min_phy_offset(),
+        "commitlog_files": len(s.commitlog.queue.files),
+        "topics": topics,
+        "index_files": [{"name": f.name, "entries": max(f.header.index_count - 1, 0),
+                         "begin_ms": f.header.begin_timestamp, "end_ms": f.header.end_timestamp,
+                         "end_phy": f.header.end_phy_offset} for f in s.index_files()],
+        "checkpoint": None if cp is None else cp.__dict__,
+        "disk_bytes": _disk_bytes(s.root),
+        "staging": [j.as_dict() for j in staged_jobs(s.root)],
+        "topic_table": topic_table_status(s),
+    }
+
+
+def topic_table_status(s: RocketStore) -> dict:
+    """The broker's topic table: where it is, how many topics it lists, and which topics with queues it lacks
+    (a broker started on this store would not serve them)."""
+    status = {"path": str(topics_path(s.root)), "exists": topics_path(s.root).exists()}
+    try:
+        listed = load_topic_table(s.root).get("topicConfigTable", {})
+    except StoreFormatError as e:  # a read-only report: say so, and show the rest of the store anyway
+        return {**status, "error": str(e), "topics": 0, "unlisted": []}
+    return {**status, "error": None, "topics": len(listed),
+            "unlisted": [t for t in s.topics() if t not in listed and not broker_managed(t)]}
+
+
+def _disk_bytes(root: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            total += os.stat(os.path.join(dirpath, name)).st_blocks * 512
+    return total
+
+
+def iter_messages(s: RocketStore, topic: Optional[str], queue: Optional[int], start: Optional[int],
+                  end: Optional[int], tags: Optional[str], since: Optional[int], until: Optional[int],
+                  limit: Optional[int]) -> Iterator[dict]:
+    """Messages in queue order (commit-log order without a topic), filtered, as dicts."""
+    count = 0
+    if topic is None:
+        batches = s.scan_commitlog()
+    else:
+        qids = [queue] if queue is not None else s.queue_ids(topic)
+        batches = (b for q in qids for b in s.read_queue(topic, q, start, end, tags=tags))
+    for batch in batches:
+        ts = batch.column("storeTimestamp").cast("int64")
+        mask = None
+        for bound, op in ((since, pc.greater_equal), (until, pc.less)):
+            if bound is not None:
+                part = op(ts, bound)
+                mask = part if mask is None else pc.and_(mask, part)
+        if mask is not None:
+            batch = batch.filter(mask)
+        for row in batch.to_pylist():
+            yield row
+            count += 1
+            if limit is not None and count >= limit:
+                return
+
+
+def message_json(row: dict) -> str:
+    """One message as JSON: body as UTF-8 text when it is, else base64 (``bodyBase64``)."""
+    out = {}
+    for key, value in row.items():
+        if key == "body":
+            try:
+                out["body"] = value.decode("utf-8")
+            except UnicodeDecodeError:
+                out["bodyBase64"] = base64.b64encode(value).decode()
+        elif isinstance(value, dt.datetime):
+            out[key] = int(value.timestamp() * 1000)
+        elif key == "properties" and value is not None:
+            out[key] = dict(value)
+        else:
+            out[key] = value
+    return json.dumps(out, ensure_ascii=False)
+
+
+def load_offsets(text: str) -> dict:
+    """Committed offsets: JSON text, a JSON file, or a Structured Streaming checkpoint directory (its newest
+    ``offsets/<batch>`` file holds the source's offsets on its last line)."""
+    path = Path(text)
+    if path.is_dir():
+        offsets_dir = path / "offsets" if (path / "offsets").is_dir() else path
+        batches = sorted((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+        if not batches:
+            raise ValueError(f"no committed batches in {offsets_dir}")
+        return json.loads(batches[-1].read_text().strip().splitlines()[-1])
+    if path.is_file():
+        return json.loads(path.read_text())
+    return json.loads(text)
+
+
+def consumer_lag(s: RocketStore, offsets: dict) -> list[dict]:
+    """Per queue: committed next offset, the queue's max offset and the difference (never negative).
+    ``offsets`` is ``{"broker": {"topic": {"qid": next}}}`` or, for one store, ``{"topic": {"qid": next}}``."""
+    if offsets and all(isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()) for v in offsets.values()):
+        merged: dict = {}
+        for per_broker in offsets.values():
+            for topic, queues in per_broker.items():
+                merged.setdefault(topic, {}).update(queues)
+        offsets = merged
+    rows = []
+    for topic, queues in sorted(offsets.items()):
+        if topic not in s.topics():
+            continue
+        for qid in s.queue_ids(topic):
+            committed = int(queues.get(str(qid), queues.get(qid, s.min_offset(topic, qid))))
+            top = s.max_offset(topic, qid)
+            rows.append({"topic": topic, "queueId": qid, "committed": committed, "max": top,
+                         "lag": max(top - committed, 0)})
+    return rows

@@ -1,0 +1,120 @@
+"""``MappedFileQueue``: a directory of fixed-size files named by the byte offset of their first byte.
+
+Used for the commit log (one directory) and for every consume queue (one directory per topic/queue).
+Files are memory-mapped read-only on demand; nothing here ever writes.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ...errors import StoreConfigError, StoreFormatError
+from ..format.layout import FILE_NAME_DIGITS
+
+
+@dataclass(frozen=True)
+class MappedFileInfo:
+    """One file of a queue: its path, the absolute offset of its first byte and its length on disk."""
+
+    path: Path
+    from_offset: int
+    length: int
+
+
+def list_offset_files(directory: Path) -> list[MappedFileInfo]:
+    """The files of ``directory`` sorted by start offset; any other entry is an error naming it."""
+    infos = []
+    if not directory.is_dir():
+        return infos
+    for entry in os.scandir(directory):
+        if entry.name.startswith("."):
+            continue  # editor/OS droppings such as .DS_Store are not part of the store
+        if not entry.is_file() or len(entry.name) != FILE_NAME_DIGITS or not entry.name.isdigit():
+            raise StoreFormatError(
+                f"unexpected entry {entry.name!r} in {directory}: expected only files named by a "
+                f"{FILE_NAME_DIGITS}-digit start offset", entry.path)
+        infos.append(MappedFileInfo(Path(entry.path), int(entry.name), entry.stat().st_size))
+    infos.sort(key=lambda f: f.from_offset)
+    return infos
+
+
+def detect_file_size(files: list[MappedFileInfo], configured: Optional[int], what: str,
+                     option: str) -> Optional[int]:
+    """The common length of ``files``: every file of a MappedFileQueue has the configured size.
+
+    Returns ``configured`` (or None) when there are no files; raises when lengths differ or contradict it.
+    """
+    if not files:
+        return configured
+    lengths = {f.length for f in files}
+    if len(lengths) != 1:
+        odd = [f for f in files if f.length != files[0].length]
+        raise StoreConfigError(
+            f"{what} files must all have the same length; {files[0].path} has {files[0].length} bytes but "
+            f"{odd[0].path} has {odd[0].length} (a truncated copy?)")
+    size = lengths.pop()
+    if size <= 0:
+        raise StoreConfigError(f"{what} file {files[0].path} is empty; expected a preallocated file")
+    if configured is not None and configured != size:
+        raise StoreConfigError(
+            f"{option}={configured} contradicts the {what} files, which are {size} bytes long "
+            f"(e.g. {files[0].path}); drop the option or pass {option}={size}")
+    return size
+
+
+class MappedFileQueue:
+    """Read-only view of one MappedFileQueue directory (``commitlog/`` or ``consumequeue/<topic>/<id>/``)."""
+
+    def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None):
+        self.directory = Path(directory)
+        self.file_size = file_size
+        self.files = list_offset_files(self.directory) if files is None else files
+        self._maps: dict[int, tuple[mmap.mmap, np.ndarray]] = {}
+        for i, f in enumerate(self.files):
+            if f.length != file_size:
+                raise StoreConfigError(
+                    f"{f.path} is {f.length} bytes long; every file of this queue must be {file_size} bytes")
+            if f.from_offset % file_size:
+                raise StoreFormatError(
+                    f"file name {f.path.name} is not a multiple of the file size {file_size}", f.path)
+            if i and f.from_offset != self.files[i - 1].from_offset + file_size:
+                raise StoreFormatError(
+                    f"gap in {self.directory}: expected a file starting at "
+                    f"{self.files[i - 1].from_offset + file_size}, found {f.path.name}", f.path)
+
+    @property
+    def min_offset(self) -> int:
+        """Start offset of the first file (0 when there is none)."""
+        return self.files[0].from_offset if self.files else 0
+
+    @property
+    def end_offset(self) -> int:
+        """Offset just past the last file."""
+        return self.files[-1].from_offset + self.file_size if self.files else 0
+
+    def index_of(self, offset: int) -> int:
+        """Index of the file holding absolute ``offset``, or -1 when no file holds it."""
+        if not self.files or offset < self.min_offset or offset >= self.end_offset:
+            return -1
+        return (offset - self.min_offset) // self.file_size
+
+    def buffer(self, index: int) -> np.ndarray:
+        """The whole file ``index`` as a read-only uint8 array backed by a memory map."""
+        cached = self._maps.get(index)
+        if cached is None:
+            info = self.files[index]
+            with open(info.path, "rb") as fh:
+                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            cached = (mm, np.frombuffer(mm, dtype=np.uint8))
+            self._maps[index] = cached
+        return cached[1]
+
+    def close(self) -> None:
+        """Drop the maps (arrays handed out keep their own reference alive)."""
+        self._maps.clear()

@@ -1,0 +1,108 @@
+"""The four file sizes a store was written with, detected from its files or taken from options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ...errors import IndexSizesAmbiguousError, StoreConfigError
+from ..format import layout as L
+from .index_file import detect_index_sizes
+from .mapped_file_queue import detect_file_size, list_offset_files
+
+
+@dataclass(frozen=True)
+class StoreSizes:
+    """``mappedFileSizeCommitLog``, ``mappedFileSizeConsumeQueue`` (a multiple of 20), ``maxHashSlotNum``,
+    ``maxIndexNum``."""
+
+    commit_log_file_size: int = L.DEFAULT_COMMIT_LOG_FILE_SIZE
+    consume_queue_file_size: int = L.DEFAULT_CONSUME_QUEUE_FILE_SIZE
+    index_hash_slots: int = L.DEFAULT_INDEX_HASH_SLOTS
+    index_max_entries: int = L.DEFAULT_INDEX_MAX_ENTRIES
+    # why the index sizes could not be told from the files (empty when they could); reads that never touch the
+    # index work regardless, key lookups and writers raise this message
+    index_sizes_problem: str = ""
+
+    def as_options(self) -> dict:
+        """The four sizes as keyword arguments of ``RocketStore.open`` / ``StoreWriter.open``."""
+        self.require_index_sizes()
+        return {"commit_log_file_size": self.commit_log_file_size,
+                "consume_queue_file_size": self.consume_queue_file_size,
+                "index_hash_slots": self.index_hash_slots, "index_max_entries": self.index_max_entries}
+
+    def require_index_sizes(self) -> None:
+        """Raise when the index sizes are only a guess (see ``index_sizes_problem``)."""
+        if self.index_sizes_problem:
+            raise IndexSizesAmbiguousError(self.index_sizes_problem)
+
+    def __post_init__(self):
+        for name in ("commit_log_file_size", "consume_queue_file_size", "index_hash_slots", "index_max_entries"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise StoreConfigError(f"{name} must be a positive integer, found {value!r}")
+        if self.commit_log_file_size >= 1 << 31:
+            raise StoreConfigError(f"commit_log_file_size must be below 2 GiB (a Java int), found "
+                                   f"{self.commit_log_file_size}")
+        if self.consume_queue_file_size % L.CQ_STORE_UNIT_SIZE:
+            raise StoreConfigError(f"consume_queue_file_size must be a multiple of 20, found "
+                                   f"{self.consume_queue_file_size}")
+
+
+def _positive(name: str, value) -> Optional[int]:
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError) as e:
+        raise StoreConfigError(f"{name} must be a positive integer, found {value!r}") from e
+    if number <= 0 or number != value and str(value).strip() != str(number):
+        raise StoreConfigError(f"{name} must be a positive integer, found {value!r}")
+    return number
+
+
+def cq_directories(root: Path) -> list[Path]:
+    """Every ``consumequeue/<topic>/<queueId>`` directory."""
+    base = root / L.CONSUMEQUEUE_DIR
+    if not base.is_dir():
+        return []
+    return [q for t in sorted(base.iterdir()) if t.is_dir() for q in sorted(t.iterdir()) if q.is_dir()]
+
+
+def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
+                 index_max_entries=None, *, defaults_when_empty: bool = True) -> StoreSizes:
+    """Sizes from the files; options must agree with them; defaults where a store has no such files."""
+    commit_log_file_size = _positive("commit_log_file_size", commit_log_file_size)
+    consume_queue_file_size = _positive("consume_queue_file_size", consume_queue_file_size)
+    if consume_queue_file_size is not None:
+        consume_queue_file_size = L.round_up_cq_file_size(consume_queue_file_size)
+    index_hash_slots = _positive("index_hash_slots", index_hash_slots)
+    index_max_entries = _positive("index_max_entries", index_max_entries)
+
+    cl = detect_file_size(list_offset_files(root / L.COMMITLOG_DIR), commit_log_file_size,
+                          "commit-log", "commit_log_file_size")
+    cq = consume_queue_file_size
+    for directory in cq_directories(root):
+        cq = detect_file_size(list_offset_files(directory), cq, f"consume-queue ({directory})",
+                              "consume_queue_file_size")
+    index_dir = root / L.INDEX_DIR
+    index_paths = sorted(p for p in index_dir.iterdir() if p.is_file() and not p.name.startswith(".")) \
+        if index_dir.is_dir() else []
+    problem = ""
+    try:
+        slots, entries = detect_index_sizes(index_paths, index_hash_slots, index_max_entries)
+    except IndexSizesAmbiguousError as e:  # fatal only for what uses the index
+        problem, slots, entries = str(e), None, None
+    if slots is None or entries is None:
+        if not defaults_when_empty and (slots is None) != (entries is None):
+            raise StoreConfigError("pass both index_hash_slots and index_max_entries, or neither")
+        slots = slots if slots is not None else (entries // 4 if entries else L.DEFAULT_INDEX_HASH_SLOTS)
+        entries = entries if entries is not None else slots * 4
+    return StoreSizes(
+        commit_log_file_size=cl if cl is not None else L.DEFAULT_COMMIT_LOG_FILE_SIZE,
+        consume_queue_file_size=cq if cq is not None else L.DEFAULT_CONSUME_QUEUE_FILE_SIZE,
+        index_hash_slots=slots,
+        index_max_entries=entries,
+        index_sizes_problem=problem,
+    )

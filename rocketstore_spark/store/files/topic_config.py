@@ -1,0 +1,156 @@
+"""The broker's topic table, ``<store root>/config/topics.json``: how many queues each topic has.
+
+A broker started on a store (``storePathRootDir``) serves only the topics in this table
+(``TopicConfigManager``; a pull for a topic missing from it answers TOPIC_NOT_EXIST), and queue directories
+exist only for queues that received a message, so the table is also the only record of a topic's queues that
+have none yet. rocketstore therefore
+
+* reads it for the queue counts of existing topics (with the consume-queue directories), and
+* adds the topics a write job wrote that the table lacks, right after the job's commit point (recovery adds
+  them if a crash came in between; a rolled-back job never reached the table) — existing entries are never
+  changed. System, retry and dead-letter topics are left to the broker, which creates and configures them
+  itself.
+
+The file is ``TopicConfigSerializeWrapper`` as JSON (RocketMQ writes it with fastjson)::
+
+    {"dataVersion": {"counter": 3, "stateVersion": 0, "timestamp": 1717200000000},
+     "topicConfigTable": {"orders": {"topicName": "orders", "readQueueNums": 8, "writeQueueNums": 8,
+                                     "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0,
+                                     "order": false, "attributes": {}}}}
+
+Writes keep what ``MixAll.string2File`` keeps: the previous file as ``topics.json.bak`` (which
+``ConfigManager.load`` falls back to when ``topics.json`` is missing or empty), and the new text written to
+``topics.json.tmp`` first, then renamed over ``topics.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Mapping, Optional
+
+from ...errors import StoreFormatError
+from ..format import layout as L
+from .store_files import write_text_atomically
+
+CONFIG_DIR = "config"
+TOPICS_FILE = "topics.json"  # BrokerPathConfigHelper.getTopicConfigPath
+BACKUP_SUFFIX = ".bak"
+PERM_READ_WRITE = 0x6  # PermName.PERM_READ (0x4) | PermName.PERM_WRITE (0x2)
+SINGLE_TAG = "SINGLE_TAG"  # TopicFilterType.SINGLE_TAG
+
+
+def topics_path(root) -> Path:
+    return Path(root) / CONFIG_DIR / TOPICS_FILE
+
+
+def _read_table(path: Path) -> Optional[dict]:
+    """The parsed file, or None when it is missing or empty (``ConfigManager.load`` then tries the backup)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    if not text.strip():
+        return None
+    try:
+        payload = json.loads(text)
+    except ValueError as e:
+        raise StoreFormatError(f"expected the broker's topic table as JSON, found unparsable text ({e})",
+                               path) from e
+    if not isinstance(payload, dict) or not isinstance(payload.get("topicConfigTable", {}), dict):
+        raise StoreFormatError("expected a JSON object with a 'topicConfigTable' object, found "
+                               f"{type(payload).__name__}", path)
+    return payload
+
+
+def load_topic_table(root) -> dict:
+    """The whole ``TopicConfigSerializeWrapper`` (an empty one when the store has no topic table)."""
+    path = topics_path(root)
+    payload = _read_table(path)
+    if payload is None:
+        payload = _read_table(path.with_name(TOPICS_FILE + BACKUP_SUFFIX))
+    return payload if payload is not None else {"topicConfigTable": {}}
+
+
+def configured_queue_counts(root) -> dict[str, int]:
+    """Topic → queues from the topic table: the larger of read and write queue numbers."""
+    counts = {}
+    for name, config in load_topic_table(root).get("topicConfigTable", {}).items():
+        if isinstance(config, dict):
+            try:
+                counts[name] = max(int(config.get("readQueueNums") or 0), int(config.get("writeQueueNums") or 0))
+            except (TypeError, ValueError) as e:
+                raise StoreFormatError(f"topic {name!r}: expected integer readQueueNums/writeQueueNums, found "
+                                       f"{config.get('readQueueNums')!r}/{config.get('writeQueueNums')!r}",
+                                       topics_path(root)) from e
+    return counts
+
+
+def queue_dir_counts(root) -> dict[str, int]:
+    """Topic → highest queue id + 1 among its consume-queue directories."""
+    base = Path(root) / L.CONSUMEQUEUE_DIR
+    counts = {}
+    for topic in base.iterdir() if base.is_dir() else ():
+        ids = [int(q.name) for q in topic.iterdir() if q.is_dir() and q.name.isdigit()] if topic.is_dir() else []
+        if ids:
+            counts[topic.name] = max(ids) + 1
+    return counts
+
+
+def existing_queue_counts(root) -> dict[str, int]:
+    """Topic → number of queues of a store: its queue directories, and the topic table's queue numbers
+    (queues that never received a message have no directory)."""
+    counts = queue_dir_counts(root)
+    for topic, n in configured_queue_counts(root).items():
+        counts[topic] = max(counts.get(topic, 0), n)
+    return counts
+
+
+def broker_managed(topic: str) -> bool:
+    """System, retry and dead-letter topics: the broker creates their table entries itself."""
+    return bool(L.SYSTEM_TOPIC_PATTERN.match(topic) or L.RETRY_TOPIC_PATTERN.match(topic))
+
+
+def _missing(table: dict, queue_nums: Mapping[str, int]) -> dict[str, int]:
+    return {t: int(n) for t, n in sorted(queue_nums.items()) if t not in table and not broker_managed(t)}
+
+
+def topics_to_register(root, queue_nums: Mapping[str, int]) -> dict[str, int]:
+    """The part of ``queue_nums`` (topic → queues) that :func:`register_topics` would add."""
+    return _missing(load_topic_table(root).get("topicConfigTable", {}), queue_nums)
+
+
+def register_topics(root, queue_nums: Mapping[str, int], now_ms: Optional[int] = None) -> list[str]:
+    """Add the topics of ``queue_nums`` the table does not have (read = write = that many queues,
+    read-write, SINGLE_TAG), except broker-managed ones; entries already there are left as they are.
+    Returns the topics added."""
+    payload = load_topic_table(root)
+    table = payload.setdefault("topicConfigTable", {})
+    add = _missing(table, queue_nums)
+    if not add:
+        return []
+    for topic, n in add.items():
+        table[topic] = {"topicName": topic, "readQueueNums": n, "writeQueueNums": n, "perm": PERM_READ_WRITE,
+                        "topicFilterType": SINGLE_TAG, "topicSysFlag": 0, "order": False, "attributes": {}}
+    _save(root, payload, now_ms)
+    return list(add)
+
+
+def _save(root, payload: dict, now_ms: Optional[int]) -> None:
+    version = payload.get("dataVersion") if isinstance(payload.get("dataVersion"), dict) else {}
+    payload["dataVersion"] = {  # DataVersion.nextVersion: a new timestamp, the counter one up
+        "counter": int(version.get("counter", 0) or 0) + 1, "stateVersion": int(version.get("stateVersion", 0) or 0),
+        "timestamp": int(time.time() * 1000) if now_ms is None else int(now_ms)}
+    _write(topics_path(root), json.dumps(payload, indent="\t", ensure_ascii=False))
+
+
+def _write(path: Path, text: str) -> None:
+    if path.exists() and path.stat().st_size:
+        shutil.copyfile(path, path.with_name(path.name + BACKUP_SUFFIX))
+    write_text_atomically(path, text)
+
+
+__all__ = ["broker_managed", "configured_queue_counts", "existing_queue_counts", "load_topic_table",
+           "queue_dir_counts", "register_topics", "topics_path", "topics_to_register"]

@@ -1,0 +1,199 @@
+"""Consumer-style paging and point lookups (``getMessage``, ``queryMessage``, by offset, msgId and time).
+
+A mixin of :class:`~rocketstore_spark.store.store.RocketStore`; it relies on the facade's recovered consume
+queues, commit log and index files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import InvalidArgumentError
+from ..format import layout as L
+from ..format.codec import decode_msg_id
+from ..format.columns import arrow_schema, normalize_columns
+from ..files.consume_queue import Subscription
+from ..files.index_file import IndexFile, index_key
+from .recovery import MODE_ABNORMAL, index_keys_after
+from .time_search import offset_in_queue_by_time
+
+JAVA_LONG_MAX = (1 << 63) - 1
+MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: cap of queryMessage results
+MAX_TRANSFER_BYTES_IN_MEMORY = 256 * 1024  # maxTransferBytesOnMessageInMemory
+MAX_TRANSFER_COUNT_IN_MEMORY = 32  # maxTransferCountOnMessageInMemory
+MAX_TRANSFER_BYTES_ON_DISK = 64 * 1024  # maxTransferBytesOnMessageInDisk
+MAX_TRANSFER_COUNT_ON_DISK = 8  # maxTransferCountOnMessageInDisk
+MAX_FILTER_MESSAGE_SIZE = 16000  # maxFilterMessageSize: bytes of units examined per call (at least)
+
+# GetMessageStatus names
+FOUND = "FOUND"
+NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+
+
+@dataclass
+class GetMessageResult:
+    """What ``getMessage`` answers: a status, where to continue, the queue's range and the messages."""
+
+    status: str
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: pa.Table
+
+
+class MessageLookups:
+    """getMessage / queryMessage / lookMessageByOffset / getOffsetInQueueByTime for the store facade."""
+
+    def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int = 32, tags="*",
+                    columns=None, *, in_memory: bool = True) -> GetMessageResult:
+        """Page through a queue like a consumer; statuses and ``next_begin_offset`` as RocketMQ's getMessage.
+
+        Tag matching for the status uses consume-queue hashes only, as the broker does; the returned messages
+        are then re-checked on the real tag (the client's job in RocketMQ), so collisions never come back.
+        """
+        columns = normalize_columns(columns)
+        sub = Subscription.parse(tags)
+        empty = arrow_schema(columns).empty_table()
+        if (topic, int(queue_id)) not in self._queues:
+            _ = self.recovery
+        if (topic, int(queue_id)) not in self._queues:
+            return GetMessageResult(NO_MATCHED_LOGIC_QUEUE, 0, 0, 0, empty)
+        cq = self.consume_queue(topic, queue_id)
+        lo, hi = self.min_offset(topic, queue_id), cq.max_offset
+        if hi == 0:
+            return GetMessageResult(NO_MESSAGE_IN_QUEUE, 0, lo, hi, empty)
+        if offset < lo:
+            return GetMessageResult(OFFSET_TOO_SMALL, lo, lo, hi, empty)
+        if offset == hi:
+            return GetMessageResult(OFFSET_OVERFLOW_ONE, offset, lo, hi, empty)
+        if offset > hi:
+            return GetMessageResult(OFFSET_OVERFLOW_BADLY, 0 if lo == 0 else hi, lo, hi, empty)
+        per = cq.units_per_file
+        file_end = min(hi, (offset // per + 1) * per)
+        units = cq.units(offset, file_end)
+        max_filter_bytes = max(MAX_FILTER_MESSAGE_SIZE, max_nums * L.CQ_STORE_UNIT_SIZE)
+        limit_bytes = MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK
+        limit_count = MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK
+        status, next_offset = NO_MATCHED_MESSAGE, offset
+        picked, total_bytes = [], 0
+        matches = sub.matches_units(units)
+        for i, unit in enumerate(units):
+            if i * L.CQ_STORE_UNIT_SIZE > max_filter_bytes:  # 5.x: (unitOffset - offset) * 20 > maxFilterMessageSize
+                break
+            size = int(unit["size"])
+            if picked and (len(picked) >= max_nums or total_bytes + size > limit_bytes
+                           or len(picked) > limit_count - 1):
+                break
+            next_offset = offset + i + 1
+            if not matches[i]:
+                continue
+            phy = int(unit["phy_offset"])
+            if phy < self.min_phy_offset() or phy + size > self.recovery.valid_end:
+                if not picked:
+                    status = MESSAGE_WAS_REMOVING
+                continue
+            picked.append(phy)
+            total_bytes += size
+            status = FOUND
+        table = self.read_records_at(picked, columns + (() if "tags" in columns else ("tags",)))
+        if not sub.is_all and table.num_rows:
+            table = table.filter(pc.fill_null(pc.is_in(table.column("tags"), value_set=pa.array(sub.tags)), False))
+        return GetMessageResult(status, next_offset, lo, hi, table.select(list(columns)))
+
+    # --- index ------------------------------------------------------------------------------------------
+
+    def index_files(self) -> list[IndexFile]:
+        """The index files recovery keeps, oldest first (abnormal recovery drops those newer than the
+        checkpoint's index timestamp; their keys are then found by scanning, as the broker rebuilds them)."""
+        if self._index_files is None:
+            self.sizes.require_index_sizes()
+            directory = self.root / L.INDEX_DIR
+            paths = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith(".")) \
+                if directory.is_dir() else []
+            files = [IndexFile(p, self.sizes.index_hash_slots, self.sizes.index_max_entries) for p in paths]
+            if self.recovery.mode == MODE_ABNORMAL and self._checkpoint is not None:
+                limit = self._checkpoint.index_msg_timestamp
+                files = [f for f in files if f.header.end_timestamp <= limit]
+            self._index_files = files
+        return self._index_files
+
+    def _unindexed_matches(self, topic: str, key: str) -> list[int]:
+        """Offsets, newest first, of records abnormal recovery re-indexes that carry ``key`` in ``topic``."""
+        if self.recovery.mode != MODE_ABNORMAL:
+            return []
+        indexed_end = max((f.header.end_phy_offset for f in self.index_files()), default=-1)
+        found = [phy for t, k, phy, _ts in index_keys_after(self.commitlog, self.recovery, indexed_end)
+                 if t == topic and k == key]
+        return list(dict.fromkeys(found))[::-1]
+
+    def query_by_key(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+                     end: Optional[int] = None, columns=None) -> pa.Table:
+        """``queryMessage``: messages of ``topic`` whose UNIQ_KEY or a KEYS token is ``key``.
+
+        Walks the index newest file first, each bucket chain newest entry first, keeping at most ``max_num``
+        offsets (capped at 64 like the broker), then removes hash collisions by checking the real key.
+        Rows come back in commit-log order.
+        """
+        columns = normalize_columns(columns)
+        end = JAVA_LONG_MAX if end is None else int(end)
+        max_num = min(int(max_num), MAX_MSGS_NUM_BATCH)
+        offsets = self._unindexed_matches(topic, key)[:max_num]
+        full_key = index_key(topic, key)
+        for f in reversed(self.index_files()):
+            if len(offsets) >= max_num:
+                break
+            if f.is_time_matched(begin, end):
+                f.select_phy_offsets(offsets, full_key, max_num, begin, end)
+            if f.header.begin_timestamp < begin:
+                break
+        want = tuple(dict.fromkeys(columns + ("topic", "uniqKey", "keys")))
+        table = self.read_records_at(sorted(set(offsets)), want)
+        is_key = pc.or_(pc.fill_null(pc.equal(table.column("uniqKey"), key), False),
+                        _has_key(table.column("keys"), key))
+        keep = pc.and_(pc.equal(table.column("topic"), topic), is_key)
+        return table.filter(keep).select(list(columns))
+
+    # --- point lookups ----------------------------------------------------------------------------------
+
+    def look_message_by_offset(self, phy_offset: int, columns=None) -> Optional[dict]:
+        """``lookMessageByOffset``: the message at a commit-log offset as a dict (None outside the log)."""
+        batch = self.read_record_at(int(phy_offset), columns)
+        return None if batch is None else batch.to_pylist()[0]
+
+    def look_message_by_msg_id(self, msg_id: str, columns=None) -> Optional[dict]:
+        """``queryMsgById``: decode the physical offset from an offsetMsgId and read that record."""
+        try:
+            _address, _port, phy = decode_msg_id(msg_id)
+        except ValueError as e:
+            raise InvalidArgumentError(f"bad msgId {msg_id!r}: {e}") from e
+        return self.look_message_by_offset(phy, columns)
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
+        """``getOffsetInQueueByTime``: the queue offset at a store timestamp (see :mod:`.time_search`)."""
+        cq = self.consume_queue(topic, queue_id)
+        return offset_in_queue_by_time(cq, self.store_time_at, int(timestamp_ms), boundary,
+                                       self.min_phy_offset())
+
+
+def _has_key(keys: pa.ChunkedArray, key: str) -> pa.ChunkedArray:
+    """Per row: does the list ``keys`` contain ``key``?"""
+    out = []
+    for chunk in keys.chunks:
+        flat = chunk.flatten()
+        hits = np.asarray(pc.fill_null(pc.equal(flat, key), False))
+        rows = np.asarray(pc.list_parent_indices(chunk)) if len(flat) else np.zeros(0, dtype=np.int64)
+        mask = np.zeros(len(chunk), dtype=bool)
+        mask[rows[hits]] = True
+        out.append(pa.array(mask))
+    return pa.chunked_array(out, type=pa.bool_())

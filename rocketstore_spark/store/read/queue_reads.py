@@ -1,0 +1,152 @@
+"""Reading consume queues: messages of queue-offset ranges, optionally tag-filtered, as Arrow batches.
+
+A mixin of :class:`~rocketstore_spark.store.store.RocketStore`; it relies on the facade's recovered consume
+queues and commit log. A tag filter tests the consume queue's 20-byte units first and decodes only the records
+whose hash matched, then checks their real tag.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import CorruptRecordError, DataLossError
+from ..format import layout as L
+from ..format.columns import build_batch, fixed_fields_for, normalize_columns
+from ..files.consume_queue import Subscription
+
+log = logging.getLogger("rocketstore_spark")
+
+DEFAULT_BATCH_ROWS = 10_000
+# A tag read decodes its hash matches once several batches' worth have gathered: each decode costs a fixed
+# amount per commit-log file the matches fall in, and selective matches spread over every file. The byte cap
+# bounds the memory of one decode (the consume-queue units give each record's size).
+TAG_DECODE_BATCHES = 4
+TAG_DECODE_BYTES = 64 << 20
+
+
+class QueueReads:
+    """``read_queue`` / ``read_queues`` for the store facade."""
+
+    def read_queue(self, topic: str, queue_id: int, start: Optional[int] = None, end: Optional[int] = None,
+                   tags=None, columns=None, *, batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False,
+                   fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+        """Messages of one queue in queue-offset order, as RecordBatches of about ``batch_rows`` rows.
+
+        ``tags`` is a subscription expression: units are filtered on the consume-queue hash before any
+        commit-log byte is read, then the real tag is checked. ``columns`` limits what is decoded.
+        """
+        yield from self.read_queues([(topic, queue_id, start, end)], tags, columns, batch_rows=batch_rows,
+                                    verify_crc=verify_crc, fail_on_data_loss=fail_on_data_loss)
+
+    def read_queues(self, ranges, tags=None, columns=None, *, batch_rows: int = DEFAULT_BATCH_ROWS,
+                    verify_crc: bool = False, fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+        """Messages of several ``(topic, queue_id, start, end)`` ranges (None: the queue's edges).
+
+        Without tags each range is read in queue-offset order. With tags, the hash matches of all ranges are
+        gathered until about a batch is ready and decoded together (per commit-log file), so a selective read
+        over many consume-queue files decodes a few large batches instead of many small ones; rows of one
+        queue keep their queue-offset order.
+        """
+        columns = normalize_columns(columns)
+        sub = Subscription.parse(tags)
+        pending: list = []  # (consume queue, queue offsets, units) whose units matched the tag hash
+        gathered = gathered_bytes = 0
+        for topic, queue_id, start, end in ranges:
+            cq, lo, hi = self._clamped_range(topic, queue_id, start, end, fail_on_data_loss)
+            if sub.is_all:
+                step = max(batch_rows, 1) * 4
+                while lo < hi:
+                    stop = min(hi, lo + step)
+                    units = cq.units(lo, stop)
+                    group = (cq, np.arange(lo, lo + len(units), dtype=np.int64), units)
+                    yield from self._read_units([group], columns, sub, batch_rows, verify_crc, fail_on_data_loss)
+                    lo = stop
+                continue
+            # a tag filter: one pass over the 20-byte units; the matching records are decoded together once
+            # several batches (or TAG_DECODE_BYTES) have gathered
+            for offsets, units in cq.hash_matches(sub, lo, hi):
+                pending.append((cq, offsets, units))
+                gathered += len(offsets)
+                gathered_bytes += int(units["size"].sum(dtype=np.int64))
+                if gathered >= batch_rows * TAG_DECODE_BATCHES or gathered_bytes >= TAG_DECODE_BYTES:
+                    yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
+                                                decode_rows=gathered)
+                    pending, gathered, gathered_bytes = [], 0, 0
+        if pending and not sub.is_all:
+            yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
+                                        decode_rows=gathered)
+
+    def _clamped_range(self, topic, queue_id, start, end, fail_on_data_loss):
+        """(consume queue, first, end) of a requested range; a start before what is left is data loss."""
+        cq = self.consume_queue(topic, queue_id)
+        first = self.min_offset(topic, queue_id)
+        lo = first if start is None else max(int(start), cq.first_offset)
+        hi = cq.max_offset if end is None else min(int(end), cq.max_offset)
+        if start is not None and int(start) < first and fail_on_data_loss and int(start) < hi:
+            raise DataLossError(
+                f"{topic}/{queue_id}: offsets {start}..{first} are gone (their commit-log files expired); "
+                f"start at {first} or pass fail_on_data_loss=False to skip them")
+        return cq, lo, hi
+
+    def _live_units(self, cq, offsets, units, fail_on_data_loss) -> tuple[np.ndarray, np.ndarray]:
+        """(commit-log offsets, sizes) of the units to decode (already past the tag-hash test): not fillers, not
+        expired (an error unless ``fail_on_data_loss`` is off), never past the commit log's valid end (an error)."""
+        phy = units["phy_offset"].astype(np.int64)
+        size = units["size"].astype(np.int64)
+        keep = size != L.CQ_FILLER_SIZE
+        valid_end = self.recovery.valid_end
+        past = keep & (phy + size > valid_end)
+        if past.any():
+            i = int(np.flatnonzero(past)[0])
+            path, at = cq.unit_location(int(offsets[i]))
+            raise CorruptRecordError(
+                f"consume-queue unit {int(offsets[i])} of {cq.topic}/{cq.queue_id} points at commit-log offset "
+                f"{int(phy[i])} (+{int(size[i])} bytes), past the commit log's valid end {valid_end}", path, at)
+        gone = keep & (phy < self.min_phy_offset())
+        if gone.any():
+            lost = np.flatnonzero(gone)
+            if fail_on_data_loss:
+                raise DataLossError(
+                    f"{cq.topic}/{cq.queue_id} offset {int(offsets[lost[0]])}: commit-log offset "
+                    f"{int(phy[lost[0]])} is before the oldest commit-log file ({self.min_phy_offset()}); pass "
+                    "fail_on_data_loss=False to skip expired messages")
+            log.warning("%s/%s: skipping %d messages between offsets %d and %d whose commit-log files expired "
+                        "(fail_on_data_loss=False)", cq.topic, cq.queue_id, len(lost), int(offsets[lost[0]]),
+                        int(offsets[lost[-1]]))
+            keep &= ~gone
+        return phy[keep], size[keep]
+
+    def _read_units(self, groups, columns, sub, batch_rows, verify_crc, fail_on_data_loss, decode_rows=None):
+        """Decode the units of ``groups`` ((consume queue, queue offsets, units) each, every unit already past
+        the tag-hash test) ``decode_rows`` at a time per commit-log file, yielding batches of at most
+        ``batch_rows``; the real tag is checked on the decoded records."""
+        live = [self._live_units(cq, offsets, units, fail_on_data_loss) for cq, offsets, units in groups]
+        phy = np.concatenate([p for p, _ in live]) if len(live) > 1 else live[0][0]
+        size = np.concatenate([z for _, z in live]) if len(live) > 1 else live[0][1]
+        what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
+        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        fixed = fixed_fields_for(want)
+        file_idx, pos = self.commitlog.locate(phy)
+        step = max(batch_rows if decode_rows is None else decode_rows, 1)
+        for chunk_start in range(0, len(phy), step):
+            part = slice(chunk_start, chunk_start + step)
+            chunk_files = file_idx[part]
+            single = chunk_files.min() == chunk_files.max()
+            for f in chunk_files[:1] if single else np.unique(chunk_files):
+                # most chunks of a full read lie in one commit-log file: no per-file selection to compute
+                in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
+                fields = self.commitlog.read_fields(int(f), pos[in_file], size[in_file], verify_crc, what, fixed)
+                batch = build_batch(self.commitlog.queue.buffer(int(f)), fields, want,
+                                    str(self.commitlog.queue.files[int(f)].path))
+                if not sub.is_all:
+                    batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
+                                                               value_set=pa.array(sub.tags)), False))
+                    if want != columns:
+                        batch = batch.select(list(columns))
+                for start in range(0, batch.num_rows, max(batch_rows, 1)):
+                    yield batch.slice(start, batch_rows)

@@ -1,0 +1,114 @@
+"""Finding the valid end of a store the way ``CommitLog.recoverNormally`` / ``recoverAbnormally`` do.
+
+Nothing is modified: the result says where the commit log ends, which consume-queue units survive and which
+records past the consume queues' end the real store would re-dispatch when it opens the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..format import layout as L
+from ..files.checkpoint import Checkpoint
+from ..files.commitlog import END_INVALID, CommitLog, FileWalk
+from ..files.consume_queue import ConsumeQueue
+
+MODE_NORMAL = "normal"
+MODE_ABNORMAL = "abnormal"
+
+
+@dataclass
+class RecoveryResult:
+    """What recovery found: the valid end of the commit log and how it got there."""
+
+    mode: str
+    start_file_index: int
+    valid_end: int
+    stop_problem: str = ""  # why the scan stopped at an invalid record ("" at a clean end of data)
+    stop_file: Optional[str] = None
+    walks: list[FileWalk] = field(default_factory=list, repr=False)
+
+
+def normal_start_index(commitlog: CommitLog, max_phy_offset_of_cqs: int) -> int:
+    """``recoverNormally``: the last file whose start offset is not past the consume queues' max offset."""
+    files = commitlog.queue.files
+    index = len(files) - 1
+    while index > 0 and files[index].from_offset > max_phy_offset_of_cqs:
+        index -= 1
+    return max(index, 0)
+
+
+def abnormal_start_index(commitlog: CommitLog, checkpoint: Optional[Checkpoint], index_safe: bool = False) -> int:
+    """``recoverAbnormally``: searching backwards, the first file whose first record was stored no later
+    than the checkpoint's safe time (``isMappedFileMatchedRecover``); the first file when none matches."""
+    if checkpoint is None:
+        return 0
+    limit = checkpoint.min_timestamp_index if index_safe else checkpoint.min_timestamp
+    for index in range(len(commitlog.queue.files) - 1, -1, -1):
+        ts = commitlog.first_store_timestamp(index)
+        if ts != 0 and ts <= limit:
+            return index
+    return 0
+
+
+def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Optional[Checkpoint],
+            abort_present: bool, check_crc: bool = True) -> RecoveryResult:
+    """Compute the valid end of ``commitlog`` and truncate the in-memory view of ``queues`` to it."""
+    max_cq_phy = max((q.last_unit_end() for q in queues), default=0)
+    if abort_present:
+        mode, start = MODE_ABNORMAL, abnormal_start_index(commitlog, checkpoint)
+    else:
+        mode, start = MODE_NORMAL, normal_start_index(commitlog, max_cq_phy)
+    hints = None
+    if commitlog.queue.files:
+        from_offset = commitlog.queue.files[start].from_offset
+        hints = np.concatenate([q.phy_offsets_from(from_offset) for q in queues] or [np.zeros(0, np.int64)])
+    valid_end, walks = commitlog.recover_end(start, check_crc=check_crc, hints=hints)
+    result = RecoveryResult(mode, start, valid_end, walks=walks)
+    last = walks[-1] if walks else None
+    if last is not None and last.end_kind == END_INVALID:
+        result.stop_problem = last.problem
+        result.stop_file = str(commitlog.queue.files[last.file_index].path)
+    for q in queues:
+        q.truncate_at_phy(valid_end)
+    return result
+
+
+def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue]) -> list[tuple[FileWalk, np.ndarray]]:
+    """Records the real store would dispatch on opening: past every consume queue's end, before the valid end.
+
+    Returns (walk, indices into walk.fields) per scanned file, in commit-log order.
+    """
+    dispatched_end = max((q.last_unit_end() for q in queues), default=0)
+    out = []
+    for walk in result.walks:
+        f = walk.fields
+        if not len(f):
+            continue
+        tran = f.sysflag & L.TRANSACTION_TYPE_MASK
+        dispatchable = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
+        idx = np.flatnonzero(dispatchable & (f.phy_offset >= dispatched_end))
+        if len(idx):
+            out.append((walk, idx))
+    return out
+
+
+def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: int):
+    """What re-dispatch indexes for the recovered records past ``indexed_end``, in ``buildIndex`` order:
+    (topic, key, physical offset, store time) for the UNIQ_KEY then each KEYS token; ROLLBACK is skipped."""
+    from ..format.columns import build_batch
+
+    for walk in result.walks:
+        f = walk.fields
+        tran = f.sysflag & L.TRANSACTION_TYPE_MASK
+        idx = np.flatnonzero((f.phy_offset > indexed_end) & (tran != L.TRANSACTION_ROLLBACK_TYPE))
+        if not len(idx):
+            continue
+        batch = build_batch(commitlog.queue.buffer(walk.file_index), f.take(idx),
+                            ("topic", "uniqKey", "keys", "commitLogOffset"))
+        for row, ts in zip(batch.to_pylist(), f.store_timestamp[idx]):
+            for key in ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]:
+                yield row["topic"], key, row["commitLogOffset"], int(ts)

@@ -1,0 +1,318 @@
+"""``StoreReader``: the read engine over one RocketMQ store directory (commit log, consume queues, index
+files, checkpoint).
+
+Opening never modifies a byte. Recovery (the valid end of the commit log) runs lazily, the first time it is
+needed. The writer (:mod:`.appender`) and the job tools build on this class; users reach it through the facade
+:class:`~rocketstore_spark.store.store.RocketStore`, which also opens the writer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import CorruptRecordError, InvalidArgumentError, StoreFormatError, StoreNotFoundError
+from ..format import layout as L
+from ..files.checkpoint import Checkpoint, read_checkpoint
+from ..format.codec import dispatch_tags_code, parse_records, read_be
+from ..format.columns import arrow_schema, build_batch, normalize_columns
+from ..files.commitlog import END_BLANK, CommitLog
+from ..files.consume_queue import ConsumeQueue
+from ..files.mapped_file_queue import MappedFileQueue
+from .messages import GetMessageResult, MessageLookups
+from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
+from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
+from ..files.sizes import StoreSizes, cq_directories, detect_sizes
+
+
+def resolve_store_root(path) -> Path:
+    """The store directory for ``path`` (a broker home holding ``store/`` is accepted too)."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise StoreNotFoundError(f"store path {root} does not exist; expected a RocketMQ store directory "
+                                 "(the broker's storePathRootDir, holding commitlog/ and consumequeue/)")
+    if not root.is_dir():
+        raise StoreNotFoundError(f"store path {root} is a file; expected a RocketMQ store directory holding "
+                                 "commitlog/ and consumequeue/")
+    if not (root / L.COMMITLOG_DIR).is_dir() and (root / "store" / L.COMMITLOG_DIR).is_dir():
+        root = root / "store"
+    if not (root / L.COMMITLOG_DIR).is_dir():
+        raise StoreNotFoundError(f"{root} is not a RocketMQ store: expected a {L.COMMITLOG_DIR}/ directory in it")
+    return root
+
+
+class StoreReader(QueueReads, MessageLookups):
+    """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
+
+    def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
+                 valid_end: Optional[int] = None):
+        self.root = Path(root)
+        self.sizes = sizes
+        self.check_crc_on_recover = check_crc_on_recover
+        self.commitlog = CommitLog(MappedFileQueue(self.root / L.COMMITLOG_DIR, sizes.commit_log_file_size))
+        self.abort_present = (self.root / L.ABORT_FILE).exists()
+        self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
+        for directory in cq_directories(self.root):
+            if not directory.name.isdigit():
+                raise StoreFormatError(f"unexpected directory {directory.name!r} in {directory.parent}: "
+                                       "expected numeric queue ids", directory)
+            key = (directory.parent.name, int(directory.name))
+            self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size)
+        self._recovery: Optional[RecoveryResult] = None
+        self._given_valid_end = valid_end
+        self._index_files = None
+
+    @classmethod
+    def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
+             index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None):
+        """Open the store at ``path`` for reading.
+
+        Sizes are detected from the files; pass them when a store has none of a kind or detection is
+        ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
+        """
+        root = resolve_store_root(path)
+        sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
+                             index_max_entries)
+        return cls(root, sizes, check_crc_on_recover, valid_end)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        """Release memory maps."""
+        self.commitlog.queue.close()
+        for q in self._queues.values():
+            q.files.close()
+        for f in self._index_files or []:
+            f.close()
+        self._index_files = None
+
+    # --- recovery ---------------------------------------------------------------------------------------
+
+    @property
+    def recovery(self) -> RecoveryResult:
+        """How the real store would recover this directory (computed once)."""
+        if self._recovery is None:
+            queues = list(self._queues.values())
+            if self._given_valid_end is not None:
+                for q in queues:
+                    q.truncate_at_phy(self._given_valid_end)
+                self._recovery = RecoveryResult("given", -1, self._given_valid_end)
+            else:
+                self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
+                                         self.check_crc_on_recover)
+                if self._recovery.mode == MODE_ABNORMAL:
+                    self._redispatch(self._recovery)
+        return self._recovery
+
+    def _redispatch(self, result: RecoveryResult) -> None:
+        """Add the consume-queue units abnormal recovery would write for records past the queues' end."""
+        for walk, idx in undispatched_records(result, list(self._queues.values())):
+            buf = self.commitlog.queue.buffer(walk.file_index)
+            cols = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
+                    "storeTimestamp")
+            batch = build_batch(buf, walk.fields.take(idx), cols)
+            ts = walk.fields.store_timestamp[idx]
+            for row, store_ts in zip(batch.to_pylist(), ts):
+                key = (row["topic"], row["queueId"])
+                cq = self._queues.get(key)
+                if cq is None:
+                    cq = ConsumeQueue(key[0], key[1], self.root / L.CONSUMEQUEUE_DIR / key[0] / str(key[1]),
+                                      self.sizes.consume_queue_file_size)
+                    self._queues[key] = cq
+                if row["queueOffset"] == cq.max_offset:
+                    code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
+                    cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
+
+    # --- metadata ---------------------------------------------------------------------------------------
+
+    def checkpoint(self) -> Optional[Checkpoint]:
+        """The checkpoint file's values (None when the store has none)."""
+        return self._checkpoint
+
+    def topics(self) -> list[str]:
+        """Topics with a consume queue, sorted."""
+        return list(self._queue_ids_by_topic())
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids of ``topic``, sorted (empty for an unknown topic)."""
+        return list(self._queue_ids_by_topic().get(topic, ()))
+
+    def has_queue(self, topic: str, queue_id: int) -> bool:
+        """Whether (topic, queue_id) has a consume queue (after recovery)."""
+        _ = self.recovery
+        return (topic, int(queue_id)) in self._queues
+
+    def _queue_ids_by_topic(self) -> dict:
+        """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
+        planning over thousands of topics does not rescan every queue per topic."""
+        _ = self.recovery
+        if self._queue_index is None or self._queue_index[0] != len(self._queues):
+            by_topic: dict = {}
+            for t, q in sorted(self._queues):
+                by_topic.setdefault(t, []).append(q)
+            self._queue_index = (len(self._queues), {t: tuple(qs) for t, qs in by_topic.items()})
+        return self._queue_index[1]
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""
+        _ = self.recovery
+        cq = self._queues.get((topic, int(queue_id)))
+        if cq is None:
+            raise InvalidArgumentError(f"no consume queue for topic {topic!r} queue {queue_id} in {self.root}; "
+                                       f"topics are {self.topics()}")
+        return cq
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
+        cq = self.consume_queue(topic, queue_id)
+        oldest = self.min_phy_offset()
+        for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
+            # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
+            # shortly after the commit-log files, a copy taken in between still holds them
+            if int(cq.units(hi - 1, hi)["phy_offset"][0]) < oldest:
+                continue
+            # units point forward through the commit log (leading filler units at 0): binary search the first
+            # live one, reading a handful of units instead of the whole file
+            phy = cq.units(lo, hi)["phy_offset"]
+            a, b = 0, len(phy)
+            while a < b:
+                mid = (a + b) // 2
+                if int(phy[mid]) >= oldest:
+                    b = mid
+                else:
+                    a = mid + 1
+            return lo + a
+        return cq.max_offset
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
+        return self.consume_queue(topic, queue_id).max_offset
+
+    def min_phy_offset(self) -> int:
+        """Start of the oldest commit-log file."""
+        return self.commitlog.queue.min_offset
+
+    def max_phy_offset(self) -> int:
+        """The valid end of the commit log after recovery."""
+        return self.recovery.valid_end
+
+    # --- reading ----------------------------------------------------------------------------------------
+
+    def scan_commitlog(self, start: int = 0, end: Optional[int] = None, columns=None, *,
+                       batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
+        """Every record in commit-log order from ``start`` to ``end`` (clamped to the valid end), including
+        records that never reach a consume queue (PREPARED / ROLLBACK transaction halves)."""
+        columns = normalize_columns(columns)
+        valid_end = self.recovery.valid_end
+        end = valid_end if end is None else min(int(end), valid_end)
+        start = max(int(start), self.min_phy_offset())
+        walks = {w.file_index: w for w in self.recovery.walks}
+        files = self.commitlog.queue.files
+        for index, info in enumerate(files):
+            if info.from_offset + self.sizes.commit_log_file_size <= start or info.from_offset >= end:
+                continue
+            walk = walks.get(index)
+            if walk is None or verify_crc:
+                # units of the consume queues mark record starts: chains of them are taken in vectorised steps
+                # and only the records no queue points at are walked one by one
+                base = info.from_offset
+                hints = np.concatenate([np.zeros(0, np.int64)] + [
+                    q.phy_offsets_between(base, base + self.sizes.commit_log_file_size) - base
+                    for q in self._queues.values()])
+                walk = self.commitlog.walk_file(index, check_crc=verify_crc, hints=hints)
+                if walk.end_kind != END_BLANK and info.from_offset + walk.end_position < end:
+                    raise CorruptRecordError(
+                        f"commit log stops early: {walk.problem or 'no record where one was expected'} "
+                        f"before the valid end {end}", info.path, walk.end_position)
+            f = walk.fields
+            absolute = info.from_offset + f.position
+            sel = np.flatnonzero((absolute >= start) & (absolute < end))
+            buf = self.commitlog.queue.buffer(index)
+            for chunk in range(0, len(sel), batch_rows):
+                yield build_batch(buf, f.take(sel[chunk:chunk + batch_rows]), columns, str(info.path))
+
+    def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
+        """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range)."""
+        columns = normalize_columns(columns)
+        if phy_offset < self.min_phy_offset() or phy_offset >= self.recovery.valid_end:
+            return None
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        fields = self.commitlog.read_fields(int(file_idx[0]), pos, what=" (lookup by physical offset)")
+        return build_batch(self.commitlog.queue.buffer(int(file_idx[0])), fields, columns)
+
+    def complete_queue_end(self, topic: str, queue_id: int, max_back: int = 1024) -> int:
+        """The queue's end for a live store: the offset after the last unit whose record is complete and
+        passes RocketMQ's checks (a writer may be halfway through the tail). Looks back at most ``max_back``."""
+        cq = self.consume_queue(topic, queue_id)
+        hi = cq.max_offset
+        floor = max(cq.first_offset, hi - max_back)
+        while hi > floor:
+            unit = cq.units(hi - 1, hi)[0]
+            if self._record_complete(int(unit["phy_offset"]), int(unit["size"])):
+                return hi
+            hi -= 1
+        return hi
+
+    def _record_complete(self, phy_offset: int, size: int) -> bool:
+        if size == L.CQ_FILLER_SIZE:
+            return True
+        if phy_offset < self.min_phy_offset() or phy_offset + size > self.commitlog.queue.end_offset:
+            return False
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        buf = self.commitlog.queue.buffer(int(file_idx[0]))
+        fields = parse_records(buf, pos)
+        if not fields.valid[0] or int(fields.total_size[0]) != size:
+            return False
+        from ..format.codec import check_body_crcs
+
+        return not check_body_crcs(buf, fields)[0]
+
+    def read_records_at(self, phy_offsets, columns=None) -> pa.Table:
+        """Records at the given commit-log offsets (in the order given), each checked; offsets outside
+        [min_phy_offset, valid end) are skipped."""
+        columns = normalize_columns(columns)
+        phy = np.asarray(phy_offsets, dtype=np.int64)
+        phy = phy[(phy >= self.min_phy_offset()) & (phy < self.recovery.valid_end)]
+        file_idx, pos = self.commitlog.locate(phy)
+        batches, order = [], []
+        for f in dict.fromkeys(file_idx.tolist()):
+            sel = np.flatnonzero(file_idx == f)
+            fields = self.commitlog.read_fields(f, pos[sel], what=" (lookup by physical offset)")
+            batches.append(build_batch(self.commitlog.queue.buffer(f), fields, columns))
+            order.append(sel)
+        if not batches:
+            return arrow_schema(columns).empty_table()
+        table = pa.Table.from_batches(batches)
+        grouped = np.concatenate(order)
+        if (np.diff(grouped) < 0).any():  # rows were gathered file by file: put them back in the given order
+            table = table.take(pa.array(np.argsort(grouped, kind="stable")))
+        return table
+
+    def store_time_at(self, phy_offset: int, size: int) -> int:
+        """``pickupStoreTimestamp``: store time of the record at ``phy_offset``; -1 when not readable."""
+        if phy_offset < self.min_phy_offset() or phy_offset + size > self.recovery.valid_end:
+            return -1
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        buf = self.commitlog.queue.buffer(int(file_idx[0]))
+        p = int(pos[0])
+        if p + L.BORN_HOST_POSITION + L.IPV6_HOST_LENGTH + 8 > len(buf):
+            return -1
+        sysflag = int(read_be(buf, np.array([p + L.SYSFLAG_POSITION]), 4)[0])
+        at = p + L.BORN_HOST_POSITION + L.host_length(sysflag, L.BORNHOST_V6_FLAG)
+        return int(read_be(buf, np.array([at]), 8)[0])
+
+    def _parse_one(self, phy_offset: int):
+        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        return parse_records(self.commitlog.queue.buffer(int(file_idx[0])), pos)
+
+
+__all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]

@@ -1,0 +1,280 @@
+"""``EncodedBatch``: records encoded ahead of publication, with what publishing still has to fill in.
+
+Everything that does not depend on where a record lands is done here (by writers and Spark tasks, in
+parallel): properties, UNIQ_KEY, body compression and CRC, the record bytes, the index key hashes. What only the
+publisher can know — physical offset, queue offset and (when not given) the store timestamp — is left as zeros
+at fixed positions and patched at publication. A Spark task stages a batch's record bytes at reserved offsets
+(``phy``) in a job's staged commit log (:mod:`.reservation`) and saves the rest here as metadata; the publisher
+loads the metadata back and finds the bytes by ``phy``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import StoreFormatError
+from ..format import layout as L
+from ..files.index_file import index_key
+from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hashes
+from ..format.encoder import encode_records, record_lengths, value_offsets
+from .message_input import PreparedMessages
+
+META_SUFFIX = ".meta.npy"
+
+
+@dataclass
+class EncodedBatch:
+    data: np.ndarray  # uint8, records end to end
+    record_offsets: np.ndarray  # int64, n + 1
+    topic_names: list
+    topic_idx: np.ndarray  # int32 index into topic_names
+    queue_id: np.ndarray
+    queue_offset_given: np.ndarray  # int64, -1 where the publisher assigns it
+    dispatch: np.ndarray  # bool: NOT_TYPE / COMMIT records go to consume queues
+    tags_code: np.ndarray  # int64 (SCHEDULE_TOPIC_XXXX rows: delay_ms is added to the store time instead)
+    delay_ms: np.ndarray  # int64, > 0 only for SCHEDULE_TOPIC_XXXX rows with a DELAY level
+    store_ts: np.ndarray  # int64
+    ts_given: np.ndarray  # bool: False → the publisher stamps its own time
+    ts_pos: np.ndarray  # int64, position of STORETIMESTAMP inside the record (56 or 68)
+    entry_rec: np.ndarray  # int64: record of each index entry (UNIQ_KEY first, then KEYS tokens)
+    entry_hash: np.ndarray  # int64: indexKeyHashMethod(topic#key)
+    phy: Optional[np.ndarray] = None  # int64: where a staged batch's records are, in its job's staged commit log
+    chunk_starts: Optional[np.ndarray] = None  # int64: first row of each reservation (staged batches)
+    staged_dir: Optional[Path] = None  # the staged commit log holding the record bytes (loaded batches)
+    staged_file_size: int = 0  # its file size
+    _queue_groups: Optional[tuple] = field(default=None, repr=False, compare=False)  # see queue_groups()
+
+    def __len__(self) -> int:
+        return len(self.topic_idx)
+
+    def queue_groups(self) -> tuple[np.ndarray, np.ndarray, list]:
+        """The dispatched rows grouped by queue, computed once for both offset assignment and consume-queue
+        writes: ``(rows, bounds, queues)`` where ``rows[bounds[g]:bounds[g + 1]]`` are the rows of queue
+        ``queues[g]`` (a ``(topic, queue id)`` pair), in row order."""
+        if self._queue_groups is None:
+            rows = np.flatnonzero(self.dispatch)
+            pairs = (self.topic_idx[rows].astype(np.int64) << 32) | self.queue_id[rows].astype(np.int64)
+            uniq = np.unique(pairs)  # few queues: hashing finds them, a binary search numbers the rows
+            inv = np.searchsorted(uniq, pairs)
+            # a stable sort of small ints is a radix sort: far cheaper than sorting the 64-bit pairs
+            order = np.argsort(inv.astype(np.uint16) if len(uniq) <= 0xFFFF else inv, kind="stable")
+            bounds = np.zeros(len(uniq) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(inv, minlength=len(uniq)), out=bounds[1:])
+            names = self.topic_names
+            queues = [(names[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in uniq.tolist()]
+            self._queue_groups = (rows[order], bounds, queues)
+        return self._queue_groups
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.record_offsets)
+
+    def topics(self) -> list:
+        names = self.topic_names
+        return [names[i] for i in self.topic_idx]
+
+    def save_meta(self, stem: Path) -> None:
+        """Write ``<stem>.meta.npy``: everything but the record bytes, as consecutive ``.npy`` arrays (field
+        names, topic names, then one array per field; a zip archive would CRC every byte when read back). Not
+        fsynced: only the same job's driver reads it back, through the same page cache."""
+        meta = {k: v for k, v in self.__dict__.items()
+                if k not in ("data", "topic_names", "staged_dir", "staged_file_size", "_queue_groups")
+                and v is not None}
+        with open(str(stem) + META_SUFFIX, "wb") as fh:
+            np.save(fh, np.array(list(meta), dtype=str))
+            np.save(fh, np.array(self.topic_names, dtype=object).astype(str))
+            for value in meta.values():
+                np.save(fh, value)
+
+    @classmethod
+    def concat_meta(cls, parts: list["EncodedBatch"]) -> "EncodedBatch":
+        """The metadata of staged batches as one batch (no record bytes); each part is one reservation."""
+        position: dict = {}
+        topic_idx, record_offsets, entry_rec = [], [np.zeros(1, np.int64)], []
+        base_bytes = base_rows = 0
+        for part in parts:
+            remap = np.array([position.setdefault(t, len(position)) for t in part.topic_names], dtype=np.int32)
+            topic_idx.append(remap[part.topic_idx] if len(part.topic_idx) else part.topic_idx)
+            record_offsets.append(part.record_offsets[1:] + base_bytes)
+            entry_rec.append(part.entry_rec + base_rows)
+            base_bytes += int(part.record_offsets[-1])
+            base_rows += len(part)
+        same = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts", "ts_given",
+                "ts_pos", "entry_hash", "phy")
+        sizes = np.array([len(p) for p in parts], dtype=np.int64)
+        return cls(data=np.zeros(0, np.uint8), record_offsets=np.concatenate(record_offsets),
+                   topic_names=list(position), topic_idx=np.concatenate(topic_idx).astype(np.int32),
+                   entry_rec=np.concatenate(entry_rec), chunk_starts=np.cumsum(sizes) - sizes,
+                   **{k: np.concatenate([getattr(p, k) for p in parts]) for k in same})
+
+    @classmethod
+    def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
+        """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`.
+
+        The numeric arrays are read-only views of the file's memory map: a job's metadata is about a hundred
+        bytes per message, and mapping the page cache spares copying it into fresh memory."""
+        with open(str(stem) + META_SUFFIX, "rb") as fh:
+            names = np.load(fh, allow_pickle=False).tolist()
+            topic_names = np.load(fh, allow_pickle=False).tolist()
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            fields = {name: _mapped_npy(fh, mm) for name in names}
+        return cls(data=np.zeros(0, np.uint8), topic_names=[str(t) for t in topic_names],
+                   staged_dir=Path(staged_dir), staged_file_size=int(staged_file_size), **fields)
+
+    def chunks(self) -> list[tuple[int, int]]:
+        """Row ranges [lo, hi) of the reservations this staged batch was written in."""
+        bounds = np.append(self.chunk_starts, len(self)).astype(np.int64)
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def slice_rows(self, lo: int, hi: int) -> "EncodedBatch":
+        """Rows [lo, hi) as a batch of their own (metadata only for a staged batch)."""
+        # entries are in record order: the rows' entries are one run, found without scanning them all (a
+        # job of interleaved reservations slices each batch many times)
+        keep = slice(*np.searchsorted(self.entry_rec, [lo, hi]))
+        per_row = ("topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
+                   "ts_given", "ts_pos", "phy")
+        base = int(self.record_offsets[lo])
+        data = self.data[base:int(self.record_offsets[hi])] if len(self.data) else self.data
+        return EncodedBatch(
+            data=data, record_offsets=self.record_offsets[lo:hi + 1] - base, topic_names=self.topic_names,
+            entry_rec=self.entry_rec[keep] - lo, entry_hash=self.entry_hash[keep], chunk_starts=np.zeros(1, np.int64),
+            staged_dir=self.staged_dir, staged_file_size=self.staged_file_size,
+            **{k: (getattr(self, k)[lo:hi] if getattr(self, k) is not None else None) for k in per_row})
+
+    def read_into(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
+        """Record bytes [start, stop) (record boundaries) copied into the front of ``out``, a reusable scratch
+        buffer (reading with ``preadv`` into it avoids faulting in fresh memory for every chunk)."""
+        view = out[:stop - start]
+        if self.staged_dir is None:
+            view[:] = self.data[start:stop]
+            return view
+        lo, hi = np.searchsorted(self.record_offsets, [start, stop])
+        phy, lengths = self.phy[lo:hi], self.lengths[lo:hi]
+        size = self.staged_file_size
+        # runs of records that are contiguous in one staged file (a run ends at a file end or a reservation gap)
+        breaks = np.flatnonzero((phy[1:] != phy[:-1] + lengths[:-1]) | (phy[1:] // size != phy[:-1] // size)) + 1
+        for a, b in zip(np.concatenate(([0], breaks)), np.concatenate((breaks, [len(phy)]))):
+            first, nbytes = int(phy[a]), int(phy[b - 1] + lengths[b - 1] - phy[a])
+            dest = int(self.record_offsets[lo + a]) - start
+            path = self.staged_dir / L.offset_to_file_name(first - first % size)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                got = os.preadv(fd, [memoryview(view[dest:dest + nbytes])], first % size)
+            finally:
+                os.close(fd)
+            if got != nbytes:
+                raise StoreFormatError(f"staged records end early: expected {nbytes} bytes, found {got}",
+                                       str(path), first % size)
+        return view
+
+
+def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
+    """Encode prepared messages with zero physical and queue offsets (patched when published)."""
+    enc = msgs.enc
+    n = len(enc)
+    records = encode_records(enc, np.zeros(n, dtype=np.int64))
+    offsets = value_offsets(records)
+    data = np.frombuffer(records.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if n else \
+        np.zeros(0, dtype=np.uint8)
+    offsets = offsets - offsets[0]
+    tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
+    dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
+    encoded_topics = pc.dictionary_encode(enc.topic)
+    topic_names = encoded_topics.dictionary.to_pylist()
+    topic_idx = np.asarray(encoded_topics.indices, dtype=np.int32)
+    tags_code, delay_ms = _tags_codes(msgs, topic_names, topic_idx)
+    entry_rec, entry_hash = _index_entries(msgs, topic_names, topic_idx, tran)
+    ts_pos = L.BORN_HOST_POSITION + np.where(enc.sysflag & L.BORNHOST_V6_FLAG, L.IPV6_HOST_LENGTH,
+                                             L.IPV4_HOST_LENGTH)
+    given = msgs.given_queue_offset if msgs.given_queue_offset is not None else np.full(n, -1, np.int64)
+    assert np.array_equal(np.diff(offsets), record_lengths(enc))
+    return EncodedBatch(
+        data=data, record_offsets=offsets, topic_names=topic_names, topic_idx=topic_idx,
+        queue_id=enc.queue_id.astype(np.int32), queue_offset_given=np.where(dispatch, given, -1),
+        dispatch=dispatch, tags_code=tags_code, delay_ms=delay_ms, store_ts=enc.store_timestamp.astype(np.int64),
+        ts_given=np.asarray(ts_given, dtype=bool), ts_pos=ts_pos.astype(np.int64), entry_rec=entry_rec,
+        entry_hash=entry_hash)
+
+
+def _tags_codes(msgs: PreparedMessages, topic_names, topic_idx) -> tuple[np.ndarray, np.ndarray]:
+    """Java hash of TAGS per row (0 without); DELAY levels of SCHEDULE_TOPIC_XXXX rows as delays in ms."""
+    n = len(topic_idx)
+    encoded = pc.dictionary_encode(msgs.tags)
+    dict_codes = java_string_hashes(encoded.dictionary)
+    idx = np.asarray(pc.fill_null(encoded.indices, -1), dtype=np.int64)
+    codes = np.where(idx >= 0, dict_codes[np.maximum(idx, 0)] if len(dict_codes) else 0, 0).astype(np.int64)
+    delay_ms = np.zeros(n, dtype=np.int64)
+    if L.SCHEDULE_TOPIC in topic_names and msgs.delay_level.null_count < n:
+        schedule = topic_idx == topic_names.index(L.SCHEDULE_TOPIC)
+        levels_ms = L.DEFAULT_DELAY_LEVELS_MS
+        for r in np.flatnonzero(schedule):
+            text = msgs.delay_level[int(r)].as_py()
+            if text is None:
+                continue
+            try:
+                level = min(int(text), len(levels_ms))
+            except ValueError:
+                from ...errors import MessageValidationError
+
+                raise MessageValidationError(f"row {int(r)}: DELAY property {text!r} is not a delay level")
+            if level > 0:
+                delay_ms[r] = levels_ms[level - 1]
+    return codes, delay_ms
+
+
+def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndarray, tran: np.ndarray):
+    """(record, hash) of every index entry in ``buildIndex`` order; ROLLBACK records are not indexed.
+
+    An entry's key is ``topic#key``; its hash is combined from the hash of ``topic#`` (one per topic) and the
+    key's own hash and length, so the uniq keys and key tokens are hashed where they are, never copied.
+    """
+    n = len(tran)
+    indexed = tran != L.TRANSACTION_ROLLBACK_TYPE
+    has_uniq = np.asarray(pc.is_valid(msgs.uniq_key)) & indexed
+    key_offsets = value_offsets_list(msgs.keys)
+    token_counts = np.where(indexed, np.diff(key_offsets), 0)
+    per_row = has_uniq.astype(np.int64) + token_counts
+    total = int(per_row.sum())
+    if total == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    entry_rec = np.repeat(np.arange(n), per_row)
+    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
+    slot = np.arange(total) - np.repeat(starts, per_row)  # 0 = UNIQ_KEY when present
+    is_uniq = has_uniq[entry_rec] & (slot == 0)
+    uniq_hash, uniq_len = java_hashes_and_lengths(msgs.uniq_key)
+    key_hash, key_len = java_hashes_and_lengths(msgs.keys.flatten())
+    token = np.where(is_uniq, 0, key_offsets[entry_rec] + slot - has_uniq[entry_rec].astype(np.int64))
+    if len(key_hash) == 0:  # no tokens at all: every entry is a UNIQ_KEY
+        key_hash, key_len = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    suffix_hash = np.where(is_uniq, uniq_hash[entry_rec], key_hash[token])
+    suffix_len = np.where(is_uniq, uniq_len[entry_rec], key_len[token])
+    prefix = java_string_hashes([index_key(topic, "") for topic in topic_names])  # "topic#"
+    hashes = np.abs(concat_hashes(prefix[topic_idx[entry_rec]], suffix_hash, suffix_len))
+    return entry_rec.astype(np.int64), np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+
+
+def _mapped_npy(fh, mm: mmap.mmap) -> np.ndarray:
+    """The ``.npy`` array at ``fh``'s position as a view of ``mm`` (its header read from ``fh``, which is
+    left just past the array's data)."""
+    version = np.lib.format.read_magic(fh)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran_order, dtype = read_header(fh)
+    count = int(np.prod(shape, dtype=np.int64))
+    at = fh.tell()
+    fh.seek(at + count * dtype.itemsize)
+    array = np.frombuffer(mm, dtype=dtype, count=count, offset=at)
+    return array.reshape(shape, order="F" if fortran_order else "C")
+
+
+def value_offsets_list(arr: pa.ListArray) -> np.ndarray:
+    """The n + 1 offsets of a list array (slices respected), relative to its flattened values."""
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+    return (raw - raw[0]).astype(np.int64)

@@ -1,0 +1,150 @@
+"""Appending key-index entries (``IndexService.buildIndex`` / ``IndexFile.putKey``), many at a time.
+
+Entries are numbered from 1 in each file; the slot of a bucket holds its newest entry and every entry links
+to the previous one of its bucket. A file is full when ``indexCount >= maxIndexNum``; the next file is named
+by the local wall-clock time (``yyyyMMddHHmmssSSS``) and inherits the full file's end values as its begin.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..format import layout as L
+from ..files.index_file import IndexHeader, index_file_size
+from ..files.store_files import create_full_size, is_temporary
+
+JAVA_INT_MAX = (1 << 31) - 1
+
+
+def index_file_name(now_ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: local time as yyyyMMddHHmmssSSS."""
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(now_ms / 1000)) + f"{now_ms % 1000:03d}"
+
+
+class IndexWriter:
+    """Writes index entries into ``index/``, continuing the newest file while it has room."""
+
+    def __init__(self, directory: Path, slots: int, max_entries: int):
+        self.directory = Path(directory)
+        self.slots = slots
+        self.max_entries = max_entries
+        self.size = index_file_size(slots, max_entries)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        names = sorted(p.name for p in self.directory.iterdir() if p.is_file() and not p.name.startswith("."))
+        self.last_full_end_timestamp = 0  # what the checkpoint's indexMsgTimestamp records
+        self._path = None
+        self._mm = None
+        self._header = None
+        self._unflushed: list[Path] = []  # files that filled up since the last flush
+        if names:
+            self._open(self.directory / names[-1])
+
+    def _open(self, path: Path) -> None:
+        if self._mm is not None:
+            self._unflushed.append(self._path)  # a full file: forced to disk by the next flush()
+        self.close()
+        self._path = path
+        with open(path, "r+b") as fh:
+            self._mm = mmap.mmap(fh.fileno(), self.size)
+        self._header = IndexHeader(*L.INDEX_HEADER.unpack_from(self._mm, 0))
+
+    def _roll(self, now_ms: int) -> None:
+        """Start a new file; its begin values are the full file's end values (0 for the first file)."""
+        begin_ts = begin_phy = 0
+        if self._header is not None:
+            begin_ts, begin_phy = self._header.end_timestamp, self._header.end_phy_offset
+            self.last_full_end_timestamp = self._header.end_timestamp
+        existing = sorted(p.name for p in self.directory.iterdir() if p.is_file() and not is_temporary(p))
+        name = index_file_name(now_ms)
+        while existing and name <= existing[-1] or (self.directory / name).exists():
+            now_ms += 1
+            name = index_file_name(now_ms)
+        path = self.directory / name
+        create_full_size(path, self.size, L.INDEX_HEADER.pack(begin_ts, begin_ts, begin_phy, begin_phy, 0, 1))
+        self._open(path)
+
+    def put(self, key_hashes: np.ndarray, phy_offsets: np.ndarray, store_timestamps: np.ndarray) -> None:
+        """Append entries in the given order (key hashes already ``abs``-ed as ``indexKeyHashMethod``)."""
+        key_hashes = np.asarray(key_hashes, dtype=np.int64)
+        phy_offsets = np.asarray(phy_offsets, dtype=np.int64)
+        store_timestamps = np.asarray(store_timestamps, dtype=np.int64)
+        done = 0
+        while done < len(key_hashes):
+            if self._header is None or self._header.index_count >= self.max_entries:
+                self._roll(int(time.time() * 1000))
+            room = self.max_entries - self._header.index_count
+            part = slice(done, done + room)
+            self._put_in_file(key_hashes[part], phy_offsets[part], store_timestamps[part])
+            done += len(key_hashes[part])
+
+    def _put_in_file(self, hashes: np.ndarray, phy: np.ndarray, ts: np.ndarray) -> None:
+        h = self._header
+        k = len(hashes)
+        first = h.index_count
+        numbers = np.arange(first, first + k, dtype=np.int64)
+        begin_ts, begin_phy = h.begin_timestamp, h.begin_phy_offset
+        diff_base = np.full(k, begin_ts, dtype=np.int64)
+        if first <= 1:  # the first entry sets the begin values, after its own diff used the inherited ones
+            begin_ts, begin_phy = int(ts[0]), int(phy[0])
+            diff_base[1:] = begin_ts
+        diffs = np.where(diff_base > 0, (ts - diff_base) // 1000, 0)
+        diffs = np.where((ts - diff_base) < 0, 0, diffs)
+        diffs = np.minimum(diffs, JAVA_INT_MAX)
+        slot_base = L.INDEX_HEADER_SIZE
+        # a writable view: only the slots touched are read and written, so a sparse file stays sparse
+        slots = np.frombuffer(self._mm, dtype=">i4", count=self.slots, offset=slot_base)
+        bucket = hashes % self.slots
+        current = slots[bucket].astype(np.int64)
+        current = np.where((current <= 0) | (current > first + np.arange(k)), 0, current)
+        order = np.argsort(bucket, kind="stable")
+        sorted_bucket = bucket[order]
+        same_as_before = np.zeros(k, dtype=bool)
+        same_as_before[1:] = sorted_bucket[1:] == sorted_bucket[:-1]
+        prev_sorted = np.where(same_as_before, np.concatenate([[0], numbers[order][:-1]]), current[order])
+        prev = np.empty(k, dtype=np.int64)
+        prev[order] = prev_sorted
+        entries = np.zeros(k, dtype=L.INDEX_ENTRY_DTYPE)
+        entries["key_hash"], entries["phy_offset"] = hashes, phy
+        entries["time_diff"], entries["prev"] = diffs, prev
+        entry_base = slot_base + self.slots * L.INDEX_SLOT_SIZE
+        start = entry_base + first * L.INDEX_ENTRY_SIZE
+        self._mm[start:start + k * L.INDEX_ENTRY_SIZE] = entries.tobytes()
+        last_of_bucket = np.ones(k, dtype=bool)
+        last_of_bucket[:-1] = sorted_bucket[1:] != sorted_bucket[:-1]
+        slots[sorted_bucket[last_of_bucket]] = numbers[order][last_of_bucket]
+        del slots
+        used = h.hash_slot_count + int((prev == 0).sum())
+        self._header = IndexHeader(begin_ts, int(ts[-1]), begin_phy, int(phy[-1]), used, first + k)
+        self._mm[0:L.INDEX_HEADER_SIZE] = L.INDEX_HEADER.pack(*self._header.__dict__.values())
+
+    @property
+    def end_phy_offset(self) -> int:
+        """End physical offset of the newest file (what ``buildIndex`` compares to skip re-indexing)."""
+        return self._header.end_phy_offset if self._header else 0
+
+    def flush(self) -> None:
+        """Force the index to disk: the files that filled up since the last flush, then the newest."""
+        for path in self._unflushed:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._unflushed.clear()
+        if self._mm is not None:
+            self._mm.flush()
+
+    def close(self) -> None:
+        """Unmap the newest file. Its written pages stay in the page cache (a shared mapping), visible to every
+        process; forcing them to disk is :meth:`flush`'s job, asked for under SYNC_FLUSH only."""
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+
+__all__ = ["IndexWriter", "index_file_name"]

@@ -1,0 +1,140 @@
+"""Staging a write job's records (what each Spark task attempt does, in parallel, before the driver commits).
+
+A task encodes each table it receives (:func:`.appender.encode_table`), reserves room for it in the job's
+reservation file (:mod:`.reservation`) and writes the record bytes at those offsets into
+``.rocketstore/staging/<job>/commitlog/`` — files named and laid out as the store's commit-log files would be, BLANK
+markers included, each record's PHYSICALOFFSET the reserved one. Only what the publisher must still fill in is
+missing: queue offsets and store times are zero. The metadata (topics, queues, tags codes, index keys, offsets) goes
+to ``<stem>.meta.npy`` files, one per up to ``rows_per_file`` messages. The store itself is never touched: a failed,
+retried or speculative attempt leaves bytes only under ``staging/<job>/``, which the driver ignores unless Spark
+committed that attempt, and :func:`discard_staged` (the abort) deletes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Iterable, Optional
+
+import numpy as np
+import pyarrow as pa
+
+from ..format import layout as L
+from .appender import encode_table
+from .encoded_batch import EncodedBatch
+from ..format.encoder import UniqKeyFactory
+from .journal import meta_dir, remove_empty_dirs, staging_dir
+from .placement import patch_longs
+from .reservation import JobReservation, close_job, staged_commitlog_dir
+from ..files.sizes import detect_sizes
+from ..read.store_reader import StoreReader
+
+STAGE_FILE_ROWS = 200_000  # messages per metadata file: bounds the metadata a task holds in memory
+
+
+def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_host: str,
+          max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, rows_per_file: int = STAGE_FILE_ROWS,
+          sizes: Optional[dict] = None, overwrite: bool = False) -> list[str]:
+    """Encode ``tables`` and stage them for job ``job_id``; returns the metadata stems, in order.
+
+    Each table is encoded on its own (Spark hands over small Arrow batches: encoding them one by one avoids
+    concatenating bodies) and is one reservation. ``sizes`` are the store's size options (used when the store
+    has no files yet); ``overwrite`` stages against an empty store.
+    """
+    root = Path(root)
+    job_dir = staging_dir(root, job_id)
+    factory = UniqKeyFactory()
+    stems: list[str] = []
+    parts: list[EncodedBatch] = []
+    rows = 0
+    with JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files:
+        for table in tables:
+            if table.num_rows == 0:
+                continue
+            batch = encode_table(table, store_host=store_host, uniq_factory=factory,
+                                 max_message_size=max_message_size)
+            placement = reservation.reserve(batch.lengths, lambda: _store_start(root, sizes or {}, overwrite))
+            with reservation.writing():
+                files.write(batch, placement)
+            batch.phy = placement.phy
+            batch.data = np.zeros(0, np.uint8)  # written: keep only the metadata
+            parts.append(batch)
+            rows += len(batch)
+            if rows >= rows_per_file:
+                stems.append(_save_meta(job_dir / f"{name}-{len(stems):06d}", parts))
+                parts, rows = [], 0
+        if parts:
+            stems.append(_save_meta(job_dir / f"{name}-{len(stems):06d}", parts))
+    return stems
+
+
+def _store_start(root: Path, sizes: dict, overwrite: bool) -> tuple[int, int]:
+    """Where the job expects to begin: the store's commit-log end (0 when overwriting), and its file size."""
+    detected = detect_sizes(root, **sizes)
+    if overwrite or not (root / L.COMMITLOG_DIR).is_dir():
+        return 0, detected.commit_log_file_size
+    with StoreReader(root, detected) as store:
+        return store.max_phy_offset(), detected.commit_log_file_size
+
+
+def _save_meta(stem: Path, parts: list[EncodedBatch]) -> str:
+    # no fsync: the metadata is read back by this job's driver only, through the same page cache, and is
+    # worthless after a machine crash (the job is rolled back); durability starts at the commit's flush
+    EncodedBatch.concat_meta(parts).save_meta(stem)
+    return str(stem)
+
+
+class _StagedFiles:
+    """Writes reserved records into the staged commit-log files (sparse, full size, like the store's)."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self._fds: dict[int, int] = {}
+        self._file_size = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def _fd(self, file_start: int) -> int:
+        fd = self._fds.get(file_start)
+        if fd is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.directory / L.offset_to_file_name(file_start), os.O_RDWR | os.O_CREAT, 0o644)
+            if os.fstat(fd).st_size < self._file_size:
+                os.ftruncate(fd, self._file_size)
+            self._fds[file_start] = fd
+        return fd
+
+    def write(self, batch: EncodedBatch, placement) -> None:
+        """Write ``batch``'s records at their reserved offsets, with those offsets as their PHYSICALOFFSET
+        (final when the commit publishes in place, which then patches only queue offsets and store times)."""
+        size = placement.file_size
+        self._file_size = size
+        phy, rec_off = placement.phy, batch.record_offsets
+        patch_longs(batch.data, rec_off[:-1] + L.PHYSICAL_OFFSET_POSITION, phy)  # still in cache: ~free
+        file_no = phy // size
+        bounds = np.flatnonzero(np.diff(file_no)) + 1
+        for a, b in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(phy)]))):
+            start = int(file_no[a]) * size
+            os.pwrite(self._fd(start), memoryview(batch.data[int(rec_off[a]):int(rec_off[b])]),
+                      int(phy[a]) - start)
+        for pos, length in placement.blanks:
+            start = pos - pos % size
+            os.pwrite(self._fd(start), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos - start)
+
+
+def discard_staged(root, job_id: str) -> None:
+    """Abort: close the job's reservation (a zombie attempt can no longer write) and remove its staging
+    directory; the store itself was never touched."""
+    job_dir = staging_dir(Path(root), job_id)
+    close_job(job_dir)
+    shutil.rmtree(job_dir, ignore_errors=True)
+    remove_empty_dirs(meta_dir(Path(root)))
+
+
+__all__ = ["stage", "discard_staged", "STAGE_FILE_ROWS"]

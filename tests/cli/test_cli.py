@@ -1,0 +1,137 @@
+"""The rocketstore CLI, run as a user would run it."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+CLI = [sys.executable, "-m", "rocketstore_spark.cli"]
+
+
+def run(*args, check=True):
+    out = subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, timeout=300)
+    if check:
+        assert out.returncode == 0, out.stderr + out.stdout
+    return out
+
+
+def test_help_on_every_command():
+    for command in ("inspect", "dump", "query", "verify", "generate", "recover", "staging", "lag"):
+        assert "Usage" in run(command, "--help").stdout
+
+
+def test_generate_inspect_verify(tmp_path):
+    store = tmp_path / "s"
+    assert "wrote 2,000 messages" in run("generate", store, "--messages", 2000, "--commit-log-file-size",
+                                         1 << 20).stdout
+    info = json.loads(run("inspect", store, "--json").stdout)
+    assert {t["topic"] for t in info["topics"]} == {"orders", "payments", "clickstream", "audit-log"}
+    assert sum(t["messages"] for t in info["topics"]) == 2000 and info["recovery"]["mode"] == "normal"
+    assert "consistent" in run("verify", store).stdout
+    shown = run("inspect", store).stdout
+    assert "orders" in shown and "index file" in shown
+
+
+def test_inspect_shows_topics_a_broker_would_not_serve_and_recover_registers_them(tmp_path):
+    store = tmp_path / "s"
+    run("generate", store, "--messages", 300, "--commit-log-file-size", 1 << 20)
+    table = json.loads((store / "config" / "topics.json").read_text())["topicConfigTable"]
+    assert set(table) == {"orders", "payments", "clickstream", "audit-log"}  # the writer listed what it wrote
+    (store / "config" / "topics.json").unlink()  # a store copied without the broker's config directory
+    shown = run("inspect", store).stdout
+    assert "not in the topic table" in shown and "--register-topics" in shown
+    assert "added topics audit-log, clickstream, orders, payments" in run("recover", store,
+                                                                          "--register-topics").stdout
+    info = json.loads(run("inspect", store, "--json").stdout)
+    assert info["topic_table"]["unlisted"] == [] and info["topic_table"]["topics"] == 4
+    assert "already" in run("recover", store, "--register-topics").stdout
+    (store / "config" / "topics.json").write_text("{broken")
+    info = json.loads(run("inspect", store, "--json").stdout)  # the rest of the report still comes
+    assert "unparsable" in info["topic_table"]["error"] and info["topics"]
+
+
+def test_dump_and_query(sample_store):
+    lines = run("dump", sample_store, "--topic", "orders", "--queue", 1, "--from", 2, "--to", 5,
+                "--format", "jsonl").stdout.splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [r["queueOffset"] for r in rows] == [2, 3, 4]
+    key = rows[0]["keys"][0]
+    assert any(json.loads(x)["queueOffset"] == 2 for x in run("query", sample_store, "--topic", "orders",
+                                                                 "--key", key).stdout.splitlines())
+    by_id = json.loads(run("query", sample_store, "--msg-id", rows[0]["msgId"]).stdout)
+    assert by_id["uniqKey"] == rows[0]["uniqKey"]
+    at_time = json.loads(run("query", sample_store, "--topic", "orders", "--queue", 1, "--time",
+                             rows[1]["storeTimestamp"]).stdout)
+    assert at_time["lower"] <= 3
+    table = run("dump", sample_store, "--topic", "payments", "--limit", 3).stdout
+    assert "payments" in table
+    missing = run("query", sample_store, "--topic", "orders", "--key", "no-such-key", check=False)
+    assert missing.returncode == 1
+
+
+def test_errors_are_short_and_verify_fails_on_damage(tmp_path, sample_store):
+    out = run("inspect", tmp_path / "nothing", check=False)
+    assert out.returncode == 2 and "does not exist" in out.stderr and "Traceback" not in out.stderr
+    broken = tmp_path / "broken"
+    shutil.copytree(sample_store, broken)
+    commitlog = sorted((broken / "commitlog").iterdir())[0]
+    data = bytearray(commitlog.read_bytes())
+    data[8:12] = b"\x7f\xff\xff\xff"  # the first record's BODYCRC no longer matches its body
+    commitlog.write_bytes(bytes(data))
+    result = run("verify", broken, check=False)
+    assert result.returncode != 0 and ("CRC" in result.stdout or "problem" in result.stdout)
+
+
+def test_recover_and_lag(tmp_path, sample_store):
+    store = tmp_path / "s"
+    shutil.copytree(sample_store, store)
+    (store / "abort").write_text("1")
+    assert "repaired" in run("recover", store).stdout
+    assert not (store / "abort").exists()
+    assert "nothing to recover" in run("recover", store).stdout
+    offsets = json.dumps({"orders": {"0": 0}})
+    out = run("lag", store, "--offsets", offsets).stdout
+    assert "total lag" in out and "orders" in out
+    assert Path(store / "lock").exists()
+
+
+def test_staging_lists_and_removes_abandoned_jobs(tmp_path, sample_store):
+    from rocketstore_spark.store.write.staging import stage
+    from tests.store.write.test_writer import messages
+
+    store = tmp_path / "s"
+    shutil.copytree(sample_store, store)
+    assert "nothing staged" in run("staging", store).stdout
+    stage(store, "deadjob", "p0", [messages(30, start=10_000)], store_host="10.0.0.1:10911")
+    listed = json.loads(run("staging", store, "--json").stdout)
+    assert [(j["job_id"], j["state"]) for j in listed] == [("deadjob", "open")] and listed[0]["disk_bytes"] > 0
+    assert "staged write jobs: 1 (1 open)" in run("inspect", store).stdout
+    assert "kept staging of job deadjob" in run("recover", store).stdout  # recovery never guesses it is dead
+    assert "nothing to remove" in run("staging", store, "--older-than", "1d").stdout
+    bad = run("staging", store, "--remove", "nope", check=False)
+    assert bad.returncode == 2 and "no staged job 'nope'" in bad.stderr and "Traceback" not in bad.stderr
+    assert "removed job deadjob" in run("staging", store, "--remove", "deadjob").stdout
+    assert not (store / ".rocketstore").exists()
+
+
+def test_every_store_command_takes_the_sizes_including_a_harness_size_file(tmp_path, golden_dir):
+    """A store whose index sizes cannot be told from its files: key lookups say which flags to pass and work
+    with them; the golden store's ``sizes.args`` (``--commitlog-size … --index-num …``) is accepted as is."""
+    from tests.store.write.test_writer import _ambiguous_index_store
+
+    store = _ambiguous_index_store(tmp_path / "s")
+    failed = run("query", store, "--topic", "t", "--key", "AMBIG50", check=False)
+    assert failed.returncode == 2 and "--index-hash-slots" in failed.stderr
+    for flags in (("--index-hash-slots", 64, "--index-max-entries", 256), ("--index-slots", 64, "--index-num", 256)):
+        rows = [json.loads(line) for line in run("query", store, "--topic", "t", "--uniq-key", "AMBIG50",
+                                                 *flags).stdout.splitlines()]
+        assert [r["uniqKey"] for r in rows] == ["AMBIG50"]
+    golden_flags = (golden_dir / "sizes.args").read_text().split()
+    assert "--commitlog-size" in golden_flags
+    for command in (("inspect",), ("verify",), ("lag", "--offsets", "{}"), ("dump", "--limit", 1)):
+        run(command[0], golden_dir / "store", *command[1:], *golden_flags)
+    rows = run("query", golden_dir / "store", "--topic", "TopicTest", "--key", "order-42",
+               *golden_flags).stdout.splitlines()
+    assert len(rows) == 64  # the hot key: the real store's answer is capped at 64 too
