@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-compat demo venv clean
+.PHONY: test test-slow test-compat lint demo venv clean
 
 venv: $(VENV)/.installed
 
@@ -26,6 +26,10 @@ test: venv
 	@golden_dir=$$(mktemp -d) && trap 'rm -rf "$$golden_dir"' EXIT && \
 	  tar -xJf $(GOLDEN_ARCHIVE) -C "$$golden_dir" && \
 	  ROCKETSTORE_GOLDEN_DIR="$$golden_dir" $(PY) -m pytest $(PYTEST_ARGS)
+
+# ruff, configured in pyproject.toml (pycodestyle, pyflakes, import order, bugbear); .ci/run runs it too
+lint: venv
+	$(VENV)/bin/ruff check .
 
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test

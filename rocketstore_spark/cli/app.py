@@ -2,69 +2,43 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ..errors import RocketStoreError
-from ..store import (STATE_OPEN, RocketStore, StoreWriter, parse_age, queue_dir_counts, register_topics as add_topics,
-                     remove_staged_jobs, staged_jobs, topics_path, verify_store)
+from ..store import (
+    STATE_OPEN,
+    RocketStore,
+    StoreWriter,
+    parse_age,
+    queue_dir_counts,
+    remove_staged_jobs,
+    staged_jobs,
+    topics_path,
+    verify_store,
+)
+from ..store import register_topics as add_topics
+from .common import (
+    COMMIT_LOG_SIZE,
+    CONSUME_QUEUE_SIZE,
+    INDEX_ENTRIES,
+    INDEX_SLOTS,
+    console,
+    err,
+    format_ms,
+    message_table,
+    parse_time,
+    progress_bar,
+    sizes_given,
+)
 
 app = typer.Typer(help="Inspect, query, verify, generate and recover Apache RocketMQ store directories.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-# piped output (files, other programs) gets wide tables and unwrapped messages instead of 80 columns
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, soft_wrap=True)
-
-
-# The store's file sizes, for stores where they cannot be detected (every command that opens a store takes
-# them). The second spellings are the ones of a broker test harness's size arguments ("--commitlog-size 1048576
-# --cq-size 6000 --index-slots 5000 --index-num 20000"), so such a file can be passed as it is.
-COMMIT_LOG_SIZE = typer.Option(None, "--commit-log-file-size", "--commitlog-size",
-                               help="commit-log file size (mappedFileSizeCommitLog)")
-CONSUME_QUEUE_SIZE = typer.Option(None, "--consume-queue-file-size", "--cq-size",
-                                  help="consume-queue file size in bytes (mappedFileSizeConsumeQueue)")
-INDEX_SLOTS = typer.Option(None, "--index-hash-slots", "--index-slots", help="index hash slots (maxHashSlotNum)")
-INDEX_ENTRIES = typer.Option(None, "--index-max-entries", "--index-num", help="index entries (maxIndexNum)")
-
-
-def _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) -> dict:
-    given = dict(commit_log_file_size=commit_log_file_size, consume_queue_file_size=consume_queue_file_size,
-                 index_hash_slots=index_hash_slots, index_max_entries=index_max_entries)
-    return {k: v for k, v in given.items() if v is not None}
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=err, transient=True)
-
-
-def _ts(ms: Optional[int]) -> str:
-    if ms is None or ms <= 0:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
-
-
-def _parse_time(text: Optional[str]) -> Optional[int]:
-    """Milliseconds since the epoch from digits or an ISO-8601 time (UTC when no zone is given)."""
-    if text is None:
-        return None
-    if text.isdigit():
-        return int(text)
-    try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise typer.BadParameter(f"expected epoch milliseconds or an ISO time, found {text!r}") from e
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return int(value.timestamp() * 1000)
 
 
 @app.command()
@@ -76,7 +50,7 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     """Sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint, recovery status."""
     from .report import describe_store
 
-    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
     with RocketStore.open(store, **sizes) as s:
         info = describe_store(s)
     if as_json:
@@ -92,11 +66,12 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     for t in info["topics"]:
         table.add_row(t["topic"], str(len(t["queues"])), f"{t['messages']:,}",
                       ", ".join(f"{q['queueId']}:{q['min']}..{q['max']}" for q in t["queues"][:4])
-                      + (" …" if len(t["queues"]) > 4 else ""), _ts(t["first_ms"]), _ts(t["last_ms"]))
+                      + (" …" if len(t["queues"]) > 4 else ""), format_ms(t["first_ms"]), format_ms(t["last_ms"]))
     console.print(table)
     idx = Table("index file", "entries", "begin", "end", "end phy offset")
     for f in info["index_files"]:
-        idx.add_row(f["name"], f"{f['entries']:,}", _ts(f["begin_ms"]), _ts(f["end_ms"]), f"{f['end_phy']:,}")
+        idx.add_row(f["name"], f"{f['entries']:,}", format_ms(f["begin_ms"]), format_ms(f["end_ms"]),
+                    f"{f['end_phy']:,}")
     console.print(idx)
     console.print(f"checkpoint: {info['checkpoint']}")
     tt = info["topic_table"]
@@ -131,8 +106,8 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
-    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s, _progress() as bar:
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with RocketStore.open(store, **sizes) as s, progress_bar() as bar:
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -140,18 +115,13 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
                 bar.advance(task)
                 yield row
 
-        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, _parse_time(since),
-                                     _parse_time(until), limit))
+        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, parse_time(since),
+                                     parse_time(until), limit))
         if fmt == "jsonl":
             for row in rows:
                 sys.stdout.write(message_json(row) + "\n")
             return
-        table = Table("topic", "queue", "offset", "phy offset", "tags", "keys", "store time", "body")
-        for row in rows:
-            body = row["body"][:40].decode("utf-8", "replace")
-            table.add_row(row["topic"], str(row["queueId"]), str(row["queueOffset"]), str(row["commitLogOffset"]),
-                          row["tags"] or "", " ".join(row["keys"]), str(row["storeTimestamp"]), body)
-        console.print(table)
+        console.print(message_table(rows))
 
 
 @app.command()
@@ -163,13 +133,17 @@ def query(store: Path = typer.Argument(..., help="store directory"),
           queue: Optional[int] = typer.Option(None, help="queue id (with --offset or --time)"),
           offset: Optional[int] = typer.Option(None, help="queue offset"),
           time: Optional[str] = typer.Option(None, help="store time (ms or ISO): the queue offset at that time"),
+          as_json: bool = typer.Option(False, "--json", help="JSON lines (the default when output is piped)"),
           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
-    """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time."""
+    """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
+
+    A table on a terminal (bodies abbreviated, like ``dump``); JSON lines with ``--json`` or when piped."""
     from .report import message_json
 
-    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    as_json = as_json or not sys.stdout.isatty()
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
     with RocketStore.open(store, **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
@@ -181,10 +155,16 @@ def query(store: Path = typer.Argument(..., help="store directory"),
         elif queue is not None and time is not None:
             if not topic:
                 raise typer.BadParameter("--time needs --topic and --queue")
-            ts = _parse_time(time)
-            console.print_json(json.dumps({"topic": topic, "queueId": queue, "timestamp": ts,
-                                           "lower": s.offset_by_time(topic, queue, ts, "lower"),
-                                           "upper": s.offset_by_time(topic, queue, ts, "upper")}))
+            ts = parse_time(time)
+            found = {"topic": topic, "queueId": queue, "timestamp": ts,
+                     "lower": s.offset_by_time(topic, queue, ts, "lower"),
+                     "upper": s.offset_by_time(topic, queue, ts, "upper")}
+            if as_json:
+                sys.stdout.write(json.dumps(found) + "\n")
+            else:
+                table = Table(*found)
+                table.add_row(*(str(v) for v in found.values()))
+                console.print(table)
             return
         elif queue is not None and offset is not None:
             if not topic:
@@ -195,6 +175,9 @@ def query(store: Path = typer.Argument(..., help="store directory"),
     if not rows:
         err.print("[yellow]no message found[/yellow]")
         raise typer.Exit(1)
+    if not as_json:
+        console.print(message_table(rows))
+        return
     for row in rows:
         sys.stdout.write(message_json(row) + "\n")
 
@@ -205,8 +188,8 @@ def verify(store: Path = typer.Argument(..., help="store directory"),
            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
-    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s, _progress() as bar:
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with RocketStore.open(store, **sizes) as s, progress_bar() as bar:
         tasks = {}
 
         def report(phase, done, total):
@@ -237,8 +220,8 @@ def generate(store: Path = typer.Argument(..., help="store directory to create o
     from .sample import SampleSpec, generate_store
 
     # sizes for a new store; an existing one must match them
-    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with _progress() as bar:
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    with progress_bar() as bar:
         task = bar.add_task("generating", total=messages)
         result = generate_store(store, SampleSpec(messages=messages, days=days, seed=seed, body_bytes=body_bytes),
                                 progress=lambda n: bar.advance(task, n), **sizes)
@@ -255,7 +238,7 @@ def recover(store: Path = typer.Argument(..., help="store directory"),
             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
             index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Finish or roll back an interrupted sink commit and repair a crashed tail."""
-    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
     writer = StoreWriter.open(store, **sizes)
     actions = writer.recovery_actions
     try:
@@ -269,7 +252,7 @@ def recover(store: Path = typer.Argument(..., help="store directory"),
         console.print(line)
     for job in (j for j in staged_jobs(store) if j.state == STATE_OPEN):
         console.print(f"kept staging of job {job.job_id}: {job.disk_bytes:,} bytes, last written "
-                      f"{_ts(job.last_write_ms)} (its job may still be running; `rocketstore staging {store} "
+                      f"{format_ms(job.last_write_ms)} (its job may still be running; `rocketstore staging {store} "
                       f"--remove {job.job_id}` removes it)")
 
 
@@ -297,7 +280,7 @@ def staging(store: Path = typer.Argument(..., help="store directory"),
         return
     table = Table("job", "state", "disk bytes", "files", "last write")
     for j in jobs:
-        table.add_row(j.job_id, j.state, f"{j.disk_bytes:,}", str(j.files), _ts(j.last_write_ms))
+        table.add_row(j.job_id, j.state, f"{j.disk_bytes:,}", str(j.files), format_ms(j.last_write_ms))
     console.print(table if jobs else "nothing staged")
 
 
@@ -311,7 +294,7 @@ def lag(store: Path = typer.Argument(..., help="store directory"),
     """How many messages each queue is behind the given committed offsets (a query's progress)."""
     from .report import consumer_lag, load_offsets
 
-    sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
     with RocketStore.open(store, **sizes) as s:
         rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")

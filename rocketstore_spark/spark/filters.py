@@ -13,8 +13,7 @@ from typing import Iterable, Iterator
 from .planning import Pushed
 
 try:  # Spark 4.0 has no filter classes at all
-    from pyspark.sql.datasource import (EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan,
-                                        LessThanOrEqual)
+    from pyspark.sql.datasource import EqualTo, Filter, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual
 except ImportError:  # pragma: no cover - exercised on Spark 4.0 only
     Filter = EqualTo = GreaterThan = GreaterThanOrEqual = In = LessThan = LessThanOrEqual = None
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store.format import layout as L
 from ..store import Subscription, resolve_store_root
+from ..store.format import layout as L
 
 EARLIEST = "earliest"
 LATEST = "latest"

@@ -11,11 +11,20 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader
 
 from ..errors import DataLossError, StoreNotFoundError
-from ..store import DEFAULT_BATCH_ROWS as BATCH_ROWS, RocketStore
+from ..store import DEFAULT_BATCH_ROWS as BATCH_ROWS
+from ..store import RocketStore
 from .filters import apply_filters
 from .options import ReadOptions
-from .planning import (CommitLogPartition, LookupPartition, Pushed, QueuePartition, QueueRangesPartition,
-                       StoreHandle, effective_tags, plan)
+from .planning import (
+    CommitLogPartition,
+    LookupPartition,
+    Pushed,
+    QueuePartition,
+    QueueRangesPartition,
+    StoreHandle,
+    effective_tags,
+    plan,
+)
 from .schema import arrow_schema_for, store_columns, to_spark_batch
 
 log = logging.getLogger("rocketstore_spark")

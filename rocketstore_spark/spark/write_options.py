@@ -6,12 +6,21 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, MapType, StringType, StructType,
-                               TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampType,
+)
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
+from ..store import DEFAULT_STORE_HOST, parse_host
+from ..store import existing_queue_counts as store_queue_counts
 from ..store.format import layout as L
-from ..store import DEFAULT_STORE_HOST, existing_queue_counts as store_queue_counts, parse_host
 from .options import canonical, parse_bool, parse_int
 
 WRITE_OPTIONS = (

@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import MessageValidationError
-from ..store.format import layout as L
 from ..store import discard_staged, java_string_hashes, publish_staged, stage
+from ..store.format import layout as L
 from .write_options import WriteOptions
 
 

@@ -14,22 +14,28 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import InvalidArgumentError
-from .write.appender import DEFAULT_STORE_HOST, StoreWriter
+from .files.consume_queue import Subscription
+from .files.locking import StoreLock
+from .files.sizes import StoreSizes
+from .files.topic_config import (
+    broker_managed,
+    existing_queue_counts,
+    load_topic_table,
+    queue_dir_counts,
+    register_topics,
+    topics_path,
+)
 from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
-from .files.consume_queue import Subscription
 from .format.java_hash import java_string_hashes
-from .files.locking import StoreLock
 from .read.messages import GetMessageResult
-from .write.publish import new_job_id, publish_staged
 from .read.queue_reads import DEFAULT_BATCH_ROWS
-from .files.sizes import StoreSizes
-from .write.staging import discard_staged, stage
 from .read.store_reader import StoreReader, resolve_store_root
-from .files.topic_config import (broker_managed, existing_queue_counts, load_topic_table, queue_dir_counts,
-                                 register_topics, topics_path)
 from .read.verify import verify_store
+from .write.appender import DEFAULT_STORE_HOST, StoreWriter
+from .write.publish import new_job_id, publish_staged
 from .write.staged_jobs import STATE_OPEN, parse_age, remove_staged_jobs, staged_jobs
+from .write.staging import discard_staged, stage
 
 MODE_READ = "r"
 MODE_APPEND = "a"

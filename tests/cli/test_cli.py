@@ -1,11 +1,12 @@
 """The rocketstore CLI, run as a user would run it."""
 
 import json
+import os
+import pty
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-
 
 CLI = [sys.executable, "-m", "rocketstore_spark.cli"]
 
@@ -15,6 +16,26 @@ def run(*args, check=True):
     if check:
         assert out.returncode == 0, out.stderr + out.stdout
     return out
+
+
+def run_on_terminal(*args) -> str:
+    """Run the CLI with its standard output on a pseudo-terminal (as in an interactive shell); what it printed."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(CLI + [str(a) for a in args], stdout=slave, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "220"})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def test_help_on_every_command():
@@ -69,6 +90,23 @@ def test_dump_and_query(sample_store):
     assert "payments" in table
     missing = run("query", sample_store, "--topic", "orders", "--key", "no-such-key", check=False)
     assert missing.returncode == 1
+
+
+def test_query_prints_a_table_on_a_terminal_and_json_lines_with_json(sample_store):
+    rows = [json.loads(line) for line in run("dump", sample_store, "--topic", "orders", "--queue", 0, "--limit", 40,
+                                             "--format", "jsonl").stdout.splitlines()]
+    long_body = next(r for r in rows if len(r.get("body") or "") > 60 and r["keys"])
+    shown = run_on_terminal("query", sample_store, "--topic", "orders", "--key", long_body["keys"][0])
+    assert "phy offset" in shown and "store time" in shown and str(long_body["commitLogOffset"]) in shown
+    assert long_body["body"][:20] in shown and long_body["body"] not in shown and "…" in shown
+    assert not shown.lstrip().startswith("{")
+    as_json = run_on_terminal("query", sample_store, "--topic", "orders", "--key", long_body["keys"][0], "--json")
+    found = [json.loads(line) for line in as_json.splitlines() if line.strip()]
+    assert long_body["commitLogOffset"] in [r["commitLogOffset"] for r in found]
+    assert any(r["body"] == long_body["body"] for r in found)  # JSON lines carry the whole body
+    at_time = run_on_terminal("query", sample_store, "--topic", "orders", "--queue", 0, "--time",
+                              long_body["storeTimestamp"])
+    assert "lower" in at_time and "upper" in at_time and not at_time.lstrip().startswith("{")
 
 
 def test_errors_are_short_and_verify_fails_on_damage(tmp_path, sample_store):

@@ -9,9 +9,8 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 import pyspark
+import pytest
 
 SPARK_HOME = Path(pyspark.__file__).parent
 pytestmark = pytest.mark.spark

@@ -5,7 +5,7 @@ import shutil
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
-from pyspark.sql.types import (IntegerType, LongType, StringType, StructField, StructType)
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 import rocketstore_spark
 from rocketstore_spark.spark.filters import PUSHDOWN_SUPPORTED

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidArgumentError
+from ..files.consume_queue import Subscription
+from ..files.index_file import IndexFile, index_key
 from ..format import layout as L
 from ..format.codec import decode_msg_id
 from ..format.columns import arrow_schema, normalize_columns
-from ..files.consume_queue import Subscription
-from ..files.index_file import IndexFile, index_key
 from .recovery import MODE_ABNORMAL, index_keys_after
 from .time_search import offset_in_queue_by_time
 

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptRecordError, DataLossError
+from ..files.consume_queue import Subscription
 from ..format import layout as L
 from ..format.columns import build_batch, fixed_fields_for, normalize_columns
-from ..files.consume_queue import Subscription
 
 log = logging.getLogger("rocketstore_spark")
 

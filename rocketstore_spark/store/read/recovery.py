@@ -11,10 +11,10 @@ from typing import Optional
 
 import numpy as np
 
-from ..format import layout as L
 from ..files.checkpoint import Checkpoint
 from ..files.commitlog import END_INVALID, CommitLog, FileWalk
 from ..files.consume_queue import ConsumeQueue
+from ..format import layout as L
 
 MODE_NORMAL = "normal"
 MODE_ABNORMAL = "abnormal"

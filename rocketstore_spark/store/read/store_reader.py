@@ -15,17 +15,17 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptRecordError, InvalidArgumentError, StoreFormatError, StoreNotFoundError
-from ..format import layout as L
 from ..files.checkpoint import Checkpoint, read_checkpoint
-from ..format.codec import dispatch_tags_code, parse_records, read_be
-from ..format.columns import arrow_schema, build_batch, normalize_columns
 from ..files.commitlog import END_BLANK, CommitLog
 from ..files.consume_queue import ConsumeQueue
 from ..files.mapped_file_queue import MappedFileQueue
+from ..files.sizes import StoreSizes, cq_directories, detect_sizes
+from ..format import layout as L
+from ..format.codec import dispatch_tags_code, parse_records, read_be
+from ..format.columns import arrow_schema, build_batch, normalize_columns
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
-from ..files.sizes import StoreSizes, cq_directories, detect_sizes
 
 
 def resolve_store_root(path) -> Path:

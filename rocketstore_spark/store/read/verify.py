@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow.compute as pc
 
 from ...errors import RocketStoreError
+from ..files.commitlog import END_BLANK, END_INVALID
 from ..format import layout as L
 from ..format.java_hash import java_string_hashes
-from ..files.commitlog import END_BLANK, END_INVALID
 from .store_reader import StoreReader
 
 DAY_MS = 86_400_000
@@ -113,7 +113,7 @@ def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
             keys = ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]
             allowed.append({h for h in _hashes(row["topic"], keys)})
         hashes = entries["key_hash"][inside].astype(np.int64)
-        for j, (h, r) in enumerate(zip(hashes, inverse)):
+        for h, r in zip(hashes, inverse):
             if int(h) not in allowed[int(r)]:
                 out.append(Problem(f"{f.path} entry", f"key hash {int(h)} matches no key of the record at "
                                                       f"{int(uniq_phy[r])}"))

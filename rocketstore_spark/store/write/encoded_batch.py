@@ -21,11 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import StoreFormatError
-from ..format import layout as L
 from ..files.index_file import index_key
+from ..format import layout as L
+from ..format.encoder import UniqKeyFactory, encode_records, record_lengths, value_offsets
 from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hashes
-from ..format.encoder import encode_records, record_lengths, value_offsets
-from .message_input import PreparedMessages
+from .message_input import PreparedMessages, prepare_messages
 
 META_SUFFIX = ".meta.npy"
 
@@ -176,6 +176,21 @@ class EncodedBatch:
         return view
 
 
+def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
+                 max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> EncodedBatch:
+    """Check, resolve and encode the messages of ``table`` (see :mod:`.message_input`): what the store writer
+    does before publishing and a Spark task before staging."""
+    prepared = prepare_messages(table, store_host=store_host, uniq_factory=uniq_factory,
+                                max_message_size=max_message_size)
+    if "storeTimestamp" in table.column_names:
+        column = table.column("storeTimestamp")
+        ts_given = np.asarray(pc.is_valid(column.combine_chunks() if isinstance(column, pa.ChunkedArray)
+                                          else column))
+    else:
+        ts_given = np.zeros(table.num_rows, dtype=bool)
+    return encode_batch(prepared, ts_given)
+
+
 def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
     """Encode prepared messages with zero physical and queue offsets (patched when published)."""
     enc = msgs.enc
@@ -221,10 +236,10 @@ def _tags_codes(msgs: PreparedMessages, topic_names, topic_idx) -> tuple[np.ndar
                 continue
             try:
                 level = min(int(text), len(levels_ms))
-            except ValueError:
+            except ValueError as e:
                 from ...errors import MessageValidationError
 
-                raise MessageValidationError(f"row {int(r)}: DELAY property {text!r} is not a delay level")
+                raise MessageValidationError(f"row {int(r)}: DELAY property {text!r} is not a delay level") from e
             if level > 0:
                 delay_ms[r] = levels_ms[level - 1]
     return codes, delay_ms

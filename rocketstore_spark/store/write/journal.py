@@ -18,13 +18,13 @@ from typing import Optional
 
 import numpy as np
 
-from ..format import layout as L
 from ..files.index_file import IndexHeader, index_file_size
-from .repair import repair_store, zero_from
-from .reservation import reservation_closed
 from ..files.sizes import StoreSizes
 from ..files.store_files import is_temporary, remove_temporaries, write_text_atomically
 from ..files.topic_config import register_topics, topics_path
+from ..format import layout as L
+from .repair import repair_store, zero_from
+from .reservation import reservation_closed
 
 META_DIR = ".rocketstore"
 JOURNAL_DIR = "journal"

@@ -20,8 +20,14 @@ import pyarrow.compute as pc
 from ...errors import MessageValidationError
 from ..format import layout as L
 from ..format.columns import FIELD_TYPES, parse_properties, property_values, split_keys
-from ..format.encoder import (EncodeInput, UniqKeyFactory, binary_lengths, compress_body, serialize_properties,
-                      value_offsets)
+from ..format.encoder import (
+    EncodeInput,
+    UniqKeyFactory,
+    binary_lengths,
+    compress_body,
+    serialize_properties,
+    value_offsets,
+)
 
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # TopicValidator.VALID_CHAR_BIT_MAP characters
 IGNORED_COLUMNS = ("msgId", "commitLogOffset", "storeSize")  # always derived from where a record lands

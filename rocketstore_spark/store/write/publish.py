@@ -1,32 +1,36 @@
 """Publishing a staged write job as one all-or-nothing append (the Spark sink's driver-side commit).
 
 Tasks stage their records in ``.rocketstore/staging/<job>/`` (:mod:`.staging`), laid out at the offsets the
-store would give them if nothing else were published first. :func:`publish_staged` takes the store's lock,
-closes the job's reservation (no zombie attempt can write any more), records a journal and then publishes the
-committed attempts' records in commit-log order:
+store would give them if nothing else were published first. :func:`publish_staged` is the protocol, step by step:
 
-* **in place**, when the store still ends where the job was staged and the committed attempts tile the staged
-  commit log without a gap (no attempt of the job failed after reserving room): queue offsets and store
-  times are patched into the staged files (the tasks wrote the physical offsets), which then become the
-  store's commit-log files by rename (only the job's part of a store file that already existed is copied into
-  it);
-* **by copy** otherwise: every record is copied into the commit log at its new place (what the appender does).
+1. take the store's lock, and finish or roll back whatever an interrupted writer left (:mod:`.journal`);
+2. a streaming batch the sink already published (a replay after a restart) publishes nothing;
+3. for an overwrite, journal it and set the old store aside (renames only, so rollback can bring it back);
+4. close the job's reservation: from here no task attempt (a zombie, a speculative copy) can write;
+5. load the committed attempts' staged records in commit-log order;
+6. journal the store's state before the job (the commit log's end, the touched queues' ends, the index header);
+7. assign queue offsets and store times;
+8. lay the records into the commit log:
+   * **in place**, when the store still ends where the job was staged and the committed attempts tile the staged
+     commit log without a gap: patch queue offsets and store times into the staged files (the tasks wrote the
+     physical offsets) and rename them into ``commitlog/`` (:mod:`.staged_commitlog`);
+   * **by copy** otherwise: every record is copied to its new place (:mod:`.commitlog_writer`);
+9. write the consume-queue units and the index entries (:mod:`.consume_queue_writer`, :mod:`.index_writer`), and
+   create the new topics' queues;
+10. flush every file and write the checkpoint;
+11. mark the journal done — **the commit point**; a crash before it is rolled back from the journal by the next
+    writer (or ``rocketstore recover``), a crash after it is finished;
+12. add the job's topics to the broker's topic table (:mod:`..files.topic_config`; the done journal names them,
+    so recovery finishes this too), release the lock and remove the staging, trash and journal.
 
-Then the consume queues and the index are written, new topics' queues created, everything flushed, and the
-journal marked done (the commit point). A crash before that point is rolled back from the journal by the next
-writer (or ``rocketstore recover``); :func:`discard_staged` is the abort: the store is never touched. Right
-after the commit point the topics the job wrote join the broker's topic table (:mod:`.topic_config`); the
-done journal names them, so recovery finishes that too.
-
-``ROCKETSTORE_FAULT_AT=<step>`` kills the process at a named step; the crash-safety tests use it to prove
-that every step is recoverable: ``journal``, ``moved``, ``part-<i>``, ``before-done``, ``after-done``.
+:func:`~.staging.discard_staged` is the abort: the store is never touched. ``ROCKETSTORE_FAULT_AT=<step>`` kills
+the process at a named step; the crash-safety tests use it to prove that every step is recoverable: ``journal``,
+``moved``, ``part-<i>``, ``before-done``, ``after-done``.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
-import mmap
 import os
 import shutil
 import signal
@@ -38,22 +42,36 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import RocketStoreError, StoreFormatError
+from ...errors import RocketStoreError
+from ..files.locking import StoreLock
+from ..files.sizes import detect_sizes
+from ..files.store_files import is_temporary
+from ..files.topic_config import queue_dir_counts, register_topics, topics_path, topics_to_register
 from ..format import layout as L
 from .appender import StoreWriter
 from .encoded_batch import EncodedBatch
-from .journal import (TRASH_DIR, journal_path, last_sink_batch, mark_done, meta_dir, move_to_trash,
-                      record_sink_batch, remove_empty_dirs, snapshot, staging_dir, write_journal)
-from ..files.locking import StoreLock
-from .placement import patch_longs, place_records
+from .journal import (
+    TRASH_DIR,
+    journal_path,
+    last_sink_batch,
+    mark_done,
+    meta_dir,
+    move_to_trash,
+    record_sink_batch,
+    recover_store,
+    remove_empty_dirs,
+    snapshot,
+    staging_dir,
+    write_journal,
+)
+from .open_files import fsync_directory
+from .placement import place_records
 from .reservation import close_job, staged_commitlog_dir
+from .staged_commitlog import move_into_store, patch_staged
 from .staging import discard_staged
-from ..files.store_files import is_temporary
-from ..files.topic_config import queue_dir_counts, register_topics, topics_path, topics_to_register
 
 log = logging.getLogger("rocketstore_spark")
 FAULT_ENV = "ROCKETSTORE_FAULT_AT"
-COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
 
 def fault_point(step: str) -> None:
@@ -72,65 +90,49 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     the job (inside its journal).
     """
     root = Path(root)
-    sizes = sizes or {}
-    lock = StoreLock.acquire(root)
-    if sink is not None:
-        from .journal import recover_store as _recover
-        from ..files.sizes import detect_sizes as _detect
-
-        try:
-            _recover(root, _detect(root, **sizes))
-            if last_sink_batch(root, sink[0]) >= sink[1]:
-                discard_staged(root, job_id)
-                lock.release()
-                return {"job": job_id, "count": 0, "skipped": True}
-        except BaseException:
+    lock = StoreLock.acquire(root)  # 1.
+    try:
+        detected = detect_sizes(root, **(sizes or {}))
+        recover_store(root, detected)
+        if sink is not None and last_sink_batch(root, sink[0]) >= sink[1]:  # 2.
+            discard_staged(root, job_id)
             lock.release()
-            raise
-    if overwrite:
-        from .journal import recover_store
-        from ..files.sizes import detect_sizes
-
-        try:
-            detected = detect_sizes(root, **sizes)
-            recover_store(root, detected)
-            sizes = detected.as_options()  # the replaced store keeps its file sizes unless options say otherwise
+            return {"job": job_id, "count": 0, "skipped": True}
+        if overwrite:  # 3.
             write_journal(root, snapshot(root, job_id, 0, {}, root / L.INDEX_DIR, 0, kind="overwrite"))
             fault_point("journal")
             move_to_trash(root, job_id)
-        except BaseException:
-            lock.release()
-            raise
-    writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=not overwrite, **sizes)
+        # the store's file sizes stay as detected (an overwritten store keeps them unless options say otherwise)
+        writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=False, **detected.as_options())
+    except BaseException:
+        lock.release()
+        raise
     writer.sync_flush = sync_flush
-    writer.register_topics_on_close = False  # registered below, with the commit point
+    writer.register_topics_on_close = False  # registered at the commit point (step 12)
+    new_topic_queues = dict(new_topic_queues or {})
     try:
-        # closed only now: opening the writer removes the staging of closed jobs (see journal.recover_store)
-        reserved = close_job(staging_dir(root, job_id))
-        file_size = reserved[2] if reserved else writer.sizes.commit_log_file_size
+        reserved = close_job(staging_dir(root, job_id))  # 4.
         staged = staged_commitlog_dir(staging_dir(root, job_id))
-        chunks = _in_commitlog_order([EncodedBatch.load(Path(s), staged, file_size) for s in stems])
-        new_topic_queues = dict(new_topic_queues or {})
-        if not overwrite:
+        file_size = reserved[2] if reserved else writer.sizes.commit_log_file_size
+        chunks = _in_commitlog_order([EncodedBatch.load(Path(s), staged, file_size) for s in stems])  # 5.
+        if not overwrite:  # 6. (an overwrite's journal records the store it set aside)
             write_journal(root, snapshot(root, job_id, writer.next_phy, _touched(writer, chunks, new_topic_queues),
                                          root / L.INDEX_DIR, sum(len(c.entry_rec) for c in chunks),
                                          sink=list(sink) if sink else None))
             fault_point("journal")
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms  # the job's store time: its commit
-        in_place = _staged_in_place(writer, reserved, chunks)
+        stamps = [writer.assign(c, now_ms) for c in chunks]  # 7.
+        in_place = _staged_in_place(writer, reserved, chunks)  # 8. and 9.
         if in_place:
-            _publish_in_place(writer, staged, reserved, chunks, now_ms)
+            _publish_in_place(writer, staged, reserved, chunks, stamps)
         else:
-            for i, chunk in enumerate(chunks):
-                writer.append_encoded(chunk, now_ms=now_ms)
-                fault_point(f"part-{i}")
-        count = sum(len(c) for c in chunks)
+            _publish_by_copy(writer, chunks, stamps)
         for topic, queue_nums in new_topic_queues.items():
-            writer.ensure_queues(topic, queue_nums)
-        writer.flush()
+            writer.consume_queues.create_queues(topic, queue_nums)
+        writer.flush()  # 10.
         register = topics_to_register(root, _written_topic_queues(root, chunks, new_topic_queues))
         fault_point("before-done")
-        mark_done(root, job_id, register)
+        mark_done(root, job_id, register)  # 11.
         fault_point("after-done")
         if sink is not None:
             record_sink_batch(root, *sink)
@@ -138,22 +140,28 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     except BaseException:
         writer.abandon()
         raise
-    try:  # past the commit point: a failure here must not report the committed job as failed
-        register_topics(root, register)
-        registered = True
-    except (RocketStoreError, OSError) as e:
-        log.warning("job %s is committed, but its topics %s could not be added to %s (%s); the journal is "
-                    "kept so that `rocketstore recover` (or the next write) adds them", job_id, sorted(register),
-                    topics_path(root), e)
-        registered = False
+    registered = _register_topics_after_commit(root, job_id, register)  # 12.
     writer.close()  # releases the lock; the next writer's recovery would also finish a done journal
     shutil.rmtree(meta_dir(root) / TRASH_DIR / job_id, ignore_errors=True)
     discard_staged(root, job_id)
     if registered:
         journal_path(root, job_id).unlink(missing_ok=True)
     remove_empty_dirs(meta_dir(root))
-    return {"job": job_id, "count": count, "end_phy_offset": end, "in_place": in_place,
+    return {"job": job_id, "count": sum(len(c) for c in chunks), "end_phy_offset": end, "in_place": in_place,
             "topics_added": sorted(register)}
+
+
+def _register_topics_after_commit(root: Path, job_id: str, register: dict) -> bool:
+    """Past the commit point a failure must not report the committed job as failed: a topic table that cannot
+    be written is logged and its journal kept, so that recovery adds the topics."""
+    try:
+        register_topics(root, register)
+        return True
+    except (RocketStoreError, OSError) as e:
+        log.warning("job %s is committed, but its topics %s could not be added to %s (%s); the journal is "
+                    "kept so that `rocketstore recover` (or the next write) adds them", job_id, sorted(register),
+                    topics_path(root), e)
+        return False
 
 
 def _written_topic_queues(root: Path, chunks: list[EncodedBatch], new_topic_queues: dict) -> dict:
@@ -192,23 +200,18 @@ def _staged_in_place(writer: StoreWriter, reserved, chunks: list[EncodedBatch]) 
     return expected.end == end and np.array_equal(expected.phy, np.concatenate([c.phy for c in chunks]))
 
 
-def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[EncodedBatch], now_ms: int):
+def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[EncodedBatch], stamps) -> None:
     start, end, file_size = reserved
-    stamps = [writer.assign(c, now_ms) for c in chunks]
     # The index needs only key hashes, offsets and store times, and touches only index files: a second
     # thread builds it while this one patches, moves and writes the consume queues (numpy releases the GIL
     # in both). A crash at any point is rolled back from the journal as a whole either way.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocketstore-index") as pool:
         indexing = pool.submit(_index_chunks, writer, chunks, stamps)
-        _patch_staged(staged, file_size, chunks, stamps)
-        for path in _move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
-            writer.track_file(path)  # flushed with the store's other files
+        patch_staged(staged, file_size, chunks, stamps)
+        for path in move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
+            writer.commitlog.adopt(path)  # flushed with the store's other files
         if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
-            fd = os.open(writer.root / L.COMMITLOG_DIR, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_directory(writer.root / L.COMMITLOG_DIR)
         fault_point("moved")
         for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
             writer.dispatch(chunk, chunk.phy, queue_offset, store_ts, index=False)
@@ -216,82 +219,15 @@ def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[
     indexing.result()  # re-raises an indexing error
 
 
+def _publish_by_copy(writer: StoreWriter, chunks: list[EncodedBatch], stamps) -> None:
+    for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
+        writer.write_assigned(chunk, queue_offset, store_ts)
+        fault_point(f"part-{i}")
+
+
 def _index_chunks(writer: StoreWriter, chunks: list[EncodedBatch], stamps) -> None:
     for chunk, (_, store_ts) in zip(chunks, stamps):
         writer.index_batch(chunk, chunk.phy, store_ts)
-
-
-def _patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamps) -> None:
-    """Fill in queue offset and store time of every staged record, in the staged files (the tasks wrote the
-    physical offsets, which are final when the job is published in place)."""
-    maps: dict[int, tuple] = {}
-    try:
-        for chunk, (queue_offset, store_ts) in zip(chunks, stamps):
-            file_no = chunk.phy // file_size
-            for f in np.unique(file_no).tolist():
-                if f not in maps:
-                    with open(staged / L.offset_to_file_name(f * file_size), "r+b") as fh:
-                        mm = mmap.mmap(fh.fileno(), file_size)
-                    maps[f] = (mm, np.frombuffer(mm, dtype=np.uint8))
-                rows = np.flatnonzero(file_no == f)
-                at = chunk.phy[rows] - f * file_size
-                _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[rows[-1]]) + 8)  # up to the last store time
-                patch_longs(maps[f][1], at + L.QUEUE_OFFSET_POSITION, queue_offset[rows])
-                patch_longs(maps[f][1], at + chunk.ts_pos[rows], store_ts[rows])
-    finally:
-        for f in list(maps):
-            mm = maps.pop(f)[0]  # the numpy view went with the tuple: the map can close
-            mm.close()
-
-
-MADV_POPULATE_WRITE = 23  # Linux >= 5.14: fault a range in writable with one call (not in Python 3.11's mmap)
-
-
-def _prefault(mm: mmap.mmap, lo: int, hi: int) -> None:
-    """Map the pages of [lo, hi) writable in one system call instead of one page fault per page (the patch
-    writes into every record). Only the records' range: the staged file's holes must stay holes."""
-    lo -= lo % mmap.PAGESIZE
-    hi = min(hi, len(mm))
-    try:
-        mm.madvise(MADV_POPULATE_WRITE, lo, hi - lo)
-    except (OSError, ValueError):  # an older kernel: the patch faults the pages in one by one
-        pass
-
-
-def _move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_size: int) -> list[Path]:
-    """Make the staged files the store's: rename each, except that the job's part of a file the store already
-    has (the one its end was in) is copied into that file. Returns the store files written."""
-    commitlog.mkdir(parents=True, exist_ok=True)
-    out = []
-    for path in sorted(p for p in staged.iterdir() if p.is_file()):
-        file_start = int(path.name)
-        target = commitlog / path.name
-        if target.exists():
-            _copy_range(path, target, max(start, file_start) - file_start,
-                        min(end, file_start + file_size) - file_start)
-            path.unlink()
-        else:
-            os.replace(path, target)
-        out.append(target)
-    return out
-
-
-def _copy_range(source: Path, target: Path, lo: int, hi: int) -> None:
-    """Copy bytes [lo, hi) of ``source`` to the same place in ``target`` (in the kernel where it can)."""
-    with open(source, "rb") as src, open(target, "r+b") as dst:
-        pos = lo
-        while pos < hi:
-            count = min(hi - pos, COPY_CHUNK_BYTES)
-            try:
-                done = os.copy_file_range(src.fileno(), dst.fileno(), count, pos, pos)
-            except OSError as e:  # no in-kernel copy between these files: copy through memory
-                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                    raise
-                done = os.pwrite(dst.fileno(), os.pread(src.fileno(), count, pos), pos)
-            if done <= 0:
-                raise StoreFormatError(f"staged commit log ends early: expected bytes up to {hi}, found {pos}",
-                                       str(source), pos)
-            pos += done
 
 
 def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:

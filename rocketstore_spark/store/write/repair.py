@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files.sizes import StoreSizes
 from ..format import layout as L
 from ..format.java_hash import java_string_hashes
-from .index_writer import IndexWriter
-from ..files.sizes import StoreSizes
 from ..read.recovery import index_keys_after
 from ..read.store_reader import StoreReader
+from .index_writer import IndexWriter
 
 ZERO_CHUNK = 1 << 20
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Optional
 
 from ...errors import InvalidArgumentError
-from .journal import STAGING_DIR, journal_path, meta_dir
 from ..files.locking import StoreLock
+from .journal import STAGING_DIR, journal_path, meta_dir
 from .reservation import reservation_closed
 from .staging import discard_staged
 

@@ -1,6 +1,6 @@
 """Staging a write job's records (what each Spark task attempt does, in parallel, before the driver commits).
 
-A task encodes each table it receives (:func:`.appender.encode_table`), reserves room for it in the job's
+A task encodes each table it receives (:func:`.encoded_batch.encode_table`), reserves room for it in the job's
 reservation file (:mod:`.reservation`) and writes the record bytes at those offsets into
 ``.rocketstore/staging/<job>/commitlog/`` — files named and laid out as the store's commit-log files would be, BLANK
 markers included, each record's PHYSICALOFFSET the reserved one. Only what the publisher must still fill in is
@@ -19,15 +19,14 @@ from typing import Iterable, Optional
 import numpy as np
 import pyarrow as pa
 
+from ..files.sizes import detect_sizes
 from ..format import layout as L
-from .appender import encode_table
-from .encoded_batch import EncodedBatch
 from ..format.encoder import UniqKeyFactory
+from ..read.store_reader import StoreReader
+from .encoded_batch import EncodedBatch, encode_table
 from .journal import meta_dir, remove_empty_dirs, staging_dir
 from .placement import patch_longs
 from .reservation import JobReservation, close_job, staged_commitlog_dir
-from ..files.sizes import detect_sizes
-from ..read.store_reader import StoreReader
 
 STAGE_FILE_ROWS = 200_000  # messages per metadata file: bounds the metadata a task holds in memory
 

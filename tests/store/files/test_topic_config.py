@@ -7,9 +7,9 @@ import pytest
 
 from rocketstore_spark.errors import StoreFormatError
 from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.topic_config import existing_queue_counts, register_topics, topics_path
 from rocketstore_spark.store.write.publish import new_job_id, publish_staged
 from rocketstore_spark.store.write.staging import stage
-from rocketstore_spark.store.files.topic_config import existing_queue_counts, register_topics, topics_path
 from tests.store.write.test_publish import run_publish, stage_job
 from tests.store.write.test_writer import SMALL, messages, tree_digest
 

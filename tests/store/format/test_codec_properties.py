@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.consume_queue import Subscription
 from rocketstore_spark.store.format import layout as L
 from rocketstore_spark.store.format.codec import parse_records
-from rocketstore_spark.store.format.java_hash import index_key_hash, java_string_hash, java_string_hashes
 from rocketstore_spark.store.format.columns import parse_properties, single_property, split_keys
-from rocketstore_spark.store.files.consume_queue import Subscription
+from rocketstore_spark.store.format.java_hash import index_key_hash, java_string_hash, java_string_hashes
 from tests.store import reference as ref
 
 TOPIC_CHARS = "%|_-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -314,8 +314,8 @@ def _java_host(text):
 # --- the gathered-header fast path parses exactly like the field-by-field path ----------------------------------
 
 def _encoded_records(hosts):
-    from rocketstore_spark.store.write.appender import encode_table
     from rocketstore_spark.store.format.encoder import UniqKeyFactory
+    from rocketstore_spark.store.write.encoded_batch import encode_table
 
     n = len(hosts)
     table = pa.table({"topic": ["T" * (1 + i % 3) for i in range(n)], "body": [b"x" * (i * 7 % 40) for i in range(n)],

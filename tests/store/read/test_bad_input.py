@@ -4,8 +4,14 @@ import struct
 
 import pytest
 
-from rocketstore_spark.errors import (CorruptRecordError, InvalidArgumentError, RocketStoreError,
-                                      StoreConfigError, StoreFormatError, StoreNotFoundError)
+from rocketstore_spark.errors import (
+    CorruptRecordError,
+    InvalidArgumentError,
+    RocketStoreError,
+    StoreConfigError,
+    StoreFormatError,
+    StoreNotFoundError,
+)
 from rocketstore_spark.store import RocketStore
 from tests.store.reference import commitlog_file_of, record_layout
 

@@ -92,7 +92,7 @@ def test_empty_property_values_are_dropped_like_java(rows, manifest):
     """kind normal-empty-prop stores ``emptyProp\\u0001\\u0002``: present in the raw string, absent from the map."""
     empties = [(r, m) for r, m in zip(rows, manifest) if m["kind"] == "normal-empty-prop"]
     assert len(empties) == 41
-    for r, m in empties:
+    for r, _ in empties:
         assert "emptyProp\u0001\u0002" in r["propertiesString"]
         assert "emptyProp" not in dict(r["properties"])
 

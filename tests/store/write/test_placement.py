@@ -4,7 +4,8 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from rocketstore_spark.errors import MessageValidationError
 from rocketstore_spark.store.format import layout as L

@@ -199,8 +199,9 @@ def test_in_place_and_copied_publications_give_the_same_bytes(base_store, tmp_pa
     result = publish_staged(copies["copied"], job, stems, now_ms=1_700_000_100_000)
     assert not result["in_place"] and result["count"] == 350
 
-    from rocketstore_spark.store.write.appender import StoreWriter, encode_table
     from rocketstore_spark.store.format.encoder import UniqKeyFactory
+    from rocketstore_spark.store.write.appender import StoreWriter
+    from rocketstore_spark.store.write.encoded_batch import encode_table
 
     with StoreWriter.open(copies["direct"], store_host="10.0.0.1:10911") as w:
         for t in tables:
@@ -222,7 +223,7 @@ def test_a_zombie_attempt_cannot_write_once_the_job_is_committed_or_aborted(base
         stems = stage(base_store, job, "p0", [fixed(40, 1000)], store_host="10.0.0.1:10911")
         before = None
 
-        def zombie_tables():
+        def zombie_tables(finish=finish, job=job, stems=stems):
             nonlocal before
             yield fixed(10, 5000)
             if finish == "commit":

@@ -7,12 +7,17 @@ import pytest
 
 from rocketstore_spark.errors import InvalidArgumentError, JobClosedError, StoreLockedError
 from rocketstore_spark.store import RocketStore
-from rocketstore_spark.store.write.journal import journal_path, staging_dir
 from rocketstore_spark.store.files.locking import StoreLock
+from rocketstore_spark.store.write.journal import journal_path, staging_dir
 from rocketstore_spark.store.write.publish import new_job_id
 from rocketstore_spark.store.write.reservation import close_job
-from rocketstore_spark.store.write.staged_jobs import (STATE_CLOSED, STATE_OPEN, parse_age, remove_staged_jobs,
-                                                 staged_jobs)
+from rocketstore_spark.store.write.staged_jobs import (
+    STATE_CLOSED,
+    STATE_OPEN,
+    parse_age,
+    remove_staged_jobs,
+    staged_jobs,
+)
 from rocketstore_spark.store.write.staging import stage
 from tests.store.write.test_publish import base_store, stage_job  # noqa: F401 - the fixture is used by name
 from tests.store.write.test_writer import messages, tree_digest

@@ -8,8 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from rocketstore_spark.errors import (MessageValidationError, StoreClosedError, StoreLockedError,
-                                      StoreNotFoundError)
+from rocketstore_spark.errors import MessageValidationError, StoreClosedError, StoreLockedError, StoreNotFoundError
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.format.java_hash import java_string_hash
 from tests.conftest import GOLDEN_SIZES
@@ -202,8 +201,8 @@ def test_index_sizes_are_detected_in_a_file_a_writer_stopped_in_the_middle_of(tm
     """Broker and rocketstore write an index entry, then its slot, then the header's count: a store that
     crashed in between has a slot pointing one entry past the count. Size detection must still find the
     broker's sizes there (for the newest entry's own bucket, the worst case), or the store would not open."""
-    from rocketstore_spark.store.format import layout as L
     from rocketstore_spark.store.files.sizes import detect_sizes
+    from rocketstore_spark.store.format import layout as L
 
     root = tmp_path / "s"
     with RocketStore.open(root, mode="a", **SMALL) as writer:

@@ -1,0 +1,92 @@
+"""Dispatching records into consume queues (``ConsumeQueue.putMessagePositionInfo``): queue offsets and units.
+
+:class:`QueueOffsets` hands out consecutive offsets per queue from each queue's end, as the broker's
+``CommitLog.topicQueueTable`` does; :class:`ConsumeQueueWriter` writes the 20-byte units of records now in the
+commit log, one ``pwrite`` per queue and consume-queue file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import MessageValidationError
+from ..format import layout as L
+from .encoded_batch import EncodedBatch
+from .open_files import OpenFiles
+
+
+class QueueOffsets:
+    """The next queue offset of every queue of a store opened for appending."""
+
+    def __init__(self, next_offsets: dict):
+        self._next = dict(next_offsets)  # (topic, queue id) → the offset its next message gets
+        self.written_topics: set[str] = set()
+
+    def next_offset(self, topic: str, queue_id: int) -> int:
+        return self._next.get((topic, int(queue_id)), 0)
+
+    def assign(self, batch: EncodedBatch) -> np.ndarray:
+        """Consecutive offsets per queue for ``batch``'s dispatched records (0 for PREPARED/ROLLBACK halves,
+        which no queue references); a ``queueOffset`` the input gave must be the one assigned."""
+        out = np.zeros(len(batch), dtype=np.int64)
+        rows, bounds, queues = batch.queue_groups()
+        if not len(rows):
+            return out
+        base = np.array([self._next.get(q, 0) for q in queues], dtype=np.int64)
+        counts = np.diff(bounds)
+        assigned = np.repeat(base - bounds[:-1], counts) + np.arange(len(rows))
+        given = batch.queue_offset_given[rows]
+        wrong = np.flatnonzero((given >= 0) & (given != assigned))
+        if len(wrong):
+            i = int(wrong[np.argmin(rows[wrong])])  # the first such row of the batch
+            topic, qid = queues[int(np.searchsorted(bounds, i, side="right")) - 1]
+            raise MessageValidationError(
+                f"row {int(rows[i])}: queueOffset {int(given[i])} given for {topic}/{qid}, but that queue's next "
+                f"offset is {int(assigned[i])}; drop the queueOffset column to have offsets assigned")
+        out[rows] = assigned
+        for q, b, c in zip(queues, base.tolist(), counts.tolist()):
+            self._next[q] = b + c
+        self.written_topics.update(q[0] for q in queues)
+        return out
+
+
+class ConsumeQueueWriter:
+    """The consume queues of one store opened for appending."""
+
+    def __init__(self, root: Path, file_size: int, files: OpenFiles):
+        self.directory = Path(root) / L.CONSUMEQUEUE_DIR
+        self.file_size = file_size
+        self._files = files
+
+    def write(self, batch: EncodedBatch, phy: np.ndarray, queue_offset: np.ndarray,
+              store_ts: np.ndarray) -> None:
+        """The units of ``batch``'s dispatched records, now in the commit log at ``phy``. A delayed message's
+        unit carries its delivery time instead of its tags hash (``CommitLog.checkMessageAndReturnSize``)."""
+        tags_code = np.where(batch.delay_ms > 0, store_ts + batch.delay_ms, batch.tags_code)
+        rows, bounds, queues = batch.queue_groups()
+        cq_size = self.file_size
+        for (topic, queue_id), lo, hi in zip(queues, bounds[:-1].tolist(), bounds[1:].tolist()):
+            members = rows[lo:hi]
+            directory = self.directory / topic / str(queue_id)
+            directory.mkdir(parents=True, exist_ok=True)
+            units = np.zeros(len(members), dtype=L.CQ_UNIT_DTYPE)
+            units["phy_offset"], units["size"] = phy[members], batch.lengths[members]
+            units["tags_code"] = tags_code[members]
+            byte = queue_offset[members] * L.CQ_STORE_UNIT_SIZE
+            file_no = byte // cq_size
+            cuts = (np.flatnonzero(np.diff(file_no)) + 1).tolist()  # a queue's offsets only grow
+            for a, b in zip([0] + cuts, cuts + [len(members)]):
+                f = int(file_no[a])
+                fd = self._files.fd(directory / L.offset_to_file_name(f * cq_size), cq_size)
+                os.pwrite(fd, units[a:b].view(np.uint8), int(byte[a]) - f * cq_size)
+
+    def create_queues(self, topic: str, queue_nums: int) -> None:
+        """The consume-queue directories 0..queue_nums-1 of ``topic`` (a new topic's queues, empty ones too)."""
+        for qid in range(queue_nums):
+            (self.directory / topic / str(qid)).mkdir(parents=True, exist_ok=True)
+
+
+__all__ = ["QueueOffsets", "ConsumeQueueWriter"]

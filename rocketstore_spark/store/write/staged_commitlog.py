@@ -1,0 +1,100 @@
+"""A job's staged commit-log files becoming the store's (the in-place publication).
+
+Spark tasks wrote their records into ``.rocketstore/staging/<job>/commitlog/`` at the offsets the store gives them
+(:mod:`.staging`), physical offsets included. When the job is published in place, :func:`patch_staged` fills in
+what only the publisher knows — each record's queue offset and store time — through a memory map of pages still
+in the page cache, and :func:`move_into_store` renames the files into ``commitlog/`` (only the job's part of the
+store file its end was in is copied into that file).
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import StoreFormatError
+from ..format import layout as L
+from .encoded_batch import EncodedBatch
+from .placement import patch_longs
+
+COPY_CHUNK_BYTES = 64 * 1024 * 1024
+
+
+def patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamps) -> None:
+    """Fill in queue offset and store time of every staged record, in the staged files (the tasks wrote the
+    physical offsets, which are final when the job is published in place)."""
+    maps: dict[int, tuple] = {}
+    try:
+        for chunk, (queue_offset, store_ts) in zip(chunks, stamps):
+            file_no = chunk.phy // file_size
+            for f in np.unique(file_no).tolist():
+                if f not in maps:
+                    with open(staged / L.offset_to_file_name(f * file_size), "r+b") as fh:
+                        mm = mmap.mmap(fh.fileno(), file_size)
+                    maps[f] = (mm, np.frombuffer(mm, dtype=np.uint8))
+                rows = np.flatnonzero(file_no == f)
+                at = chunk.phy[rows] - f * file_size
+                _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[rows[-1]]) + 8)  # up to the last store time
+                patch_longs(maps[f][1], at + L.QUEUE_OFFSET_POSITION, queue_offset[rows])
+                patch_longs(maps[f][1], at + chunk.ts_pos[rows], store_ts[rows])
+    finally:
+        for f in list(maps):
+            mm = maps.pop(f)[0]  # the numpy view went with the tuple: the map can close
+            mm.close()
+
+
+MADV_POPULATE_WRITE = 23  # Linux >= 5.14: fault a range in writable with one call (not in Python 3.11's mmap)
+
+
+def _prefault(mm: mmap.mmap, lo: int, hi: int) -> None:
+    """Map the pages of [lo, hi) writable in one system call instead of one page fault per page (the patch
+    writes into every record). Only the records' range: the staged file's holes must stay holes."""
+    lo -= lo % mmap.PAGESIZE
+    hi = min(hi, len(mm))
+    try:
+        mm.madvise(MADV_POPULATE_WRITE, lo, hi - lo)
+    except (OSError, ValueError):  # an older kernel: the patch faults the pages in one by one
+        pass
+
+
+def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_size: int) -> list[Path]:
+    """Make the staged files the store's: rename each, except that the job's part of a file the store already
+    has (the one its end was in) is copied into that file. Returns the store files written."""
+    commitlog.mkdir(parents=True, exist_ok=True)
+    out = []
+    for path in sorted(p for p in staged.iterdir() if p.is_file()):
+        file_start = int(path.name)
+        target = commitlog / path.name
+        if target.exists():
+            _copy_range(path, target, max(start, file_start) - file_start,
+                        min(end, file_start + file_size) - file_start)
+            path.unlink()
+        else:
+            os.replace(path, target)
+        out.append(target)
+    return out
+
+
+def _copy_range(source: Path, target: Path, lo: int, hi: int) -> None:
+    """Copy bytes [lo, hi) of ``source`` to the same place in ``target`` (in the kernel where it can)."""
+    with open(source, "rb") as src, open(target, "r+b") as dst:
+        pos = lo
+        while pos < hi:
+            count = min(hi - pos, COPY_CHUNK_BYTES)
+            try:
+                done = os.copy_file_range(src.fileno(), dst.fileno(), count, pos, pos)
+            except OSError as e:  # no in-kernel copy between these files: copy through memory
+                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+                done = os.pwrite(dst.fileno(), os.pread(src.fileno(), count, pos), pos)
+            if done <= 0:
+                raise StoreFormatError(f"staged commit log ends early: expected bytes up to {hi}, found {pos}",
+                                       str(source), pos)
+            pos += done
+
+
+__all__ = ["patch_staged", "move_into_store"]
