@@ -68,3 +68,7 @@ class StoreClosedError(RocketStoreError):
 
 class InvalidArgumentError(RocketStoreError, ValueError):
     """A caller passed an argument the API cannot accept (bad boundary, bad subscription expression...)."""
+
+
+class UnsupportedLocationError(InvalidArgumentError):
+    """A store location this version cannot use: a remote URI (object storage, HDFS) or a malformed file URI."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import Subscription, resolve_store_root
+from ..store import Subscription, local_store_path, resolve_store_root
 from ..store.format import layout as L
 
 EARLIEST = "earliest"
@@ -155,7 +155,8 @@ def resolve_paths(value: str) -> list[str]:
     for part in (p.strip() for p in str(value).split(",")):
         if not part:
             continue
-        matches = sorted(glob.glob(os.path.expanduser(part))) if glob.has_magic(part) else [part]
+        local = str(local_store_path(part))  # a remote URI fails here, at load(), saying why
+        matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local]
         if not matches:
             raise StoreNotFoundError(f"the glob {part!r} matches no store directory")
         out.extend(str(resolve_store_root(m)) for m in matches)

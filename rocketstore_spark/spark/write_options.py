@@ -18,7 +18,7 @@ from pyspark.sql.types import (
 )
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import DEFAULT_STORE_HOST, parse_host
+from ..store import DEFAULT_STORE_HOST, local_store_path, parse_host
 from ..store import existing_queue_counts as store_queue_counts
 from ..store.format import layout as L
 from .options import canonical, parse_bool, parse_int
@@ -78,7 +78,7 @@ def parse_write_options(options: Mapping[str, str], overwrite: bool) -> WriteOpt
     path = opts.get("path")
     if not path:
         raise InvalidArgumentError("no store path: use .save('/path/to/store') or .option('path', ...)")
-    path = os.path.expanduser(path)
+    path = str(local_store_path(path, writing=True))  # a remote URI fails here, at save(), saying why
     if os.path.exists(path) and not os.path.isdir(path):
         raise StoreNotFoundError(f"{path} is a file; the rocketstore sink writes a store directory")
     if overwrite and opts.get("overwrite") != "replace":

@@ -17,6 +17,7 @@ from ..errors import InvalidArgumentError
 from .files.consume_queue import Subscription
 from .files.locking import StoreLock
 from .files.sizes import StoreSizes
+from .files.store_location import local_store_path
 from .files.topic_config import (
     broker_managed,
     existing_queue_counts,
@@ -71,7 +72,7 @@ class RocketStore(StoreReader):
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "StoreSizes", "Subscription", "StoreLock",
            "DEFAULT_BATCH_ROWS", "DEFAULT_STORE_HOST", "COLUMNS", "RAW_COLUMNS", "arrow_schema", "resolve_store_root",
            "stage", "publish_staged", "discard_staged", "new_job_id", "existing_queue_counts",
-           "java_string_hashes", "parse_host", "decode_msg_id",
+           "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path",
            # the CLI's store tools: verification, staged jobs, the broker's topic table
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]

@@ -173,3 +173,9 @@ def test_every_store_command_takes_the_sizes_including_a_harness_size_file(tmp_p
     rows = run("query", golden_dir / "store", "--topic", "TopicTest", "--key", "order-42",
                *golden_flags).stdout.splitlines()
     assert len(rows) == 64  # the hot key: the real store's answer is capped at 64 too
+
+
+def test_a_remote_uri_gets_a_short_error_saying_what_to_do():
+    out = run("inspect", "s3://bucket/archive/store", check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "local or mounted directory" in out.stderr and "copy" in out.stderr

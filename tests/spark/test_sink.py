@@ -108,6 +108,13 @@ def test_job_failing_for_good_leaves_the_store_untouched(spark, tmp_path):
     assert not list((tmp_path / "s").rglob("*.rec"))
 
 
+def test_save_to_a_remote_uri_fails_at_save_saying_why(spark):
+    df = spark.createDataFrame([("t", b"x")], "topic string, body binary")
+    with pytest.raises(Exception, match="POSIX record locks and atomic renames") as err:
+        df.write.format("rocketstore").mode("append").save("s3a://bucket/migrated/store")
+    assert "then copy" in str(err.value)
+
+
 def test_a_held_lock_fails_fast(spark, tmp_path):
     base = spark.createDataFrame([("t", b"x")], "topic string, body binary")
     write(base, tmp_path / "s")

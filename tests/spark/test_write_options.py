@@ -28,3 +28,10 @@ def test_overwrite_needs_confirmation(tmp_path):
     with pytest.raises(InvalidArgumentError, match="overwrite"):
         parse_write_options({"path": str(tmp_path)}, True)
     assert parse_write_options({"path": str(tmp_path), "overwrite": "replace"}, True).path == str(tmp_path)
+
+
+def test_a_remote_uri_fails_when_the_write_is_set_up_saying_why_and_what_to_do():
+    from rocketstore_spark.errors import UnsupportedLocationError
+
+    with pytest.raises(UnsupportedLocationError, match="POSIX record locks and atomic renames.*then copy"):
+        parse_write_options({"path": "s3a://bucket/migrated/store"}, False)

