@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ..errors import RocketStoreError
-from ..store import (STATE_OPEN, RocketStore, StoreWriter, parse_age, queue_dir_counts, register_topics as add_topics,
-                     remove_staged_jobs, staged_jobs, topics_path, verify_store)
+from ..errors import RocketStoreError, UnsupportedVariantError
+from ..store import (STATE_OPEN, RocketStore, StoreWriter, detect_variant, parse_age, queue_dir_counts,
+                     register_topics as add_topics, remove_staged_jobs, resolve_store_root, staged_jobs, topics_path,
+                     verify_store)
 
 app = typer.Typer(help="Inspect, query, verify, generate and recover Apache RocketMQ store directories.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -33,6 +34,10 @@ CONSUME_QUEUE_SIZE = typer.Option(None, "--consume-queue-file-size", "--cq-size"
                                   help="consume-queue file size in bytes (mappedFileSizeConsumeQueue)")
 INDEX_SLOTS = typer.Option(None, "--index-hash-slots", "--index-slots", help="index hash slots (maxHashSlotNum)")
 INDEX_ENTRIES = typer.Option(None, "--index-max-entries", "--index-num", help="index entries (maxIndexNum)")
+# The storage variant, where the files leave it open (detected otherwise); a variant harness's store arguments
+# spell it the same way ("--variant lmq").
+VARIANT = typer.Option(None, "--variant", help="storage variant: default, or features among "
+                       "dledger, rocksdb-cq, batch-cq, lmq, prop-crc joined by ',' (detected when absent)")
 
 
 def _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) -> dict:
@@ -72,12 +77,25 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
-    """Sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint, recovery status."""
+            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+            variant: Optional[str] = VARIANT):
+    """Storage variant, sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint,
+    recovery status."""
     from .report import describe_store
 
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s:
+    try:
+        s = RocketStore.open(store, variant=variant, **sizes)
+    except UnsupportedVariantError:
+        # a variant rocketstore cannot read yet is still reported, then the error (exit status 2)
+        root = resolve_store_root(store)
+        found = detect_variant(root, variant).as_dict()
+        if as_json:
+            console.print_json(json.dumps({"path": str(root), "variant": found}))
+        else:
+            console.print(f"[bold]{root}[/bold]  variant: {found['name']} ({'; '.join(found['evidence'])})")
+        raise
+    with s:
         info = describe_store(s)
     if as_json:
         console.print_json(json.dumps(info))
@@ -85,6 +103,8 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     console.print(f"[bold]{info['path']}[/bold]  recovery: {info['recovery']['mode']}, valid end "
                   f"{info['recovery']['valid_end']:,}" + (f", [red]{info['recovery']['problem']}[/red]"
                                                           if info["recovery"]["problem"] else ""))
+    console.print(f"variant: {info['variant']['name']}" + (f" ({'; '.join(info['variant']['evidence'])})"
+                                                            if info["variant"]["evidence"] else ""))
     console.print(f"sizes: {info['sizes']}")
     console.print(f"abort file: {info['abort']}   disk use: {info['disk_bytes']:,} bytes   "
                   f"commit-log files: {info['commitlog_files']}")
@@ -125,14 +145,15 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
          fmt: str = typer.Option("table", "--format", help="table or jsonl"),
          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
          consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+         variant: Optional[str] = VARIANT):
     """Messages of a topic/queue (or everything) as a table or JSON lines."""
     from .report import iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s, _progress() as bar:
+    with RocketStore.open(store, variant=variant, **sizes) as s, _progress() as bar:
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -165,12 +186,13 @@ def query(store: Path = typer.Argument(..., help="store directory"),
           time: Optional[str] = typer.Option(None, help="store time (ms or ISO): the queue offset at that time"),
           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+          variant: Optional[str] = VARIANT):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time."""
     from .report import message_json
 
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s:
+    with RocketStore.open(store, variant=variant, **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
             rows = [row] if row else []
