@@ -138,9 +138,10 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                     cq = ConsumeQueue(key[0], key[1], self.root / L.CONSUMEQUEUE_DIR / key[0] / str(key[1]),
                                       self.sizes.consume_queue_file_size)
                     self._queues[key] = cq
+                code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
                 if row["queueOffset"] == cq.max_offset:
-                    code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
                     cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
+                self._redispatch_variant(row, code)
 
     # --- metadata ---------------------------------------------------------------------------------------
 

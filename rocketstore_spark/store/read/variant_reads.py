@@ -18,10 +18,12 @@ import pyarrow as pa
 
 from ...errors import CorruptRecordError, UnsupportedVariantError
 from ..files.commitlog import CommitLog
+from ..files.consume_queue import ConsumeQueue
 from ..files.mapped_file_queue import MappedFileQueue
 from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, PROP_CRC, ROCKSDB_CQ, StoreVariant, commit_log_dir
+from ..format import layout as L
 from ..format.codec import RecordBatchFields
-from ..format.columns import single_property, view_array
+from ..format.columns import parse_properties, property_values, single_property, view_array
 
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET
@@ -62,6 +64,28 @@ class VariantReads:
     def _open_commit_log(self) -> CommitLog:
         return CommitLog(MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size),
                          prop_crc_required=self.variant.has(PROP_CRC))
+
+    def _redispatch_variant(self, row: dict, tags_code: int) -> None:
+        """What re-dispatch on opening adds for a recovered record besides its own queue's unit: the units of the
+        LMQs it names (``ConsumeQueue.multiDispatchLmqQueue``), each at the offset its property gives."""
+        if not self.variant.has(LMQ):
+            return
+        props = dict(row["properties"])
+        names, offsets = props.get(PROPERTY_INNER_MULTI_DISPATCH), props.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET)
+        if not names or not offsets:
+            return
+        for name in names.split(MULTI_DISPATCH_QUEUE_SPLITTER):
+            if not name.startswith(LMQ_PREFIX):
+                continue
+            at = lmq_offsets_of([names], [offsets], name)[0]
+            key = (name, LMQ_QUEUE_ID)
+            cq = self._queues.get(key)
+            if cq is None:
+                cq = ConsumeQueue(name, LMQ_QUEUE_ID, self.root / L.CONSUMEQUEUE_DIR / name / str(LMQ_QUEUE_ID),
+                                  self.sizes.consume_queue_file_size)
+                self._queues[key] = cq
+            if at == cq.max_offset:  # as for the record's own queue: units already on disk are not written twice
+                cq.append_virtual(row["commitLogOffset"], row["storeSize"], tags_code)
 
     def is_lmq(self, topic: str) -> bool:
         """Whether ``topic`` is a light message queue of this store (its rows are overlaid, see the module)."""
@@ -119,3 +143,13 @@ class VariantReads:
         table = pa.Table.from_batches(parts).combine_chunks()
         back = np.argsort(np.concatenate(order), kind="stable")  # rows in their decoded order again
         return table.take(pa.array(back)).to_batches()[0]
+
+    def _lmq_overlay_table(self, table: pa.Table, cq, phy_offsets: list, unit_offsets: list) -> pa.Table:
+        """:meth:`_lmq_overlay` for the records at ``phy_offsets`` (one row each, in that order) read through LMQ
+        ``cq`` at ``unit_offsets`` (consumer-style paging reads records by offset, not by decoded chunk)."""
+        props = parse_properties(self.read_records_at(phy_offsets, ["propertiesString"]).column(0).combine_chunks())
+        dispatch = property_values(props, PROPERTY_INNER_MULTI_DISPATCH).to_pylist()
+        offsets = property_values(props, PROPERTY_INNER_MULTI_QUEUE_OFFSET).to_pylist()
+        batch = table.combine_chunks().to_batches()[0]
+        return pa.Table.from_batches([self._lmq_overlay(batch, cq, np.asarray(unit_offsets, dtype=np.int64),
+                                                        dispatch, offsets)])
