@@ -35,12 +35,13 @@ class StoreHandle:
     # a crashed store (abort present) needs abnormal recovery everywhere: its re-dispatched units exist
     # only in memory, so executors recover it again rather than trusting the valid end alone
     recover: bool = False
+    variant: Optional[str] = None  # as the driver found it, so executors read the store the same way
 
     def open(self) -> RocketStore:
         cl, cq, slots, entries = self.sizes
         return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
                                 index_hash_slots=slots, index_max_entries=entries,
-                                valid_end=None if self.recover else self.valid_end)
+                                valid_end=None if self.recover else self.valid_end, variant=self.variant)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def handle_sizes(s) -> tuple:
 
 def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
     return StoreHandle(ref.path, ref.broker, store.max_phy_offset(), handle_sizes(store.sizes),
-                       recover=store.abort_present)
+                       recover=store.abort_present, variant=store.variant.name)
 
 
 # path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
@@ -138,12 +139,12 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     The cache owns the store and keeps its consume-queue maps open between plans (a tag-filtered plan reads
     every unit; re-mapping would fault every page in again); a store that changed is closed and replaced.
     """
-    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())))
+    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())), opts.variant)
     cached = _RECOVERED.get(ref.path)
     if cached is not None and cached[0] == key:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    store = RocketStore.open(ref.path, **opts.sizes)
+    store = RocketStore.open(ref.path, variant=opts.variant, **opts.sizes)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

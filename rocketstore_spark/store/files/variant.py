@@ -43,7 +43,7 @@ DEFAULT = "default"
 #: Features whose files either exist or not: an explicit variant must agree with them.
 STRUCTURAL = (DLEDGER, ROCKSDB_CQ, BATCH_CQ)
 
-LMQ_PREFIX = "%LMQ%"  # MixAll.LMQ_PREFIX
+LMQ_PREFIX = L.LMQ_PREFIX
 BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"  # StorePathConfigHelper.getStorePathBatchConsumeQueue
 DLEDGER_DIR_PREFIX = "dledger-"  # DLedgerConfig.getDefaultPath: <storeBaseDir>/dledger-<selfId>
 DLEDGER_DATA_DIR = "data"  # DLedgerConfig.getDataStorePath
