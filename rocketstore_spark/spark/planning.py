@@ -17,7 +17,7 @@ import numpy as np
 from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError
-from ..store import RocketStore, Subscription, decode_msg_id
+from ..store import RocketStore, Subscription, decode_msg_id, dledger_logs
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
 
@@ -119,7 +119,7 @@ def fingerprint(path: str) -> tuple:
     """Names, sizes and modification times of every file recovery looks at (a change means recover again)."""
     root = Path(path)
     seen = []
-    for sub in (L.COMMITLOG_DIR, L.INDEX_DIR):
+    for sub in [L.COMMITLOG_DIR, L.INDEX_DIR] + [str(p.relative_to(root)) for p in dledger_logs(root)]:
         if (root / sub).is_dir():
             seen.extend((sub, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(root / sub))
     base = root / L.CONSUMEQUEUE_DIR

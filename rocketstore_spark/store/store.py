@@ -29,8 +29,8 @@ from .read.store_reader import StoreReader, resolve_store_root
 from .files.topic_config import (broker_managed, existing_queue_counts, load_topic_table, queue_dir_counts,
                                  register_topics, topics_path)
 from .read.verify import verify_store
-from .files.variant import (FEATURES as VARIANT_FEATURES, StoreVariant, detect_variant, parse_variant,
-                            refuse_variant_writes)
+from .files.variant import (FEATURES as VARIANT_FEATURES, StoreVariant, detect_variant, dledger_logs,
+                            parse_variant, refuse_variant_writes)
 from .write.staged_jobs import STATE_OPEN, parse_age, remove_staged_jobs, staged_jobs
 
 MODE_READ = "r"
@@ -73,6 +73,7 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "StoreSizes", "Subs
            "java_string_hashes", "parse_host", "decode_msg_id",
            # storage variants: detection, and the writers' refusal of non-default stores
            "StoreVariant", "detect_variant", "parse_variant", "VARIANT_FEATURES", "refuse_variant_writes",
+           "dledger_logs",
            # the CLI's store tools: verification, staged jobs, the broker's topic table
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]

@@ -49,3 +49,16 @@ def test_the_sink_refuses_a_variant_store(spark, variant_golden, tmp_path):
     with pytest.raises(Exception, match="is a prop-crc store"):
         df.write.format("rocketstore").mode("append").save(str(store))
     assert not (store / ".rocketstore").exists()
+
+
+def test_dledger_queue_and_commitlog_scans(spark, variant_golden):
+    """Queue reads and ``scanMode=commitlog`` over the DLedger entries: the records at entry pos + 48."""
+    golden = variant_golden("dledger")
+    view = load_view(golden)
+    path = str(golden / "store")
+    scan = spark.read.format("rocketstore").option("scanMode", "commitlog").load(path)
+    assert _rows(scan, "commitLogOffset", "msgId") == sorted((m["commitLogOffset"], m["msgId"]) for m in view["manifest"])
+    queue = spark.read.format("rocketstore").option("tags", "TagB").load(path)
+    assert _rows(queue, "topic", "queueId", "queueOffset", "commitLogOffset") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"]) for line in view["messages"]
+        if line["tags"] == "TagB")

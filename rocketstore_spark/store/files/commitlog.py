@@ -42,6 +42,14 @@ class CommitLog:
         # __CRC32# property; elsewhere the property is checked where a record carries one
         self.prop_crc_required = prop_crc_required
 
+    #: whether opening adds consume-queue units for records past the consume queues after an abnormal exit (the
+    #: default store does; a DLedger store's recovery re-indexes them but leaves its queues cut, see DLedgerLog)
+    redispatches_on_recovery = True
+
+    def queues_end_after_recovery(self, valid_end: int, walks: list, abnormal: bool) -> int:
+        """Where recovery truncates the consume queues: the commit log's valid end."""
+        return valid_end
+
     def check_crcs(self, buf: np.ndarray, fields: RecordBatchFields) -> np.ndarray:
         """Body CRCs, and the ``__CRC32#`` property CRCs (see :mod:`..format.prop_crc`); the failure mask."""
         return check_record_crcs(buf, fields, self.prop_crc_required)

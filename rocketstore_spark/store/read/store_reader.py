@@ -26,7 +26,7 @@ from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from ..files.sizes import StoreSizes, cq_directories, detect_sizes
-from ..files.variant import StoreVariant, detect_variant, dledger_logs
+from ..files.variant import StoreVariant, commit_log_dir, detect_variant, dledger_logs
 from .variant_reads import VariantReads, refuse_unsupported_reads
 
 
@@ -87,7 +87,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         found = detect_variant(root, variant)
         refuse_unsupported_reads(found, root)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries)
+                             index_max_entries, log_dir=commit_log_dir(root, found))
         return cls(root, sizes, check_crc_on_recover, valid_end, found)
 
     def __enter__(self):
@@ -119,7 +119,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
             else:
                 self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
                                          self.check_crc_on_recover)
-                if self._recovery.mode == MODE_ABNORMAL:
+                if self._recovery.mode == MODE_ABNORMAL and self.commitlog.redispatches_on_recovery:
                     self._redispatch(self._recovery)
         return self._recovery
 

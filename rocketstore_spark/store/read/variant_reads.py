@@ -6,7 +6,8 @@
   only in ``INNER_MULTI_QUEUE_OFFSET`` at the position of the LMQ's name in ``INNER_MULTI_DISPATCH``. Rows read
   through an LMQ carry the LMQ as topic, queue id 0 and the LMQ offset (checked against that property), and
   the parent record's fields otherwise; the parent queue returns each record once.
-* DLedger, RocksDB and batch consume queues are refused for now, naming the variant.
+* DLedger: the log is read through its entry headers (:mod:`..files.dledger_log`).
+* RocksDB and batch consume queues are refused for now, naming the variant.
 
 A mixin of the store reader, next to the queue reads it extends.
 """
@@ -18,6 +19,7 @@ import pyarrow as pa
 
 from ...errors import CorruptRecordError, UnsupportedVariantError
 from ..files.commitlog import CommitLog
+from ..files.dledger_log import DLedgerLog
 from ..files.consume_queue import ConsumeQueue
 from ..files.mapped_file_queue import MappedFileQueue
 from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, PROP_CRC, ROCKSDB_CQ, StoreVariant, commit_log_dir
@@ -30,7 +32,7 @@ PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.P
 MULTI_DISPATCH_QUEUE_SPLITTER = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER
 LMQ_QUEUE_ID = 0  # MixAll.LMQ_QUEUE_ID: every LMQ has the one queue 0
 
-_NOT_YET = (DLEDGER, ROCKSDB_CQ, BATCH_CQ)
+_NOT_YET = (ROCKSDB_CQ, BATCH_CQ)
 
 
 def refuse_unsupported_reads(variant: StoreVariant, root) -> None:
@@ -62,8 +64,9 @@ class VariantReads:
     variant: StoreVariant
 
     def _open_commit_log(self) -> CommitLog:
-        return CommitLog(MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size),
-                         prop_crc_required=self.variant.has(PROP_CRC))
+        files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size)
+        log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
+        return log(files, prop_crc_required=self.variant.has(PROP_CRC))
 
     def _redispatch_variant(self, row: dict, tags_code: int) -> None:
         """What re-dispatch on opening adds for a recovered record besides its own queue's unit: the units of the

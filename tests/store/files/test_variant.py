@@ -15,7 +15,7 @@ from rocketstore_spark.store import RocketStore, detect_variant, parse_variant, 
 
 EXPECTED = {"lmq": "lmq", "prop-crc": "prop-crc", "batch-cq": "batch-cq", "rocksdb-cq": "rocksdb-cq",
             "dledger": "dledger"}
-NOT_READABLE_YET = ("batch-cq", "rocksdb-cq", "dledger")
+NOT_READABLE_YET = ("batch-cq", "rocksdb-cq")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -113,11 +113,14 @@ def test_inspect_reports_the_variant(variant_golden):
     info = json.loads(out.stdout)
     assert info["variant"]["name"] == "lmq" and info["variant"]["features"] == ["lmq"]
     assert "variant: prop-crc" in _inspect(variant_golden("prop-crc") / "store").stdout
+    dledger = json.loads(_inspect(variant_golden("dledger") / "store", "--json").stdout)
+    assert dledger["variant"]["name"] == "dledger" and dledger["variant"]["dledgerData"].endswith("dledger-n0/data")
+    assert sum(t["messages"] for t in dledger["topics"]) == 4468 and dledger["recovery"]["valid_end"] == 14851785
     forced = json.loads(_inspect(variant_golden("lmq") / "store", "--json", "--variant", "lmq,prop-crc").stdout)
     assert forced["variant"]["name"] == "lmq+prop-crc"
 
 
 def test_inspect_reports_a_variant_it_cannot_read_yet_then_fails(variant_golden):
-    out = _inspect(variant_golden("dledger") / "store", "--json")
+    out = _inspect(variant_golden("rocksdb-cq") / "store", "--json")
     assert out.returncode == 2 and "not supported yet" in out.stderr
-    assert json.loads(out.stdout)["variant"]["name"] == "dledger"
+    assert json.loads(out.stdout)["variant"]["name"] == "rocksdb-cq"
