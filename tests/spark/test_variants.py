@@ -62,3 +62,28 @@ def test_dledger_queue_and_commitlog_scans(spark, variant_golden):
     assert _rows(queue, "topic", "queueId", "queueOffset", "commitLogOffset") == sorted(
         (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"]) for line in view["messages"]
         if line["tags"] == "TagB")
+
+
+@pytest.mark.parametrize("name,options", [("lmq", {"includeLmqTopics": "true"}), ("dledger", {})])
+def test_streaming_reads_every_queue_offset_once(spark, variant_golden, tmp_path, name, options):
+    """AvailableNow in bounded batches to Parquet: every (topic, queue, offset) of the real store's view once,
+    LMQ rows with their LMQ offsets (streaming offsets are queue offsets)."""
+    from tests.spark.test_stream import available_now
+
+    golden = variant_golden(name)
+    view = load_view(golden)
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    def start():
+        reader = spark.readStream.format("rocketstore").option("startingOffsets", "earliest") \
+            .option("maxMessagesPerTrigger", "3000")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return (reader.load(str(golden / "store")).select("topic", "queueId", "queueOffset", "commitLogOffset")
+                .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+                .trigger(availableNow=True).start())
+
+    progress = available_now(start)
+    assert all(p["numInputRows"] <= 3000 for p in progress)
+    assert _rows(spark.read.parquet(str(out)), "topic", "queueId", "queueOffset", "commitLogOffset") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"]) for line in view["messages"])
