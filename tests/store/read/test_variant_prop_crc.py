@@ -139,6 +139,18 @@ def test_a_crc_mismatch_is_a_corrupt_record_naming_file_and_offset(copy, view, w
         assert err.value.path == path and err.value.offset == record_pos
 
 
+def test_cli_verify_reports_a_property_crc_mismatch(copy, view):
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "rocketstore_spark.cli", "verify"]
+    assert subprocess.run(cli + [str(copy)], capture_output=True, text=True, timeout=300).returncode == 0
+    m = _victim(view)
+    _patch(copy, m["commitLogOffset"] + 40 + 7, bytes([(m["bornTimestamp"] & 0xFF) ^ 0x01]))
+    out = subprocess.run(cli + [str(copy)], capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "__CRC32#" in out.stdout + out.stderr
+
+
 def test_a_required_crc_property_that_is_missing_fails_verification(copy, view):
     """forceVerifyPropCRC: a record of a prop-crc store without the property is invalid ('__CRC32#' renamed)."""
     m = _victim(view)
