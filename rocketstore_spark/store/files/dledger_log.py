@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 
 from ...errors import CorruptRecordError
-from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
+from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records, read_be
 from .commitlog import END_BLANK, END_DATA, END_INVALID, CommitLog, FileWalk
 from .mapped_file_queue import MappedFileQueue
 
@@ -42,6 +42,7 @@ ENTRY_HEADER = struct.Struct(">iiqqqiiii")
 ENTRY_HEADER_SIZE = ENTRY_HEADER.size  # 48
 DLEDGER_MAGIC = 1  # 0x1, DLedgerEntry.MAGIC (MAGIC_1 = CURRENT_MAGIC in DLedger 0.3.1.2)
 DLEDGER_BLANK_MAGIC = -1  # 0xFFFFFFFF, MmapFileList.BLANK_MAGIC_CODE
+MIN_WINDOW, MAX_WINDOW = 1 << 10, 1 << 20
 RECOVER_FROM_LAST_FILES = 3  # DLedgerMmapFileStore.recover starts at mappedFiles.size() - 3
 
 
@@ -69,10 +70,30 @@ class DLedgerLog(CommitLog):
             return f"entry term {term} is below the previous entry's {self._last[1]}"
         return ""
 
+    def _header_run(self, buf: np.ndarray, chain: np.ndarray, base: int) -> int:
+        """How many entries at the start of ``chain`` (sorted candidate entry positions, e.g. consume-queue units
+        minus 48) pass DLedger's header checks and follow each other; checked with numpy at once."""
+        size = read_be(buf, chain + 4, 4)
+        index, term = read_be(buf, chain + 8, 8), read_be(buf, chain + 16, 8)
+        ok = ((read_be(buf, chain, 4) == DLEDGER_MAGIC) & (size > ENTRY_HEADER_SIZE) & (chain + size <= len(buf))
+              & (read_be(buf, chain + 44, 4) + ENTRY_HEADER_SIZE == size)  # body length
+              & (read_be(buf, chain + 24, 8) == base + chain))  # pos: the entry's own offset
+        if self._last is not None:
+            ok[0] &= bool(index[0] == self._last[0] + 1 and term[0] >= self._last[1])
+        follows = (chain[:-1] + size[:-1] == chain[1:]) & (index[1:] == index[:-1] + 1) & (term[1:] >= term[:-1])
+        bad = np.flatnonzero(~ok)
+        run = int(bad[0]) if len(bad) else len(chain)
+        breaks = np.flatnonzero(~follows[:max(run - 1, 0)])
+        run = int(breaks[0]) + 1 if len(breaks) else run
+        if run:
+            self._last = (int(index[run - 1]), int(term[run - 1]))
+        return run
+
     def walk_file(self, index: int, start: int = 0, check_crc: bool = True,
                   hints: Optional[np.ndarray] = None, continue_chain: bool = False) -> FileWalk:
-        """Follow the entries of file ``index`` from ``start``; the records are their bodies (``hints`` are not
-        needed: entry sizes chain the walk). A zeroed header ends the data, as in DLedger's recovery; any other
+        """Follow the entries of file ``index`` from ``start``; the records are their bodies. ``hints`` (record
+        positions in the file, from consume-queue units) let runs of entries be checked in vectorised steps;
+        the others are walked one by one. A zeroed header ends the data, as in DLedger's recovery; any other
         header DLedger would not keep is a CorruptRecordError naming file and offset, because what follows it
         is lost to the broker too. ``continue_chain`` checks index continuity with the previous file's walk."""
         buf = self.queue.buffer(index)
@@ -80,8 +101,22 @@ class DLedgerLog(CommitLog):
         mv = memoryview(buf)
         if not continue_chain:
             self._last = None
-        positions, pos, end_kind, problem = [], start, END_BLANK, ""
-        while pos + 8 <= len(buf):
+        entries = np.zeros(0, np.int64) if hints is None else \
+            np.unique(np.asarray(hints, np.int64)) - ENTRY_HEADER_SIZE
+        entries = entries[(entries >= start) & (entries + ENTRY_HEADER_SIZE <= len(buf))]
+        positions, pos, end_kind, problem, h = [], start, END_BLANK, "", 0
+        window = MIN_WINDOW  # hinted entries checked per step: doubled while runs fill it, so records no queue
+        while pos + 8 <= len(buf):  # points at (gaps) cost a small step each, not a pass over the whole file
+            while h < len(entries) and entries[h] < pos:
+                h += 1
+            if h < len(entries) and entries[h] == pos:
+                run = self._header_run(buf, entries[h:h + window], info.from_offset)
+                window = min(window * 2, MAX_WINDOW) if run == window else MIN_WINDOW
+                if run:
+                    positions.append(entries[h:h + run] + ENTRY_HEADER_SIZE)
+                    pos = int(entries[h + run - 1]) + int(read_be(buf, entries[h + run - 1:h + run] + 4, 4)[0])
+                    h += run
+                    continue
             magic, size = struct.unpack_from(">ii", mv, pos)
             if magic == DLEDGER_BLANK_MAGIC:
                 end_kind = END_BLANK
@@ -97,16 +132,14 @@ class DLedgerLog(CommitLog):
                     break
                 raise CorruptRecordError(f"bad DLedger entry: {problem}", info.path, pos)
             self._last = (header[2], header[3])
-            positions.append(pos + ENTRY_HEADER_SIZE)
+            positions.append(np.array([pos + ENTRY_HEADER_SIZE], np.int64))
             pos += size
-        records = np.array(positions, dtype=np.int64)
+        records = np.concatenate(positions) if positions else np.zeros(0, np.int64)
         fields = parse_records(buf, records)
         if check_crc:
             self.check_crcs(buf, fields)
         # a record must fill its entry's body exactly (DLedgerCommitLog appends one record per entry)
-        sizes = np.array([ENTRY_HEADER.unpack_from(mv, int(p) - ENTRY_HEADER_SIZE)[8] for p in positions],
-                         dtype=np.int64)
-        mismatch = fields.valid & (fields.total_size != sizes)
+        mismatch = fields.valid & (fields.total_size != read_be(buf, records - 4, 4))  # the entry's body length
         bad = np.flatnonzero(~fields.valid | mismatch)
         if len(bad):
             # the entries still end where their headers say (DLedger keeps them): the walk's end stays there,
@@ -147,8 +180,10 @@ class DLedgerLog(CommitLog):
         index = max(min(start_index, len(files) - RECOVER_FROM_LAST_FILES), 0)
         chained = False
         while True:
+            base = files[index].from_offset
+            local = None if hints is None else hints[(hints >= base) & (hints < base + self.file_size)] - base
             # no CRC: DLedger's recovery never checks one, and the reput service dispatches without it
-            walk = self.walk_file(index, check_crc=False, continue_chain=chained)
+            walk = self.walk_file(index, check_crc=False, hints=local, continue_chain=chained)
             walks.append(walk)
             if walk.end_kind == END_BLANK and index + 1 < len(files):
                 index, chained = index + 1, True

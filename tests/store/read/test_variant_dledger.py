@@ -5,6 +5,7 @@ store's; torn last entries recovered as the real 5.3.3 store recovers them; bad 
 import copy as copying
 import shutil
 
+import numpy as np
 import pytest
 
 from rocketstore_spark.errors import CorruptRecordError
@@ -58,6 +59,19 @@ def test_every_file_but_the_last_ends_with_a_dledger_blank(store, view):
     assert [w.end_kind for w in walks] == ["blank"] * 14 + ["end"] == ["blank"] * view["summary"]["commitLogBlanks"] \
         + ["end"]
     assert sum(len(w.fields) for w in walks) == view["summary"]["commitLogRecords"] == 4468
+
+
+def test_walks_guided_by_queue_units_equal_entry_by_entry_walks(store):
+    """Consume-queue units mark entries (record - 48): runs of them are checked in vectorised steps."""
+    files = store.commitlog.queue.files
+    hints = np.concatenate([q.phy_offsets_between(0, 1 << 40) for q in store._queues.values()])
+    for i, f in enumerate(files):
+        plain = store.commitlog.walk_file(i, check_crc=False)
+        local = hints[(hints >= f.from_offset) & (hints < f.from_offset + FILE_SIZE)] - f.from_offset
+        for guided in (store.commitlog.walk_file(i, check_crc=False, hints=local),
+                       store.commitlog.walk_file(i, check_crc=False, hints=local[::3])):  # with gaps
+            assert guided.fields.position.tolist() == plain.fields.position.tolist()
+            assert (guided.end_position, guided.end_kind) == (plain.end_position, plain.end_kind)
 
 
 def test_every_queue_row_equals_the_real_getmessage(store, view):
