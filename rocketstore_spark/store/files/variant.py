@@ -120,24 +120,26 @@ def lmq_queue_names(root: Path) -> list[str]:
     return sorted(p.name for p in base.iterdir() if p.is_dir() and p.name.startswith(LMQ_PREFIX))
 
 
-def first_record_has_prop_crc(log_dir: Path, dledger: bool) -> Optional[bool]:
-    """Whether the first record of the oldest log file ends with the ``__CRC32#`` property (None: no record)."""
-    files = list_offset_files(log_dir) if log_dir.is_dir() else []
-    if not files or files[0].length < DLEDGER_ENTRY_HEADER_SIZE + 8:
-        return None
-    with open(files[0].path, "rb") as fh:
-        head = fh.read(1 << 16)
+def _first_record_has_prop_crc(path: Path, dledger: bool) -> Optional[bool]:
+    """Whether the first record of a log file ends with the ``__CRC32#`` property (None: no record there)."""
     start = DLEDGER_ENTRY_HEADER_SIZE if dledger else 0
-    total = int.from_bytes(head[start:start + 4], "big", signed=True)
-    if total <= 0:
-        return None
-    with open(files[0].path, "rb") as fh:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        total = int.from_bytes(fh.read(4), "big", signed=True)
+        if total <= 0 or start + total > path.stat().st_size:  # no record (zeros) or a garbled length
+            return None
         fh.seek(start)
         record = np.frombuffer(fh.read(total), dtype=np.uint8)
     fields = parse_records(record, np.array([0]))
-    if not fields.valid[0]:
-        return None
-    return bool(has_prop_crc(record, fields)[0])
+    return bool(has_prop_crc(record, fields)[0]) if fields.valid[0] else None
+
+
+def records_have_prop_crc(log_dir: Path, dledger: bool) -> bool:
+    """Whether the first record of the oldest or of the newest log file carries the ``__CRC32#`` property (a
+    broker switched to ``enabledAppendPropCRC`` later still shows it in its newest file)."""
+    files = list_offset_files(log_dir) if log_dir.is_dir() else []
+    return any(_first_record_has_prop_crc(f.path, dledger) for f in {f.path: f for f in (files[:1] + files[-1:])}
+               .values() if f.length >= DLEDGER_ENTRY_HEADER_SIZE + 8)
 
 
 def detect_variant(root, explicit=None) -> StoreVariant:
@@ -166,7 +168,7 @@ def detect_variant(root, explicit=None) -> StoreVariant:
         found.add(LMQ)
         evidence.append(f"{len(lmqs)} {LMQ_PREFIX} consume queue(s)")
     log_dir = dledger_data if dledger_data is not None else root / L.COMMITLOG_DIR
-    if first_record_has_prop_crc(log_dir, dledger_data is not None):
+    if records_have_prop_crc(log_dir, dledger_data is not None):
         found.add(PROP_CRC)
         evidence.append("records end with the __CRC32# property")
     wanted = parse_variant(explicit)

@@ -124,3 +124,18 @@ def test_inspect_reports_a_variant_it_cannot_read_yet_then_fails(variant_golden)
     out = _inspect(variant_golden("rocksdb-cq") / "store", "--json")
     assert out.returncode == 2 and "not supported yet" in out.stderr
     assert json.loads(out.stdout)["variant"]["name"] == "rocksdb-cq"
+
+
+def test_prop_crc_is_detected_from_the_newest_file_too(variant_golden, tmp_path):
+    """A broker that switched enabledAppendPropCRC on later: only its newer files' records carry the property."""
+    store = tmp_path / "store"
+    shutil.copytree(variant_golden("prop-crc") / "store", store)
+    first = sorted((store / "commitlog").iterdir())[0]
+    with open(first, "r+b") as fh:  # the oldest file's first record loses its property (renamed, same length)
+        total = int.from_bytes(fh.read(4), "big")
+        fh.seek(total - 20)
+        fh.write(b"__CRC33#")
+    assert detect_variant(store).name == "prop-crc"
+    for path in sorted((store / "commitlog").iterdir())[1:]:
+        path.unlink()
+    assert detect_variant(store).is_default
