@@ -19,9 +19,8 @@ from ..format import layout as L
 from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
-from ..files.commitlog import END_BLANK, CommitLog
+from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
-from ..files.mapped_file_queue import MappedFileQueue
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
