@@ -64,7 +64,8 @@ def test_dledger_queue_and_commitlog_scans(spark, variant_golden):
         if line["tags"] == "TagB")
 
 
-@pytest.mark.parametrize("name,options", [("lmq", {"includeLmqTopics": "true"}), ("dledger", {})])
+@pytest.mark.parametrize("name,options", [("lmq", {"includeLmqTopics": "true"}), ("dledger", {}),
+                                          ("prop-crc", {"verifyCrc": "true"})])
 def test_streaming_reads_every_queue_offset_once(spark, variant_golden, tmp_path, name, options):
     """AvailableNow in bounded batches to Parquet: every (topic, queue, offset) of the real store's view once,
     LMQ rows with their LMQ offsets (streaming offsets are queue offsets)."""
