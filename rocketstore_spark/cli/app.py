@@ -225,10 +225,11 @@ def query(store: Path = typer.Argument(..., help="store directory"),
 def verify(store: Path = typer.Argument(..., help="store directory"),
            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+           variant: Optional[str] = VARIANT):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s, _progress() as bar:
+    with RocketStore.open(store, variant=variant, **sizes) as s, _progress() as bar:
         tasks = {}
 
         def report(phase, done, total):
@@ -329,12 +330,13 @@ def lag(store: Path = typer.Argument(..., help="store directory"),
                                               'or a streaming checkpoint directory'),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-        index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+        index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+        variant: Optional[str] = VARIANT):
     """How many messages each queue is behind the given committed offsets (a query's progress)."""
     from .report import consumer_lag, load_offsets
 
     sizes = _sizes(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s:
+    with RocketStore.open(store, variant=variant, **sizes) as s:
         rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
     for r in rows:
