@@ -27,6 +27,15 @@ class IndexSizesAmbiguousError(StoreConfigError):
     """Several (hash slots, max entries) pairs fit the index files: only reads that use the index need them."""
 
 
+class UnsupportedVariantError(StoreConfigError):
+    """The store uses a storage variant (DLedger, RocksDB consume queues, LMQ...) the operation does not support;
+    ``variant`` names it."""
+
+    def __init__(self, message: str, variant: str = ""):
+        self.variant = variant
+        super().__init__(message)
+
+
 class StoreFormatError(RocketStoreError):
     """Bytes on disk do not follow the RocketMQ format.
 

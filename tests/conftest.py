@@ -47,6 +47,45 @@ def golden_dir(tmp_path_factory) -> Path:
     return target / "public-a"
 
 
+VARIANTS_DIR = REPO.parent / "shared" / "golden" / "variants"
+
+
+@pytest.fixture(scope="session")
+def variant_golden(tmp_path_factory):
+    """``variant_golden("lmq")`` → the unpacked ``lmq/`` of a storage-variant archive (``store/``,
+    ``manifest.jsonl``, ``rocketmq-view/``, ``sizes.args``, ``store.args``), unpacked once per session.
+
+    ``ROCKETSTORE_GOLDEN_VARIANTS_DIR`` names a directory holding the unpacked ``<variant>/`` directories or the
+    ``<variant>.tar.xz`` archives; without it the archives come from ``../shared/golden/variants``. Tests must
+    not modify what it returns (copy the store first)."""
+    given = os.environ.get("ROCKETSTORE_GOLDEN_VARIANTS_DIR")
+    source = Path(given) if given else VARIANTS_DIR
+    unpacked: dict = {}
+
+    def get(name: str) -> Path:
+        if name in unpacked:
+            return unpacked[name]
+        if (source / name / "store").is_dir():
+            unpacked[name] = source / name
+            return unpacked[name]
+        archive = source / f"{name}.tar.xz"
+        if not archive.is_file():
+            pytest.fail(f"variant golden store {name!r}: neither {source / name}/store nor {archive} exists "
+                        "(set ROCKETSTORE_GOLDEN_VARIANTS_DIR)")
+        target = tmp_path_factory.mktemp(f"variant-{name}")
+        _extract(archive, target)
+        unpacked[name] = target / name
+        return unpacked[name]
+
+    return get
+
+
+def sizes_from_args(path: Path) -> dict:
+    """A ``sizes.args`` file as RocketStore.open keyword arguments (flags rocketstore has no use for dropped)."""
+    words = path.read_text().split()
+    return {SIZES_ARGS[flag]: int(value) for flag, value in zip(words[::2], words[1::2]) if flag in SIZES_ARGS}
+
+
 @pytest.fixture(scope="session")
 def golden_store_path(golden_dir) -> Path:
     return golden_dir / "store"

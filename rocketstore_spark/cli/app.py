@@ -10,14 +10,16 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..errors import RocketStoreError
+from ..errors import RocketStoreError, UnsupportedVariantError
 from ..store import (
     STATE_OPEN,
     RocketStore,
     StoreWriter,
+    detect_variant,
     parse_age,
     queue_dir_counts,
     remove_staged_jobs,
+    resolve_store_root,
     staged_jobs,
     topics_path,
     verify_store,
@@ -28,6 +30,7 @@ from .common import (
     CONSUME_QUEUE_SIZE,
     INDEX_ENTRIES,
     INDEX_SLOTS,
+    VARIANT,
     console,
     err,
     format_ms,
@@ -46,12 +49,25 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
-    """Sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint, recovery status."""
+            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+            variant: Optional[str] = VARIANT):
+    """Storage variant, sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint,
+    recovery status."""
     from .report import describe_store
 
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s:
+    try:
+        s = RocketStore.open(store, variant=variant, **sizes)
+    except UnsupportedVariantError:
+        # a variant rocketstore cannot read yet is still reported, then the error (exit status 2)
+        root = resolve_store_root(store)
+        found = detect_variant(root, variant).as_dict()
+        if as_json:
+            console.print_json(json.dumps({"path": str(root), "variant": found}))
+        else:
+            console.print(f"[bold]{root}[/bold]  variant: {found['name']} ({'; '.join(found['evidence'])})")
+        raise
+    with s:
         info = describe_store(s)
     if as_json:
         console.print_json(json.dumps(info))
@@ -59,6 +75,8 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     console.print(f"[bold]{info['path']}[/bold]  recovery: {info['recovery']['mode']}, valid end "
                   f"{info['recovery']['valid_end']:,}" + (f", [red]{info['recovery']['problem']}[/red]"
                                                           if info["recovery"]["problem"] else ""))
+    console.print(f"variant: {info['variant']['name']}" + (f" ({'; '.join(info['variant']['evidence'])})"
+                                                            if info["variant"]["evidence"] else ""))
     console.print(f"sizes: {info['sizes']}")
     console.print(f"abort file: {info['abort']}   disk use: {info['disk_bytes']:,} bytes   "
                   f"commit-log files: {info['commitlog_files']}")
@@ -100,14 +118,15 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
          fmt: str = typer.Option("table", "--format", help="table or jsonl"),
          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
          consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+         variant: Optional[str] = VARIANT):
     """Messages of a topic/queue (or everything) as a table or JSON lines."""
     from .report import iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s, progress_bar() as bar:
+    with RocketStore.open(store, variant=variant, **sizes) as s, progress_bar() as bar:
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -136,7 +155,8 @@ def query(store: Path = typer.Argument(..., help="store directory"),
           as_json: bool = typer.Option(False, "--json", help="JSON lines (the default when output is piped)"),
           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+          variant: Optional[str] = VARIANT):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
     A table on a terminal (bodies abbreviated, like ``dump``); JSON lines with ``--json`` or when piped."""
@@ -144,7 +164,7 @@ def query(store: Path = typer.Argument(..., help="store directory"),
 
     as_json = as_json or not sys.stdout.isatty()
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s:
+    with RocketStore.open(store, variant=variant, **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
             rows = [row] if row else []
@@ -186,10 +206,11 @@ def query(store: Path = typer.Argument(..., help="store directory"),
 def verify(store: Path = typer.Argument(..., help="store directory"),
            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+           variant: Optional[str] = VARIANT):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s, progress_bar() as bar:
+    with RocketStore.open(store, variant=variant, **sizes) as s, progress_bar() as bar:
         tasks = {}
 
         def report(phase, done, total):
@@ -290,12 +311,13 @@ def lag(store: Path = typer.Argument(..., help="store directory"),
                                               'or a streaming checkpoint directory'),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-        index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
+        index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+        variant: Optional[str] = VARIANT):
     """How many messages each queue is behind the given committed offsets (a query's progress)."""
     from .report import consumer_lag, load_offsets
 
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, **sizes) as s:
+    with RocketStore.open(store, variant=variant, **sizes) as s:
         rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
     for r in rows:

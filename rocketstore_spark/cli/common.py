@@ -28,6 +28,10 @@ CONSUME_QUEUE_SIZE = typer.Option(None, "--consume-queue-file-size", "--cq-size"
                                   help="consume-queue file size in bytes (mappedFileSizeConsumeQueue)")
 INDEX_SLOTS = typer.Option(None, "--index-hash-slots", "--index-slots", help="index hash slots (maxHashSlotNum)")
 INDEX_ENTRIES = typer.Option(None, "--index-max-entries", "--index-num", help="index entries (maxIndexNum)")
+# The storage variant, where the files leave it open (detected otherwise); a variant harness's store arguments
+# spell it the same way ("--variant lmq").
+VARIANT = typer.Option(None, "--variant", help="storage variant: default, or features among "
+                       "dledger, rocksdb-cq, batch-cq, lmq, prop-crc joined by ',' (detected when absent)")
 
 
 def sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) -> dict:

@@ -35,6 +35,7 @@ def describe_store(s: RocketStore) -> dict:
     cp = s.checkpoint()
     return {
         "path": str(s.root),
+        "variant": s.variant.as_dict(),
         "sizes": {k: v for k, v in s.sizes.__dict__.items() if v != ""},
         "recovery": {"mode": rec.mode, "valid_end": rec.valid_end, "problem": rec.stop_problem,
                      "file": rec.stop_file},

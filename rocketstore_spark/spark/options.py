@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import Subscription, local_store_path, resolve_store_root
+from ..store import Subscription, local_store_path, parse_variant, resolve_store_root
 from ..store.format import layout as L
 
 EARLIEST = "earliest"
@@ -27,7 +27,7 @@ READ_OPTIONS = (
     "path", "paths", "brokerName", "topics", "topicPattern", "includeSystemTopics", "includeRetryTopics", "tags",
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "maxMessagesPerPartition",
     "minPartitions", "scanMode", "failOnDataLoss", "verifyCrc", "commitLogFileSize", "consumeQueueFileSize",
-    "indexHashSlots", "indexMaxEntries",
+    "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics",
 )
 STREAM_OPTIONS = ("maxMessagesPerTrigger",)
 
@@ -49,6 +49,7 @@ class ReadOptions:
     topic_pattern: Optional[str] = None
     include_system_topics: bool = False
     include_retry_topics: bool = False
+    include_lmq_topics: bool = False
     tags: Optional[str] = None
     starting_offsets: Offsets = EARLIEST
     ending_offsets: Offsets = LATEST
@@ -61,6 +62,7 @@ class ReadOptions:
     verify_crc: bool = False
     sizes: dict = field(default_factory=dict)
     max_messages_per_trigger: Optional[int] = None
+    variant: Optional[str] = None  # the storage variant where the files leave it open (None: detected)
 
     def wants_topic(self, topic: str) -> bool:
         """Is ``topic`` selected by topics / topicPattern / the system- and retry-topic defaults?"""
@@ -72,6 +74,8 @@ class ReadOptions:
             return False
         if L.RETRY_TOPIC_PATTERN.match(topic) and not (self.include_retry_topics or self.include_system_topics):
             return False
+        if topic.startswith(L.LMQ_PREFIX) and not self.include_lmq_topics:
+            return False  # LMQ rows repeat records of other topics: only when asked for (or named)
         return True
 
 
@@ -218,6 +222,7 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         stores=stores, topics=topics, topic_pattern=opts.get("topicPattern"),
         include_system_topics=parse_bool("includeSystemTopics", opts.get("includeSystemTopics"), False),
         include_retry_topics=parse_bool("includeRetryTopics", opts.get("includeRetryTopics"), False),
+        include_lmq_topics=parse_bool("includeLmqTopics", opts.get("includeLmqTopics"), False),
         tags=tags, starting_offsets=starting, ending_offsets=ending,
         starting_timestamp=parse_int("startingTimestamp", opts.get("startingTimestamp")),
         ending_timestamp=parse_int("endingTimestamp", opts.get("endingTimestamp")),
@@ -229,4 +234,5 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         verify_crc=parse_bool("verifyCrc", opts.get("verifyCrc"), False),
         sizes=sizes,
         max_messages_per_trigger=parse_int("maxMessagesPerTrigger", opts.get("maxMessagesPerTrigger"), 1),
+        variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
     )

@@ -17,7 +17,7 @@ import numpy as np
 from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError
-from ..store import RocketStore, Subscription, decode_msg_id
+from ..store import RocketStore, Subscription, decode_msg_id, dledger_logs
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
 
@@ -35,12 +35,13 @@ class StoreHandle:
     # a crashed store (abort present) needs abnormal recovery everywhere: its re-dispatched units exist
     # only in memory, so executors recover it again rather than trusting the valid end alone
     recover: bool = False
+    variant: Optional[str] = None  # as the driver found it, so executors read the store the same way
 
     def open(self) -> RocketStore:
         cl, cq, slots, entries = self.sizes
         return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
                                 index_hash_slots=slots, index_max_entries=entries,
-                                valid_end=None if self.recover else self.valid_end)
+                                valid_end=None if self.recover else self.valid_end, variant=self.variant)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def handle_sizes(s) -> tuple:
 
 def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
     return StoreHandle(ref.path, ref.broker, store.max_phy_offset(), handle_sizes(store.sizes),
-                       recover=store.abort_present)
+                       recover=store.abort_present, variant=store.variant.name)
 
 
 # path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
@@ -118,7 +119,7 @@ def fingerprint(path: str) -> tuple:
     """Names, sizes and modification times of every file recovery looks at (a change means recover again)."""
     root = Path(path)
     seen = []
-    for sub in (L.COMMITLOG_DIR, L.INDEX_DIR):
+    for sub in [L.COMMITLOG_DIR, L.INDEX_DIR] + [str(p.relative_to(root)) for p in dledger_logs(root)]:
         if (root / sub).is_dir():
             seen.extend((sub, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(root / sub))
     base = root / L.CONSUMEQUEUE_DIR
@@ -138,12 +139,12 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     The cache owns the store and keeps its consume-queue maps open between plans (a tag-filtered plan reads
     every unit; re-mapping would fault every page in again); a store that changed is closed and replaced.
     """
-    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())))
+    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())), opts.variant)
     cached = _RECOVERED.get(ref.path)
     if cached is not None and cached[0] == key:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    store = RocketStore.open(ref.path, **opts.sizes)
+    store = RocketStore.open(ref.path, variant=opts.variant, **opts.sizes)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

@@ -7,7 +7,7 @@ import sys
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from ..store import StoreLock, new_job_id
+from ..store import StoreLock, new_job_id, refuse_variant_writes
 from .options import parse_read_options
 from .reader import RocketStorePushdownReader, RocketStoreReader
 from .schema import SCHEMA, SPARK_COLUMNS, validate_user_schema
@@ -51,6 +51,7 @@ class RocketStoreDataSource(DataSource):
         validate_input_schema(schema, opts)
         import os
 
+        refuse_variant_writes(opts.path)  # the default layout only, refused before any task stages a record
         os.makedirs(opts.path, exist_ok=True)
         StoreLock.acquire(opts.path).release()  # fail fast when a broker or another writer holds the store
         return RocketStoreWriter(opts, new_job_id(), {} if overwrite else existing_queue_counts(opts.path),
@@ -69,6 +70,7 @@ class RocketStoreDataSource(DataSource):
         validate_input_schema(schema, opts)
         import os
 
+        refuse_variant_writes(opts.path)
         os.makedirs(opts.path, exist_ok=True)
         StoreLock.acquire(opts.path).release()
         return RocketStoreStreamWriter(opts, existing_queue_counts(opts.path), schema)

@@ -45,7 +45,7 @@ Offsets = dict  # broker → topic → str(queue id) → next offset
 
 def open_live(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     """A store opened without recovery: streaming trusts consume-queue tails checked record by record."""
-    probe = RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62)
+    probe = RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62, variant=opts.variant)
     return probe
 
 
@@ -177,7 +177,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 continue
             with open_live(ref, self.opts) as store:
                 handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
-                                     handle_sizes(store.sizes))
+                                     handle_sizes(store.sizes), variant=store.variant.name)
                 per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
                 for topic, queues in ends.items():
                     for qid, hi in queues.items():

@@ -26,6 +26,8 @@ from .files.topic_config import (
     register_topics,
     topics_path,
 )
+from .files.variant import FEATURES as VARIANT_FEATURES
+from .files.variant import StoreVariant, detect_variant, dledger_logs, parse_variant, refuse_variant_writes
 from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
@@ -48,17 +50,20 @@ class RocketStore(StoreReader):
     @classmethod
     def open(cls, path, mode: str = MODE_READ, *, commit_log_file_size=None, consume_queue_file_size=None,
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
-             valid_end: Optional[int] = None, **writer_options):
+             valid_end: Optional[int] = None, variant=None, **writer_options):
         """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
         ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
+        ``variant`` names the storage variant (``"default"``, or features such as ``"prop-crc,lmq"``, see
+        :mod:`.files.variant`) where the files leave it open; it is detected otherwise and reported as
+        ``store.variant``. Writers append only to default-layout stores.
         """
         if mode == MODE_APPEND:
             return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
                                     consume_queue_file_size=consume_queue_file_size,
                                     index_hash_slots=index_hash_slots, index_max_entries=index_max_entries,
-                                    **writer_options)
+                                    variant=variant, **writer_options)
         if mode != MODE_READ:
             raise InvalidArgumentError(f"mode must be 'r' (read) or 'a' (append), found {mode!r}")
         if writer_options:
@@ -66,13 +71,16 @@ class RocketStore(StoreReader):
         return super().open(path, commit_log_file_size=commit_log_file_size,
                             consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
                             index_max_entries=index_max_entries, check_crc_on_recover=check_crc_on_recover,
-                            valid_end=valid_end)
+                            valid_end=valid_end, variant=variant)
 
 
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "StoreSizes", "Subscription", "StoreLock",
            "DEFAULT_BATCH_ROWS", "DEFAULT_STORE_HOST", "COLUMNS", "RAW_COLUMNS", "arrow_schema", "resolve_store_root",
            "stage", "publish_staged", "discard_staged", "new_job_id", "existing_queue_counts",
            "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path",
+           # storage variants: detection, and the writers' refusal of non-default stores
+           "StoreVariant", "detect_variant", "parse_variant", "VARIANT_FEATURES", "refuse_variant_writes",
+           "dledger_logs",
            # the CLI's store tools: verification, staged jobs, the broker's topic table
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]

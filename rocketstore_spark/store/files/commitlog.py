@@ -10,7 +10,8 @@ import numpy as np
 
 from ...errors import CorruptRecordError
 from ..format import layout as L
-from ..format.codec import PROBLEM_DESCRIPTIONS, RecordBatchFields, check_body_crcs, parse_records, read_be
+from ..format.codec import PROBLEM_DESCRIPTIONS, RecordBatchFields, parse_records, read_be
+from ..format.prop_crc import check_record_crcs
 from .mapped_file_queue import MappedFileQueue
 
 _HEAD = struct.Struct(">ii")  # TOTALSIZE, MAGICCODE
@@ -34,9 +35,24 @@ class FileWalk:
 class CommitLog:
     """Read-only access to ``commitlog/`` as a :class:`MappedFileQueue`."""
 
-    def __init__(self, queue: MappedFileQueue):
+    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False):
         self.queue = queue
         self.file_size = queue.file_size
+        # a prop-crc store is checked as its broker with forceVerifyPropCRC checks it: a record must carry the
+        # __CRC32# property; elsewhere the property is checked where a record carries one
+        self.prop_crc_required = prop_crc_required
+
+    #: whether opening adds consume-queue units for records past the consume queues after an abnormal exit (the
+    #: default store does; a DLedger store's recovery re-indexes them but leaves its queues cut, see DLedgerLog)
+    redispatches_on_recovery = True
+
+    def queues_end_after_recovery(self, valid_end: int, walks: list, abnormal: bool) -> int:
+        """Where recovery truncates the consume queues: the commit log's valid end."""
+        return valid_end
+
+    def check_crcs(self, buf: np.ndarray, fields: RecordBatchFields) -> np.ndarray:
+        """Body CRCs, and the ``__CRC32#`` property CRCs (see :mod:`..format.prop_crc`); the failure mask."""
+        return check_record_crcs(buf, fields, self.prop_crc_required)
 
     def walk_file(self, index: int, start: int = 0, check_crc: bool = True,
                   hints: Optional[np.ndarray] = None) -> FileWalk:
@@ -82,7 +98,7 @@ class CommitLog:
         positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
         fields = parse_records(buf, positions)
         if check_crc:
-            check_body_crcs(buf, fields)
+            self.check_crcs(buf, fields)
         bad = np.flatnonzero(~fields.valid)
         problem = ""
         if len(bad):
@@ -144,7 +160,7 @@ class CommitLog:
             fixed = tuple(fixed) + ("body_crc",)
         fields = parse_records(buf, positions, fixed)
         if check_crc:
-            check_body_crcs(buf, fields)
+            self.check_crcs(buf, fields)
         bad = ~fields.valid
         if expected_sizes is not None:
             bad |= fields.total_size != np.asarray(expected_sizes)

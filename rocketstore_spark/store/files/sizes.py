@@ -71,8 +71,10 @@ def cq_directories(root: Path) -> list[Path]:
 
 
 def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
-                 index_max_entries=None, *, defaults_when_empty: bool = True) -> StoreSizes:
-    """Sizes from the files; options must agree with them; defaults where a store has no such files."""
+                 index_max_entries=None, *, defaults_when_empty: bool = True, log_dir: Optional[Path] = None
+                 ) -> StoreSizes:
+    """Sizes from the files; options must agree with them; defaults where a store has no such files.
+    ``log_dir``: where the records are when not in ``commitlog/`` (a DLedger log)."""
     commit_log_file_size = _positive("commit_log_file_size", commit_log_file_size)
     consume_queue_file_size = _positive("consume_queue_file_size", consume_queue_file_size)
     if consume_queue_file_size is not None:
@@ -80,7 +82,7 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
     index_hash_slots = _positive("index_hash_slots", index_hash_slots)
     index_max_entries = _positive("index_max_entries", index_max_entries)
 
-    cl = detect_file_size(list_offset_files(root / L.COMMITLOG_DIR), commit_log_file_size,
+    cl = detect_file_size(list_offset_files(log_dir or root / L.COMMITLOG_DIR), commit_log_file_size,
                           "commit-log", "commit_log_file_size")
     cq = consume_queue_file_size
     for directory in cq_directories(root):

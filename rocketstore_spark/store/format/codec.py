@@ -128,12 +128,14 @@ PROBLEM_TRUNCATED = 2
 PROBLEM_NEGATIVE_LENGTH = 3
 PROBLEM_LENGTH_MISMATCH = 4
 PROBLEM_CRC = 5
+PROBLEM_PROP_CRC = 6
 PROBLEM_DESCRIPTIONS = {
     PROBLEM_MAGIC: "magic code is neither MESSAGE_MAGIC_CODE (0xDAA320A7) nor MESSAGE_MAGIC_CODE_V2 (0xDAA320AB)",
     PROBLEM_TRUNCATED: "record fields run past the end of the file",
     PROBLEM_NEGATIVE_LENGTH: "a length field (total, body, topic or properties) is negative",
     PROBLEM_LENGTH_MISMATCH: "TOTALSIZE does not equal the length implied by the field lengths (calMsgLength)",
     PROBLEM_CRC: "body CRC32 does not match the stored BODYCRC",
+    PROBLEM_PROP_CRC: "record CRC32 does not match its __CRC32# property (or a required one is missing)",
 }
 
 

@@ -86,7 +86,7 @@ class MessageLookups:
         limit_bytes = MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK
         limit_count = MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK
         status, next_offset = NO_MATCHED_MESSAGE, offset
-        picked, total_bytes = [], 0
+        picked, picked_offsets, total_bytes = [], [], 0
         matches = sub.matches_units(units)
         for i, unit in enumerate(units):
             if i * L.CQ_STORE_UNIT_SIZE > max_filter_bytes:  # 5.x: (unitOffset - offset) * 20 > maxFilterMessageSize
@@ -104,9 +104,12 @@ class MessageLookups:
                     status = MESSAGE_WAS_REMOVING
                 continue
             picked.append(phy)
+            picked_offsets.append(offset + i)
             total_bytes += size
             status = FOUND
         table = self.read_records_at(picked, columns + (() if "tags" in columns else ("tags",)))
+        if self.is_lmq(topic) and table.num_rows:  # rows of a light message queue: see variant_reads
+            table = self._lmq_overlay_table(table, cq, picked, picked_offsets)
         if not sub.is_all and table.num_rows:
             table = table.filter(pc.fill_null(pc.is_in(table.column("tags"), value_set=pa.array(sub.tags)), False))
         return GetMessageResult(status, next_offset, lo, hi, table.select(list(columns)))

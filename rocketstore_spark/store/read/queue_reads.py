@@ -93,9 +93,10 @@ class QueueReads:
                 f"start at {first} or pass fail_on_data_loss=False to skip them")
         return cq, lo, hi
 
-    def _live_units(self, cq, offsets, units, fail_on_data_loss) -> tuple[np.ndarray, np.ndarray]:
-        """(commit-log offsets, sizes) of the units to decode (already past the tag-hash test): not fillers, not
-        expired (an error unless ``fail_on_data_loss`` is off), never past the commit log's valid end (an error)."""
+    def _live_units(self, cq, offsets, units, fail_on_data_loss) -> tuple:
+        """(commit-log offsets, sizes, queue offsets) of the units to decode (already past the tag-hash test): not
+        fillers, not expired (an error unless ``fail_on_data_loss`` is off), never past the commit log's valid end
+        (an error)."""
         phy = units["phy_offset"].astype(np.int64)
         size = units["size"].astype(np.int64)
         keep = size != L.CQ_FILLER_SIZE
@@ -119,15 +120,20 @@ class QueueReads:
                         "(fail_on_data_loss=False)", cq.topic, cq.queue_id, len(lost), int(offsets[lost[0]]),
                         int(offsets[lost[-1]]))
             keep &= ~gone
-        return phy[keep], size[keep]
+        return phy[keep], size[keep], np.asarray(offsets)[keep]
 
     def _read_units(self, groups, columns, sub, batch_rows, verify_crc, fail_on_data_loss, decode_rows=None):
         """Decode the units of ``groups`` ((consume queue, queue offsets, units) each, every unit already past
         the tag-hash test) ``decode_rows`` at a time per commit-log file, yielding batches of at most
         ``batch_rows``; the real tag is checked on the decoded records."""
         live = [self._live_units(cq, offsets, units, fail_on_data_loss) for cq, offsets, units in groups]
-        phy = np.concatenate([p for p, _ in live]) if len(live) > 1 else live[0][0]
-        size = np.concatenate([z for _, z in live]) if len(live) > 1 else live[0][1]
+        phy = np.concatenate([p for p, _, _ in live]) if len(live) > 1 else live[0][0]
+        size = np.concatenate([z for _, z, _ in live]) if len(live) > 1 else live[0][1]
+        cqs = [cq for cq, _, _ in groups]
+        lmq = any(self.is_lmq(cq.topic) for cq in cqs)  # rows of LMQ units are overlaid (variant_reads)
+        if lmq:
+            unit_offsets = np.concatenate([o for _, _, o in live])
+            group_of_row = np.concatenate([np.full(len(o), g) for g, (_, _, o) in enumerate(live)])
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
         fixed = fixed_fields_for(want)
@@ -143,6 +149,9 @@ class QueueReads:
                 fields = self.commitlog.read_fields(int(f), pos[in_file], size[in_file], verify_crc, what, fixed)
                 batch = build_batch(self.commitlog.queue.buffer(int(f)), fields, want,
                                     str(self.commitlog.queue.files[int(f)].path))
+                if lmq:
+                    batch = self._lmq_overlay_fields(batch, self.commitlog.queue.buffer(int(f)), fields, cqs,
+                                                     group_of_row[in_file], unit_offsets[in_file])
                 if not sub.is_all:
                     batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
                                                                value_set=pa.array(sub.tags)), False))

@@ -72,8 +72,9 @@ def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Option
     if last is not None and last.end_kind == END_INVALID:
         result.stop_problem = last.problem
         result.stop_file = str(commitlog.queue.files[last.file_index].path)
+    queues_end = commitlog.queues_end_after_recovery(valid_end, walks, abort_present)
     for q in queues:
-        q.truncate_at_phy(valid_end)
+        q.truncate_at_phy(queues_end)
     return result
 
 

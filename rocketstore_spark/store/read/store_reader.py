@@ -16,17 +16,18 @@ import pyarrow as pa
 
 from ...errors import CorruptRecordError, InvalidArgumentError, StoreFormatError, StoreNotFoundError
 from ..files.checkpoint import Checkpoint, read_checkpoint
-from ..files.commitlog import END_BLANK, CommitLog
+from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
-from ..files.mapped_file_queue import MappedFileQueue
 from ..files.sizes import StoreSizes, cq_directories, detect_sizes
 from ..files.store_location import local_store_path
+from ..files.variant import StoreVariant, commit_log_dir, detect_variant, dledger_logs
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
+from .variant_reads import VariantReads, refuse_unsupported_reads
 
 
 def resolve_store_root(path) -> Path:
@@ -38,22 +39,25 @@ def resolve_store_root(path) -> Path:
     if not root.is_dir():
         raise StoreNotFoundError(f"store path {root} is a file; expected a RocketMQ store directory holding "
                                  "commitlog/ and consumequeue/")
-    if not (root / L.COMMITLOG_DIR).is_dir() and (root / "store" / L.COMMITLOG_DIR).is_dir():
+    has_log = lambda d: (d / L.COMMITLOG_DIR).is_dir() or bool(dledger_logs(d))  # noqa: E731
+    if not has_log(root) and has_log(root / "store"):
         root = root / "store"
-    if not (root / L.COMMITLOG_DIR).is_dir():
-        raise StoreNotFoundError(f"{root} is not a RocketMQ store: expected a {L.COMMITLOG_DIR}/ directory in it")
+    if not has_log(root):
+        raise StoreNotFoundError(f"{root} is not a RocketMQ store: expected a {L.COMMITLOG_DIR}/ directory in it "
+                                 "(or a DLedger log dledger-<selfId>/data/)")
     return root
 
 
-class StoreReader(QueueReads, MessageLookups):
+class StoreReader(VariantReads, QueueReads, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
-                 valid_end: Optional[int] = None):
+                 valid_end: Optional[int] = None, variant: Optional[StoreVariant] = None):
         self.root = Path(root)
         self.sizes = sizes
+        self.variant = detect_variant(self.root) if variant is None else variant
         self.check_crc_on_recover = check_crc_on_recover
-        self.commitlog = CommitLog(MappedFileQueue(self.root / L.COMMITLOG_DIR, sizes.commit_log_file_size))
+        self.commitlog = self._open_commit_log()
         self.abort_present = (self.root / L.ABORT_FILE).exists()
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
@@ -70,16 +74,21 @@ class StoreReader(QueueReads, MessageLookups):
 
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
-             index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None):
+             index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None,
+             variant=None):
         """Open the store at ``path`` for reading.
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
         ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
+        ``variant`` (see :func:`~..files.variant.parse_variant`) names the storage variant where the files
+        leave it open; by default it is detected.
         """
         root = resolve_store_root(path)
+        found = detect_variant(root, variant)
+        refuse_unsupported_reads(found, root)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries)
-        return cls(root, sizes, check_crc_on_recover, valid_end)
+                             index_max_entries, log_dir=commit_log_dir(root, found))
+        return cls(root, sizes, check_crc_on_recover, valid_end, found)
 
     def __enter__(self):
         return self
@@ -110,7 +119,7 @@ class StoreReader(QueueReads, MessageLookups):
             else:
                 self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
                                          self.check_crc_on_recover)
-                if self._recovery.mode == MODE_ABNORMAL:
+                if self._recovery.mode == MODE_ABNORMAL and self.commitlog.redispatches_on_recovery:
                     self._redispatch(self._recovery)
         return self._recovery
 
@@ -129,9 +138,10 @@ class StoreReader(QueueReads, MessageLookups):
                     cq = ConsumeQueue(key[0], key[1], self.root / L.CONSUMEQUEUE_DIR / key[0] / str(key[1]),
                                       self.sizes.consume_queue_file_size)
                     self._queues[key] = cq
+                code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
                 if row["queueOffset"] == cq.max_offset:
-                    code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
                     cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
+                self._redispatch_variant(row, code)
 
     # --- metadata ---------------------------------------------------------------------------------------
 
@@ -273,9 +283,7 @@ class StoreReader(QueueReads, MessageLookups):
         fields = parse_records(buf, pos)
         if not fields.valid[0] or int(fields.total_size[0]) != size:
             return False
-        from ..format.codec import check_body_crcs
-
-        return not check_body_crcs(buf, fields)[0]
+        return not self.commitlog.check_crcs(buf, fields)[0]
 
     def read_records_at(self, phy_offsets, columns=None) -> pa.Table:
         """Records at the given commit-log offsets (in the order given), each checked; offsets outside

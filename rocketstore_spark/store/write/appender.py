@@ -28,6 +28,7 @@ from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
 from ..files.store_location import local_store_path
 from ..files.topic_config import load_topic_table, queue_dir_counts, register_topics
+from ..files.variant import refuse_variant_writes
 from ..format import layout as L
 from ..format.encoder import UniqKeyFactory
 from ..read.store_reader import StoreReader
@@ -75,7 +76,7 @@ class StoreWriter:
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, store_host: str = DEFAULT_STORE_HOST,
              max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, lock: Optional[StoreLock] = None,
-             recover: bool = True) -> "StoreWriter":
+             recover: bool = True, variant=None) -> "StoreWriter":
         """Open (creating if absent) the store at ``path`` for appending.
 
         Finishes or rolls back an interrupted publication and repairs a crashed tail first. ``lock`` lets a
@@ -85,6 +86,8 @@ class StoreWriter:
         root = local_store_path(path, writing=True)
         if root.exists() and not root.is_dir():
             raise StoreNotFoundError(f"{root} is a file; expected a store directory (or a path to create one)")
+        # the default layout only: a DLedger, RocksDB, LMQ or prop-crc broker could not use what this writes
+        refuse_variant_writes(root, variant)
         root.mkdir(parents=True, exist_ok=True)
         lock = lock or StoreLock.acquire(root)
         try:

@@ -47,6 +47,7 @@ from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
 from ..files.store_files import is_temporary
 from ..files.topic_config import queue_dir_counts, register_topics, topics_path, topics_to_register
+from ..files.variant import refuse_variant_writes
 from ..format import layout as L
 from .appender import StoreWriter
 from .encoded_batch import EncodedBatch
@@ -92,6 +93,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     root = Path(root)
     lock = StoreLock.acquire(root)  # 1.
     try:
+        refuse_variant_writes(root)  # before recovery touches anything: only the default layout is written
         detected = detect_sizes(root, **(sizes or {}))
         recover_store(root, detected)
         if sink is not None and last_sink_batch(root, sink[0]) >= sink[1]:  # 2.

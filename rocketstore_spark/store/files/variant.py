@@ -1,0 +1,204 @@
+"""Which storage layout a broker wrote a store with: the default one or the variants a 4.x/5.x broker can be
+configured for, told from the files and, where the files leave it open, from the caller.
+
+======================  ================================================  ===========================================
+feature                 broker setting                                    what the files show
+======================  ================================================  ===========================================
+``dledger``             ``enableDLegerCommitLog=true``                    ``dledger-<selfId>/data/`` (no ``commitlog/``
+                                                                          records): entries with a 48-byte header
+``rocksdb-cq``          ``storeType=defaultRocksDB`` (5.2+)               ``consumequeue/`` is a RocksDB database
+                                                                          (``CURRENT``, ``MANIFEST-*``)
+``batch-cq``            topic attribute ``queue.type=BatchCQ``            ``batchconsumequeue/<topic>/<queueId>/``
+``lmq``                 ``enableLmq`` + ``enableMultiDispatch``           ``consumequeue/%LMQ%<name>/0/``
+``prop-crc``            ``enabledAppendPropCRC=true`` (5.2+)              records end their properties with
+                                                                          ``__CRC32#``
+======================  ================================================  ===========================================
+
+Features combine (a DLedger broker can serve LMQ). A store that has not yet written the files a feature shows
+(no LMQ queue yet, no record yet) is detected without it; the caller names such features explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ...errors import InvalidArgumentError, StoreConfigError, UnsupportedVariantError
+from ..format import layout as L
+from ..format.codec import parse_records
+from ..format.prop_crc import has_prop_crc
+from .mapped_file_queue import list_offset_files
+
+DLEDGER = "dledger"
+ROCKSDB_CQ = "rocksdb-cq"
+BATCH_CQ = "batch-cq"
+LMQ = "lmq"
+PROP_CRC = "prop-crc"
+#: Every feature, in the order names are written.
+FEATURES = (DLEDGER, ROCKSDB_CQ, BATCH_CQ, LMQ, PROP_CRC)
+DEFAULT = "default"
+#: Features whose files either exist or not: an explicit variant must agree with them.
+STRUCTURAL = (DLEDGER, ROCKSDB_CQ, BATCH_CQ)
+
+LMQ_PREFIX = L.LMQ_PREFIX
+BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"  # StorePathConfigHelper.getStorePathBatchConsumeQueue
+DLEDGER_DIR_PREFIX = "dledger-"  # DLedgerConfig.getDefaultPath: <storeBaseDir>/dledger-<selfId>
+DLEDGER_DATA_DIR = "data"  # DLedgerConfig.getDataStorePath
+DLEDGER_ENTRY_HEADER_SIZE = 48  # DLedgerEntry.BODY_OFFSET: magic, size, index, term, pos, channel, crcs, length
+ROCKSDB_MARKERS = ("CURRENT", "IDENTITY")  # files every RocksDB database directory holds
+
+
+@dataclass(frozen=True)
+class StoreVariant:
+    """The layout of one store: a set of :data:`FEATURES` (empty for the default layout)."""
+
+    features: frozenset = frozenset()
+    dledger_data: Optional[Path] = None  # the DLedger log directory, with ``dledger``
+    evidence: tuple = field(default=(), compare=False)  # what in the files (or the caller) said so
+
+    @property
+    def name(self) -> str:
+        """``default`` or the features joined with ``+`` (``dledger+lmq``)."""
+        return "+".join(f for f in FEATURES if f in self.features) or DEFAULT
+
+    @property
+    def is_default(self) -> bool:
+        return not self.features
+
+    def has(self, feature: str) -> bool:
+        return feature in self.features
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "features": [f for f in FEATURES if f in self.features],
+                "dledgerData": None if self.dledger_data is None else str(self.dledger_data),
+                "evidence": list(self.evidence)}
+
+    def refuse_writes(self, root) -> None:
+        """Writers keep to the default layout: appending to any other would leave records or queues its
+        broker cannot use (no DLedger entries, no property CRC, no RocksDB or LMQ units)."""
+        if not self.is_default:
+            raise UnsupportedVariantError(
+                f"store {root} is a {self.name} store ({'; '.join(self.evidence)}); rocketstore writes only the "
+                "default layout (commitlog/ and file consume queues), so it does not append to it — write to a "
+                "new store directory instead", variant=self.name)
+
+
+def parse_variant(text) -> Optional[tuple]:
+    """``"dledger,lmq"`` / ``"dledger+lmq"`` / ``"default"`` / a list of names → sorted features (None: detect)."""
+    if text is None:
+        return None
+    if isinstance(text, StoreVariant):
+        return tuple(f for f in FEATURES if f in text.features)
+    words = text.replace("+", ",").split(",") if isinstance(text, str) else list(text)
+    words = [str(w).strip().lower() for w in words if str(w).strip()]
+    unknown = [w for w in words if w not in FEATURES + (DEFAULT,)]
+    if unknown or not words or (DEFAULT in words and len(words) > 1):
+        raise InvalidArgumentError(f"variant must be {DEFAULT!r} or some of {list(FEATURES)} joined by ',' or "
+                                   f"'+', found {text!r}")
+    return tuple(f for f in FEATURES if f in words)
+
+
+def dledger_logs(root: Path) -> list[Path]:
+    """Every ``dledger-<selfId>/data`` directory of the store."""
+    return sorted(p / DLEDGER_DATA_DIR for p in Path(root).glob(DLEDGER_DIR_PREFIX + "*")
+                  if (p / DLEDGER_DATA_DIR).is_dir())
+
+
+def is_rocksdb_dir(directory: Path) -> bool:
+    directory = Path(directory)
+    return any((directory / m).is_file() for m in ROCKSDB_MARKERS) or any(directory.glob("MANIFEST-*"))
+
+
+def lmq_queue_names(root: Path) -> list[str]:
+    """The ``%LMQ%`` topics that have a consume-queue directory."""
+    base = Path(root) / L.CONSUMEQUEUE_DIR
+    if not base.is_dir() or is_rocksdb_dir(base):
+        return []
+    return sorted(p.name for p in base.iterdir() if p.is_dir() and p.name.startswith(LMQ_PREFIX))
+
+
+def _first_record_has_prop_crc(path: Path, dledger: bool) -> Optional[bool]:
+    """Whether the first record of a log file ends with the ``__CRC32#`` property (None: no record there)."""
+    start = DLEDGER_ENTRY_HEADER_SIZE if dledger else 0
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        total = int.from_bytes(fh.read(4), "big", signed=True)
+        if total <= 0 or start + total > path.stat().st_size:  # no record (zeros) or a garbled length
+            return None
+        fh.seek(start)
+        record = np.frombuffer(fh.read(total), dtype=np.uint8)
+    fields = parse_records(record, np.array([0]))
+    return bool(has_prop_crc(record, fields)[0]) if fields.valid[0] else None
+
+
+def records_have_prop_crc(log_dir: Path, dledger: bool) -> bool:
+    """Whether the first record of the oldest or of the newest log file carries the ``__CRC32#`` property (a
+    broker switched to ``enabledAppendPropCRC`` later still shows it in its newest file)."""
+    files = list_offset_files(log_dir) if log_dir.is_dir() else []
+    return any(_first_record_has_prop_crc(f.path, dledger) for f in {f.path: f for f in (files[:1] + files[-1:])}
+               .values() if f.length >= DLEDGER_ENTRY_HEADER_SIZE + 8)
+
+
+def detect_variant(root, explicit=None) -> StoreVariant:
+    """The variant of the store at ``root`` from its files, or ``explicit`` (a :func:`parse_variant` value),
+    which must agree with the files on the :data:`STRUCTURAL` features and may add the others."""
+    root = Path(root)
+    found, evidence = set(), []
+    logs = dledger_logs(root)
+    dledger_data = None
+    if len(logs) > 1:
+        raise StoreConfigError(f"{root} holds several DLedger logs ({', '.join(str(p) for p in logs)}); "
+                               "expected one (dledger-<selfId>/data): open a copy holding only the one to read")
+    if logs:
+        found.add(DLEDGER)
+        dledger_data = logs[0]
+        evidence.append(f"DLedger log {logs[0].relative_to(root)}")
+    if (root / L.CONSUMEQUEUE_DIR).is_dir() and is_rocksdb_dir(root / L.CONSUMEQUEUE_DIR):
+        found.add(ROCKSDB_CQ)
+        evidence.append(f"{L.CONSUMEQUEUE_DIR}/ is a RocksDB database")
+    bcq = root / BATCH_CONSUMEQUEUE_DIR
+    if bcq.is_dir() and any(p.is_dir() for p in bcq.iterdir()):
+        found.add(BATCH_CQ)
+        evidence.append(f"{BATCH_CONSUMEQUEUE_DIR}/ holds queues")
+    lmqs = lmq_queue_names(root)
+    if lmqs:
+        found.add(LMQ)
+        evidence.append(f"{len(lmqs)} {LMQ_PREFIX} consume queue(s)")
+    log_dir = dledger_data if dledger_data is not None else root / L.COMMITLOG_DIR
+    if records_have_prop_crc(log_dir, dledger_data is not None):
+        found.add(PROP_CRC)
+        evidence.append("records end with the __CRC32# property")
+    wanted = parse_variant(explicit)
+    if wanted is None:
+        return StoreVariant(frozenset(found), dledger_data, tuple(evidence))
+    for feature in STRUCTURAL:
+        if (feature in found) != (feature in wanted):
+            said = "shows" if feature in found else "does not show"
+            raise StoreConfigError(f"variant {'+'.join(wanted) or DEFAULT!r} contradicts the files: {root} {said} "
+                                   f"the {feature} layout ({'; '.join(evidence) or 'default layout'})")
+    given = [f"{f} (given)" for f in wanted if f not in found]
+    return StoreVariant(frozenset(wanted), dledger_data, tuple(evidence + given))
+
+
+def refuse_variant_writes(path, variant=None) -> None:
+    """Raise :class:`~...errors.UnsupportedVariantError` unless the store at ``path`` (absent or empty: a new
+    store) has the default layout and ``variant`` names no other; writers call it before touching anything."""
+    root = Path(path).expanduser()
+    given = parse_variant(variant) or ()
+    # what the files show counts even when ``variant`` leaves it out: an override never lets a writer mix layouts
+    found = detect_variant(root) if root.is_dir() else StoreVariant()
+    StoreVariant(found.features | frozenset(given), found.dledger_data,
+                 found.evidence + tuple(f"{f} (given)" for f in given if f not in found.features)).refuse_writes(root)
+
+
+def commit_log_dir(root: Path, variant: StoreVariant) -> Path:
+    """Where the store's records are: ``commitlog/`` or the DLedger log."""
+    return variant.dledger_data if variant.has(DLEDGER) else Path(root) / L.COMMITLOG_DIR
+
+
+__all__ = ["StoreVariant", "detect_variant", "parse_variant", "FEATURES", "DEFAULT", "LMQ_PREFIX", "DLEDGER",
+           "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "commit_log_dir", "dledger_logs",
+           "refuse_variant_writes"]

@@ -1,0 +1,91 @@
+"""Storage variants through Spark: LMQ queues opt-in or by name, prop-crc verified, the sink refusing variant
+stores, the variant option (one targeted test each; the store API's golden tests cover every row)."""
+
+import shutil
+
+import pytest
+
+from tests.store.read.variant_view import load_view
+
+
+def _rows(df, *columns):
+    return sorted(tuple(r[c] for c in columns) for r in df.select(*columns).collect())
+
+
+def test_lmq_queues_are_opt_in_or_named(spark, variant_golden):
+    golden = variant_golden("lmq")
+    view = load_view(golden)
+    path = str(golden / "store")
+    read = spark.read.format("rocketstore")
+    parents = sorted((line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"])
+                     for line in view["messages"] if not line["topic"].startswith("%LMQ%"))
+    assert _rows(read.load(path), "topic", "queueId", "queueOffset", "commitLogOffset") == parents
+    every = sorted((line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"])
+                   for line in view["messages"])
+    got = read.option("includeLmqTopics", "true").load(path)
+    assert _rows(got, "topic", "queueId", "queueOffset", "commitLogOffset") == every
+    named = read.option("topics", "%LMQ%chat_α").option("tags", "TagA").load(path)
+    assert _rows(named, "topic", "queueOffset", "tags") == sorted(
+        (line["topic"], line["cqOffset"], line["tags"]) for line in view["messages"]
+        if line["topic"] == "%LMQ%chat_α" and line["tags"] == "TagA")
+
+
+def test_prop_crc_read_with_verify_crc_and_an_explicit_variant(spark, variant_golden):
+    golden = variant_golden("prop-crc")
+    view = load_view(golden)
+    df = (spark.read.format("rocketstore").option("verifyCrc", "true").option("variant", "prop-crc")
+          .load(str(golden / "store")))
+    rows = df.select("commitLogOffset", "properties").collect()
+    assert sorted(r["commitLogOffset"] for r in rows) == sorted(line["commitLogOffset"] for line in view["messages"])
+    assert all("__CRC32#" in dict(r["properties"]) for r in rows)
+    with pytest.raises(Exception, match="variant must be"):
+        spark.read.format("rocketstore").option("variant", "raft").load(str(golden / "store")).count()
+
+
+def test_the_sink_refuses_a_variant_store(spark, variant_golden, tmp_path):
+    store = tmp_path / "store"
+    shutil.copytree(variant_golden("prop-crc") / "store", store)
+    df = spark.createDataFrame([("T", b"x")], "topic string, body binary")
+    with pytest.raises(Exception, match="is a prop-crc store"):
+        df.write.format("rocketstore").mode("append").save(str(store))
+    assert not (store / ".rocketstore").exists()
+
+
+def test_dledger_queue_and_commitlog_scans(spark, variant_golden):
+    """Queue reads and ``scanMode=commitlog`` over the DLedger entries: the records at entry pos + 48."""
+    golden = variant_golden("dledger")
+    view = load_view(golden)
+    path = str(golden / "store")
+    scan = spark.read.format("rocketstore").option("scanMode", "commitlog").load(path)
+    assert _rows(scan, "commitLogOffset", "msgId") == sorted((m["commitLogOffset"], m["msgId"])
+                                                             for m in view["manifest"])
+    queue = spark.read.format("rocketstore").option("tags", "TagB").load(path)
+    assert _rows(queue, "topic", "queueId", "queueOffset", "commitLogOffset") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"]) for line in view["messages"]
+        if line["tags"] == "TagB")
+
+
+@pytest.mark.parametrize("name,options", [("lmq", {"includeLmqTopics": "true"}), ("dledger", {}),
+                                          ("prop-crc", {"verifyCrc": "true"})])
+def test_streaming_reads_every_queue_offset_once(spark, variant_golden, tmp_path, name, options):
+    """AvailableNow in bounded batches to Parquet: every (topic, queue, offset) of the real store's view once,
+    LMQ rows with their LMQ offsets (streaming offsets are queue offsets)."""
+    from tests.spark.test_stream import available_now
+
+    golden = variant_golden(name)
+    view = load_view(golden)
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+
+    def start():
+        reader = spark.readStream.format("rocketstore").option("startingOffsets", "earliest") \
+            .option("maxMessagesPerTrigger", "3000")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        return (reader.load(str(golden / "store")).select("topic", "queueId", "queueOffset", "commitLogOffset")
+                .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+                .trigger(availableNow=True).start())
+
+    progress = available_now(start)
+    assert all(p["numInputRows"] <= 3000 for p in progress)
+    assert _rows(spark.read.parquet(str(out)), "topic", "queueId", "queueOffset", "commitLogOffset") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"]) for line in view["messages"])
