@@ -171,3 +171,13 @@ def sample_store(tmp_path_factory):
     generate_store(path, SampleSpec(messages=3000, days=0.5, seed=3), commit_log_file_size=1 << 20,
                    consume_queue_file_size=6000, index_hash_slots=4000, index_max_entries=16000)
     return path
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A SeaweedFS S3 server on free loopback ports for the whole session (see ``tests/s3_server.py``)."""
+    from tests.s3_server import start_s3_server
+
+    server = start_s3_server(tmp_path_factory.mktemp("s3") / "weed")
+    yield server
+    server.stop()

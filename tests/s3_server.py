@@ -55,6 +55,10 @@ class S3Server:
         """A pyarrow S3 filesystem on this server (anonymous, plain HTTP)."""
         from pyarrow import fs
 
+        # The AWS SDK in pyarrow >= 21 sends unsigned uploads as aws-chunked bodies with a CRC trailer by default,
+        # and SeaweedFS stores such a body as it came (chunk headers and trailer in the object): checksums only
+        # when an operation requires them. Set before the client is built; reads are not affected.
+        os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
         return fs.S3FileSystem(endpoint_override=self.endpoint, scheme="http", anonymous=True,
                                allow_bucket_creation=True, allow_bucket_deletion=True, region="us-east-1")
 
