@@ -68,3 +68,8 @@ class StoreClosedError(RocketStoreError):
 
 class InvalidArgumentError(RocketStoreError, ValueError):
     """A caller passed an argument the API cannot accept (bad boundary, bad subscription expression...)."""
+
+
+class StrayFileWarning(UserWarning):
+    """A file or directory in the store that is no part of it (an editor's backup, a ``.nfs…`` file, a name that
+    is not an offset, a zero-length file a broker would delete) was skipped; ``rocketstore inspect`` lists them."""

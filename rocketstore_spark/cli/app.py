@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ..errors import RocketStoreError
+from ..errors import RocketStoreError, StrayFileWarning
 from ..store import (STATE_OPEN, RocketStore, StoreWriter, parse_age, queue_dir_counts, register_topics as add_topics,
                      remove_staged_jobs, staged_jobs, topics_path, verify_store)
 
@@ -99,6 +100,7 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
         idx.add_row(f["name"], f"{f['entries']:,}", _ts(f["begin_ms"]), _ts(f["end_ms"]), f"{f['end_phy']:,}")
     console.print(idx)
     console.print(f"checkpoint: {info['checkpoint']}")
+    _print_strays(info["stray_files"])
     tt = info["topic_table"]
     console.print(f"broker topic table: {tt['path']} " + (f"[red]{tt['error']}[/red]" if tt["error"] else
                                                           f"lists {tt['topics']} topics" if tt["exists"] else
@@ -215,6 +217,8 @@ def verify(store: Path = typer.Argument(..., help="store directory"),
             bar.update(tasks[phase], completed=done, total=total)
 
         problems = verify_store(s, report)
+        strays = [str(stray) for stray in s.stray_files]
+    _print_strays(strays)
     if problems:
         table = Table("where", "problem", title=f"{len(problems)} problem(s)")
         for p in problems[:200]:
@@ -321,7 +325,27 @@ def lag(store: Path = typer.Argument(..., help="store directory"),
     console.print(f"total lag: {sum(r['lag'] for r in rows):,}")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """Stray files skipped while opening a store: one plain line each on stderr, not a Python warning dump."""
+    if issubclass(category, StrayFileWarning):
+        err.print(f"warning: {message}", style="yellow", markup=False, highlight=False)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
+def _print_strays(strays: list) -> None:
+    if strays:
+        console.print(f"[yellow]skipped {len(strays)} stray entr{'y' if len(strays) == 1 else 'ies'} "
+                      "(no part of the store):[/yellow]")
+        for stray in strays:
+            console.print(f"  {stray}", markup=False, highlight=False)
+
+
 def main() -> None:
+    warnings.showwarning = _show_warning
     try:
         app()
     except RocketStoreError as e:

@@ -49,6 +49,7 @@ def describe_store(s: RocketStore) -> dict:
         "disk_bytes": _disk_bytes(s.root),
         "staging": [j.as_dict() for j in staged_jobs(s.root)],
         "topic_table": topic_table_status(s),
+        "stray_files": [str(stray) for stray in s.stray_files],
     }
 
 
