@@ -232,7 +232,16 @@ def m_delete_file(rng, cat, copy):
     return {"file": str(copy / rel), "deleted": True}
 
 
-MUTATIONS = {"record_field": (m_record_field, 6), "body_bit_flip": (m_body_bit_flip, 3),
+def m_abnormal(rng, cat, copy):
+    """An ``abort`` file (the broker did not shut down cleanly: abnormal recovery from the checkpoint, index
+    files newer than it dropped, re-dispatch) on top of another kind of damage."""
+    (copy / "abort").write_text("12345")
+    names = sorted(n for n in MUTATIONS if n != "abnormal")
+    kind = rng.choices(names, weights=[MUTATIONS[n][1] for n in names])[0]
+    return {"with": kind, **MUTATIONS[kind][0](rng, cat, copy)}
+
+
+MUTATIONS = {"abnormal": (m_abnormal, 3), "record_field": (m_record_field, 6), "body_bit_flip": (m_body_bit_flip, 3),
              "body_run": (m_body_run, 1), "cq_unit": (m_cq_unit, 3), "index": (m_index, 3),
              "checkpoint": (m_checkpoint, 1), "truncate": (m_truncate, 2), "torn_tail": (m_torn_tail, 1),
              "random_bytes": (m_random_bytes, 2), "stray_file": (m_stray_file, 2), "delete_file": (m_delete_file, 1)}
