@@ -8,13 +8,18 @@ case runs in a child process capped in time and address space; a failing case pr
 import hashlib
 import os
 import random
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import ARCHIVE, _extract
 from tests.store.fuzz_cases import case_kind, case_seeds, make_case, run_case
 
 CAMPAIGN_SEED = int(os.environ.get("ROCKETSTORE_FUZZ_SEED", "22"))
 CAMPAIGN_CASES = int(os.environ.get("ROCKETSTORE_FUZZ_CASES", "300"))
+# the storage-variant golden stores next to public-a's archive; DLedger's (no commitlog/) is not read yet
+VARIANTS_DIR = Path(os.environ.get("ROCKETSTORE_VARIANTS_DIR", ARCHIVE.parent / "variants"))
+NOT_READ_YET = ("dledger",)
 # one case each of: a single-bit body flip, a commit-log header field, a consume-queue unit, a stray file
 FAST_SAMPLE = ("body_bit_flip", "record_field", "cq_unit", "stray_file")
 
@@ -73,3 +78,19 @@ def test_fuzz_campaign(golden_store_path, tmp_path):
             failed.append(result.report())
     assert not failed, f"{len(failed)} of {CAMPAIGN_CASES} cases failed (campaign seed {CAMPAIGN_SEED}):\n" + \
         "\n".join(failed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(0)
+def test_fuzz_campaign_on_the_variant_stores(tmp_path):
+    archives = sorted(p for p in VARIANTS_DIR.glob("*.tar.xz") if p.name.split(".")[0] not in NOT_READ_YET)
+    assert archives, f"no variant archives in {VARIANTS_DIR} (set ROCKETSTORE_VARIANTS_DIR)"
+    failed = []
+    for archive in archives:
+        name = archive.name.split(".")[0]
+        _extract(archive, tmp_path / "unpacked")
+        for seed in case_seeds(CAMPAIGN_SEED, max(CAMPAIGN_CASES // 10, 5)):
+            result = run_case(seed, tmp_path / "unpacked" / name / "store", tmp_path / "work")
+            if result.failures:
+                failed.append(f"[{name}] " + result.report())
+    assert not failed, "\n".join(failed)
