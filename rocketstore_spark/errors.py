@@ -24,7 +24,8 @@ class StoreConfigError(RocketStoreError):
 
 
 class IndexSizesAmbiguousError(StoreConfigError):
-    """Several (hash slots, max entries) pairs fit the index files: only reads that use the index need them."""
+    """The index files do not tell their (hash slots, max entries): several pairs fit, or none fits a damaged
+    file. Only reads that use the index (and writers) need them; the store opens without."""
 
 
 class StoreFormatError(RocketStoreError):

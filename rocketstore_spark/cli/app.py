@@ -99,6 +99,8 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     for f in info["index_files"]:
         idx.add_row(f["name"], f"{f['entries']:,}", _ts(f["begin_ms"]), _ts(f["end_ms"]), f"{f['end_phy']:,}")
     console.print(idx)
+    if info["index_problem"]:
+        console.print(f"index: {info['index_problem']}", style="red", markup=False, highlight=False)
     console.print(f"checkpoint: {info['checkpoint']}")
     _print_strays(info["stray_files"])
     tt = info["topic_table"]

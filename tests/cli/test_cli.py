@@ -139,6 +139,10 @@ def test_every_store_command_takes_the_sizes_including_a_harness_size_file(tmp_p
     store = _ambiguous_index_store(tmp_path / "s")
     failed = run("query", store, "--topic", "t", "--key", "AMBIG50", check=False)
     assert failed.returncode == 2 and "--index-hash-slots" in failed.stderr
+    shown = run("inspect", store)  # the rest of the store is shown, and what to pass for the index
+    assert "--index-hash-slots" in shown.stdout and " t " in shown.stdout
+    checked = run("verify", store, check=False)
+    assert checked.returncode == 1 and "--index-hash-slots" in checked.stdout
     for flags in (("--index-hash-slots", 64, "--index-max-entries", 256), ("--index-slots", 64, "--index-num", 256)):
         rows = [json.loads(line) for line in run("query", store, "--topic", "t", "--uniq-key", "AMBIG50",
                                                  *flags).stdout.splitlines()]

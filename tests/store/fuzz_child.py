@@ -17,7 +17,7 @@ from rocketstore_spark.errors import CorruptRecordError, RocketStoreError
 from rocketstore_spark.store import COLUMNS, RAW_COLUMNS, RocketStore, verify_store
 
 ALL_COLUMNS = tuple(COLUMNS) + tuple(RAW_COLUMNS)
-NAMES_A_PLACE = re.compile(r"offset|\bfile\b")
+NAMES_A_PLACE = re.compile(r"offset")
 
 
 class Outcomes:

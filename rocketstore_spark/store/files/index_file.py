@@ -242,28 +242,32 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
     # files that hold no keys yet (zero-filled, or the one a broker has just rolled to) are read without sizes
     keyed = [p for p in paths if read_index_header(p).index_count > 1]
     lengths = Counter(p.stat().st_size for p in keyed or paths)
+    if slots is not None and max_entries is not None:
+        # sizes given: they must fit the files; one odd (truncated) file is named when a lookup reaches it
+        expected = index_file_size(slots, max_entries)
+        if expected not in lengths:
+            odd = next(p for p in keyed or paths)
+            raise StoreConfigError(
+                f"index_hash_slots={slots} and index_max_entries={max_entries} make {expected}-byte index files, "
+                f"but {odd} is {odd.stat().st_size} bytes")
+        return slots, max_entries
     if len(lengths) != 1:
         usual = max(lengths, key=lambda n: (lengths[n], n))
         odd = next(p for p in keyed or paths if p.stat().st_size != usual)
-        error = StoreConfigError if keyed else IndexSizesAmbiguousError
-        raise error(f"index files must all have the same length: expected {usual} bytes like "
-                    f"{next(p for p in keyed or paths if p.stat().st_size == usual)}, found "
-                    f"{odd.stat().st_size} bytes in {odd} (a truncated or half-copied file?)")
+        raise IndexSizesAmbiguousError(
+            f"index files must all have the same length: expected {usual} bytes like "
+            f"{next(p for p in keyed or paths if p.stat().st_size == usual)}, found {odd.stat().st_size} bytes "
+            f"in {odd} (a truncated or half-copied file?); {PASS_SIZES}")
     length = next(iter(lengths))
     paths = keyed or paths
-    if slots is not None and max_entries is not None:
-        if index_file_size(slots, max_entries) != length:
-            raise StoreConfigError(
-                f"index_hash_slots={slots} and index_max_entries={max_entries} make "
-                f"{index_file_size(slots, max_entries)}-byte index files, but {paths[0]} is {length} bytes")
-        return slots, max_entries
     candidates = _candidate_slot_counts(length)
     if slots is not None:
         candidates = candidates[candidates == slots]
     if max_entries is not None:
         candidates = candidates[(length - L.INDEX_HEADER_SIZE - candidates * 4) == max_entries * 20]
     if len(candidates) == 0:
-        raise StoreConfigError(
+        error = IndexSizesAmbiguousError if slots is None and max_entries is None else StoreConfigError
+        raise error(
             f"no hash-slot count fits index file {paths[0]} of {length} bytes with the given options "
             f"(index_hash_slots={slots}, index_max_entries={max_entries})")
     preferred = candidates[candidates == L.DEFAULT_INDEX_HASH_SLOTS]
@@ -277,15 +281,19 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
         s = int(candidates[0])
         return s, (length - L.INDEX_HEADER_SIZE - s * L.INDEX_SLOT_SIZE) // L.INDEX_ENTRY_SIZE
     if len(candidates) == 0:
-        raise StoreConfigError(f"index files such as {paths[0]} do not match any hash-slot count; "
-                               "pass index_hash_slots and index_max_entries as configured on the broker")
+        error = IndexSizesAmbiguousError if slots is None and max_entries is None else StoreConfigError
+        raise error(f"index files such as {paths[0]} do not match any hash-slot count (a damaged index file?); "
+                    + PASS_SIZES)
     default_ok = slots is None and int(L.DEFAULT_INDEX_HASH_SLOTS) in set(candidates.tolist()) and \
         index_file_size(L.DEFAULT_INDEX_HASH_SLOTS, L.DEFAULT_INDEX_MAX_ENTRIES) == length
     if default_ok:
         return L.DEFAULT_INDEX_HASH_SLOTS, L.DEFAULT_INDEX_MAX_ENTRIES
     raise IndexSizesAmbiguousError(
-        f"cannot tell the index sizes from {len(paths)} index file(s) of {length} bytes: "
-        f"{len(candidates)} slot counts fit (e.g. {candidates[:3].tolist()}); pass index_hash_slots and "
-        "index_max_entries (Spark options indexHashSlots / indexMaxEntries, CLI --index-hash-slots / "
-        "--index-max-entries; the broker's maxHashSlotNum / maxIndexNum). Reads that do not use the index work "
-        "without them")
+        f"cannot tell the index sizes from {len(paths)} index file(s) of {length} bytes such as {paths[0]}: "
+        f"{len(candidates)} slot counts fit (e.g. {candidates[:3].tolist()}); {PASS_SIZES}")
+
+
+# what every "cannot tell the index sizes" error ends with
+PASS_SIZES = ("pass index_hash_slots and index_max_entries (Spark options indexHashSlots / indexMaxEntries, CLI "
+              "--index-hash-slots / --index-max-entries; the broker's maxHashSlotNum / maxIndexNum). Reads that "
+              "do not use the index work without them")

@@ -89,7 +89,10 @@ def _verify_queues(store: StoreReader, progress: Progress) -> list[Problem]:
 
 def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
     out = []
-    files = store.index_files()
+    try:
+        files = store.index_files()
+    except RocketStoreError as e:  # the index cannot be read at all: that is the finding, the rest still runs
+        return [Problem(str(store.root / L.INDEX_DIR), str(e))]
     for k, f in enumerate(files):
         if progress:
             progress("index", k, len(files))

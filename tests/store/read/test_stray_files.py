@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from rocketstore_spark.errors import IndexSizesAmbiguousError, StoreConfigError, StrayFileWarning
+from rocketstore_spark.errors import IndexSizesAmbiguousError, StoreConfigError, StoreFormatError, StrayFileWarning
 from rocketstore_spark.store import RocketStore
 
 pytestmark = pytest.mark.timeout(120)
@@ -152,13 +152,50 @@ def test_an_empty_index_file_of_another_length_does_not_disturb_the_sizes(golden
         assert answers(store) == golden_answers
 
 
-def test_index_files_with_keys_and_different_lengths_name_the_odd_one(golden_copy):
+def test_a_truncated_index_file_stops_only_key_lookups_and_names_the_file(golden_copy, golden_store):
     victim = sorted((golden_copy / "index").iterdir())[0]
     with open(victim, "r+b") as fh:
         fh.truncate(400000)
-    with pytest.raises(StoreConfigError) as info:
-        RocketStore.open(golden_copy)
+    with RocketStore.open(golden_copy) as store:
+        assert store.max_offset(*QUEUE) == golden_store.max_offset(*QUEUE)
+        assert sum(b.num_rows for b in store.read_queue(*QUEUE)) == golden_store.max_offset(*QUEUE)
+        with pytest.raises(IndexSizesAmbiguousError) as info:
+            store.query_by_key("TopicTest", "order-42")
     assert str(victim) in str(info.value) and "420040" in str(info.value)
+    with RocketStore.open(golden_copy, index_hash_slots=5000, index_max_entries=20000) as store:
+        with pytest.raises(StoreConfigError) as info:  # the sizes given: the lookup names the short file
+            store.query_by_key("TopicTest", "order-42")
+    assert str(victim) in str(info.value) and "400000 bytes" in str(info.value)
+
+
+def test_a_damaged_index_header_stops_only_key_lookups(golden_copy, golden_store):
+    """A flipped indexCount in the newest file: the sizes come from the older files, reads work, and a key
+    lookup names the damaged header."""
+    victim = sorted((golden_copy / "index").iterdir())[-1]
+    data = bytearray(victim.read_bytes())
+    data[37] ^= 0x40
+    victim.write_bytes(bytes(data))
+    with RocketStore.open(golden_copy) as store:
+        assert store.max_phy_offset() == golden_store.max_phy_offset()
+        assert sum(b.num_rows for b in store.read_queue(*QUEUE)) == golden_store.max_offset(*QUEUE)
+        with pytest.raises(StoreFormatError) as info:
+            store.query_by_key("TopicTest", "order-42")
+    assert info.value.path == str(victim) and info.value.offset == 36
+
+
+def test_index_files_that_fit_no_slot_count_stop_only_key_lookups(golden_copy, golden_store):
+    """Every file's newest entry moved to another bucket: no slot count is consistent, the store still opens."""
+    for victim in sorted((golden_copy / "index").iterdir()):
+        data = bytearray(victim.read_bytes())
+        count = int.from_bytes(data[36:40], "big")
+        at = 40 + 5000 * 4 + (count - 1) * 20
+        data[at:at + 4] = (int.from_bytes(data[at:at + 4], "big") ^ 0x1).to_bytes(4, "big")
+        victim.write_bytes(bytes(data))
+    with RocketStore.open(golden_copy) as store:
+        assert store.max_phy_offset() == golden_store.max_phy_offset()
+        with pytest.raises(IndexSizesAmbiguousError, match="do not match any hash-slot count") as info:
+            store.query_by_key("TopicTest", "order-42")
+    assert str(golden_copy / "index") in str(info.value)
 
 
 def test_golden_store_has_no_strays(golden_store):
