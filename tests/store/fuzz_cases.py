@@ -105,6 +105,14 @@ def catalogue(root: Path) -> Catalogue:
 
 # --- mutations -------------------------------------------------------------------------------------------
 
+def link_or_copy(src, dst) -> None:
+    """Hard-link (cheap: a case damages one file, made private by :func:`own`); copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def own(path: Path) -> bytearray:
     """The bytes of ``path``, made private to the copy (the copy is hard-linked to the pristine store)."""
     data = bytearray(path.read_bytes())
@@ -261,7 +269,7 @@ def make_case(seed: int, source: Path, work: Path) -> tuple[Path, dict]:
     copy = Path(work) / "store"
     if copy.exists():
         shutil.rmtree(copy)
-    shutil.copytree(cat.root, copy, copy_function=os.link)
+    shutil.copytree(cat.root, copy, copy_function=link_or_copy)
     return copy, {"seed": seed, "kind": kind, **MUTATIONS[kind][0](rng, cat, copy)}
 
 

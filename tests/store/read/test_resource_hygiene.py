@@ -11,13 +11,13 @@ import pytest
 
 from rocketstore_spark.errors import RocketStoreError, StrayFileWarning
 from rocketstore_spark.store import RocketStore
-from tests.store.fuzz_cases import record_fields
+from tests.store.fuzz_cases import link_or_copy, record_fields
 
 ENTRIES_AT = 40 + 5000 * 4  # the golden index files: 5000 hash slots
 
 
 def linked_copy(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target, copy_function=os.link)
+    shutil.copytree(source, target, copy_function=link_or_copy)
     return target
 
 
