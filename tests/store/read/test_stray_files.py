@@ -42,6 +42,12 @@ def make_dir(path):
     return path
 
 
+def next_file(directory, size):
+    """The name the next file of a MappedFileQueue directory would get (a broker's just-created file)."""
+    last = max(int(p.name) for p in directory.iterdir())
+    return directory / f"{last + size:020d}"
+
+
 STRAYS = {
     "commitlog garbage name": lambda s: make_file(s / "commitlog" / "garbage.bin"),
     "commitlog editor backup": lambda s: make_file(s / "commitlog" / "00000000000000000000~"),
@@ -50,10 +56,10 @@ STRAYS = {
     "commitlog nfs file": lambda s: make_file(s / "commitlog" / ".nfs000000000001a2b300000001"),
     "commitlog hidden temporary": lambda s: make_file(s / "commitlog" / ".00000000000031457280.tmp", b""),
     "commitlog sub-directory": lambda s: make_dir(s / "commitlog" / "old"),
-    "commitlog zero-length next file": lambda s: make_file(s / "commitlog" / "00000000000031457280", b""),
+    "commitlog zero-length next file": lambda s: make_file(next_file(s / "commitlog", 1048576), b""),
     "consume queue garbage": lambda s: make_file(s / "consumequeue" / "TopicTest" / "0" / "notanumber"),
     "consume queue zero-length next file": lambda s: make_file(
-        s / "consumequeue" / "TopicTest" / "0" / f"{6000 * 40:020d}", b""),
+        next_file(s / "consumequeue" / "TopicTest" / "0", 6000), b""),
     "consume queue hidden": lambda s: make_file(s / "consumequeue" / "TopicTest" / "0" / ".DS_Store"),
     "queue dir not a number": lambda s: make_dir(s / "consumequeue" / "TopicTest" / "queue-x"),
     "file among queue dirs": lambda s: make_file(s / "consumequeue" / "TopicTest" / "README"),
@@ -96,7 +102,7 @@ def test_an_empty_file_inside_the_offset_sequence_is_an_error_naming_it(golden_c
 
 def test_a_short_file_at_the_end_is_an_error_naming_it(golden_copy):
     """A half-synced last file would hide records if it were skipped."""
-    victim = make_file(golden_copy / "commitlog" / "00000000000031457280", b"\0" * 4096)
+    victim = make_file(next_file(golden_copy / "commitlog", 1048576), b"\0" * 4096)
     with pytest.raises(StoreConfigError) as info:
         RocketStore.open(golden_copy)
     assert str(victim) in str(info.value)
