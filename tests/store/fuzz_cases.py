@@ -199,7 +199,8 @@ def m_torn_tail(rng, cat, copy):
     rel, pos, spans = cat.records[-rng.randint(1, min(200, len(cat.records)))]
     path = copy / rel
     data = own(path)
-    start = pos + rng.randrange(spans["TOTALSIZE"][1] + sum(w for _s, w in spans.values()))
+    total = struct.unpack_from(">i", data, pos)[0]
+    start = min(pos + rng.randrange(total), len(data) - 1)  # from somewhere inside one of the last records
     data[start:] = bytes(len(data) - start)
     path.write_bytes(bytes(data))
     return {"file": str(path), "zeroed_from": start}
