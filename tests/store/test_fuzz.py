@@ -94,3 +94,12 @@ def test_fuzz_campaign_on_the_variant_stores(tmp_path):
             if result.failures:
                 failed.append(f"[{name}] " + result.report())
     assert not failed, "\n".join(failed)
+
+
+def test_the_caps_turn_a_hang_or_a_runaway_allocation_into_a_failing_case(golden_store_path, tmp_path):
+    """Guard against a vacuous campaign: a child out of time or address space fails its case, seed printed."""
+    seed = fast_seeds()[0]
+    hung = run_case(seed, golden_store_path, tmp_path, timeout_s=0.05)
+    assert hung.failures and "hung" in hung.failures[0] and f"--case-seed {seed}" in hung.report()
+    starved = run_case(seed, golden_store_path, tmp_path, memory_bytes=64 << 20)
+    assert starved.failures and "child died" in starved.failures[0]
