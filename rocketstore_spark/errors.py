@@ -24,7 +24,8 @@ class StoreConfigError(RocketStoreError):
 
 
 class IndexSizesAmbiguousError(StoreConfigError):
-    """Several (hash slots, max entries) pairs fit the index files: only reads that use the index need them."""
+    """The index files do not tell their (hash slots, max entries): several pairs fit, or none fits a damaged
+    file. Only reads that use the index (and writers) need them; the store opens without."""
 
 
 class UnsupportedVariantError(StoreConfigError):
@@ -81,3 +82,8 @@ class InvalidArgumentError(RocketStoreError, ValueError):
 
 class UnsupportedLocationError(InvalidArgumentError):
     """A store location this version cannot use: a remote URI (object storage, HDFS) or a malformed file URI."""
+
+
+class StrayFileWarning(UserWarning):
+    """A file or directory in the store that is no part of it (an editor's backup, a ``.nfs…`` file, a name that
+    is not an offset, a zero-length file a broker would delete) was skipped; ``rocketstore inspect`` lists them."""

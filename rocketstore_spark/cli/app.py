@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.table import Table
 
-from ..errors import RocketStoreError, UnsupportedVariantError
+from ..errors import RocketStoreError, StrayFileWarning, UnsupportedVariantError
 from ..store import (
     STATE_OPEN,
     RocketStore,
@@ -90,6 +91,9 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
     for f in info["index_files"]:
         idx.add_row(f["name"], f"{f['entries']:,}", format_ms(f["begin_ms"]), format_ms(f["end_ms"]),
                     f"{f['end_phy']:,}")
+    if info["index_problem"]:
+        console.print(f"index: {info['index_problem']}", style="red", markup=False, highlight=False)
+    _print_strays(info["stray_files"])
     console.print(idx)
     console.print(f"checkpoint: {info['checkpoint']}")
     tt = info["topic_table"]
@@ -219,6 +223,8 @@ def verify(store: Path = typer.Argument(..., help="store directory"),
             bar.update(tasks[phase], completed=done, total=total)
 
         problems = verify_store(s, report)
+        strays = [str(stray) for stray in s.stray_files]
+    _print_strays(strays)
     if problems:
         table = Table("where", "problem", title=f"{len(problems)} problem(s)")
         for p in problems[:200]:
@@ -326,7 +332,27 @@ def lag(store: Path = typer.Argument(..., help="store directory"),
     console.print(f"total lag: {sum(r['lag'] for r in rows):,}")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """Stray files skipped while opening a store: one plain line each on stderr, not a Python warning dump."""
+    if issubclass(category, StrayFileWarning):
+        err.print(f"warning: {message}", style="yellow", markup=False, highlight=False)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
+def _print_strays(strays: list) -> None:
+    if strays:
+        console.print(f"[yellow]skipped {len(strays)} stray entr{'y' if len(strays) == 1 else 'ies'} "
+                      "(no part of the store):[/yellow]")
+        for stray in strays:
+            console.print(f"  {stray}", markup=False, highlight=False)
+
+
 def main() -> None:
+    warnings.showwarning = _show_warning
     try:
         app()
     except RocketStoreError as e:

@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 import pyarrow.compute as pc
 
-from ..errors import StoreFormatError
+from ..errors import RocketStoreError, StoreFormatError
 from ..store import RocketStore, broker_managed, load_topic_table, staged_jobs, topics_path
 
 
@@ -33,6 +33,11 @@ def describe_store(s: RocketStore) -> dict:
                 last = t1 if last is None or t1 > last else last
         topics.append({"topic": topic, "queues": queues, "messages": total, "first_ms": first, "last_ms": last})
     cp = s.checkpoint()
+    index_files, index_problem = [], None
+    try:
+        index_files = s.index_files()
+    except RocketStoreError as e:  # a damaged or undetectable index: the report shows the rest of the store
+        index_problem = str(e)
     return {
         "path": str(s.root),
         "variant": s.variant.as_dict(),
@@ -45,11 +50,13 @@ def describe_store(s: RocketStore) -> dict:
         "topics": topics,
         "index_files": [{"name": f.name, "entries": max(f.header.index_count - 1, 0),
                          "begin_ms": f.header.begin_timestamp, "end_ms": f.header.end_timestamp,
-                         "end_phy": f.header.end_phy_offset} for f in s.index_files()],
+                         "end_phy": f.header.end_phy_offset} for f in index_files],
+        "index_problem": index_problem,
         "checkpoint": None if cp is None else cp.__dict__,
         "disk_bytes": _disk_bytes(s.root),
         "staging": [j.as_dict() for j in staged_jobs(s.root)],
         "topic_table": topic_table_status(s),
+        "stray_files": [str(stray) for stray in s.stray_files],
     }
 
 

@@ -122,6 +122,21 @@ def test_errors_are_short_and_verify_fails_on_damage(tmp_path, sample_store):
     assert result.returncode != 0 and ("CRC" in result.stdout or "problem" in result.stdout)
 
 
+def test_inspect_and_verify_list_stray_files_and_still_work(tmp_path, sample_store):
+    store = tmp_path / "s"
+    shutil.copytree(sample_store, store)
+    backup = store / "commitlog" / "00000000000000000000~"
+    backup.write_bytes(b"editor backup")
+    (store / "index" / ".nfs0000000000aa").write_bytes(b"")
+    info = json.loads(run("inspect", store, "--json").stdout)
+    assert len(info["stray_files"]) == 2 and any(str(backup) in s for s in info["stray_files"])
+    shown = run("inspect", store)
+    assert "skipped 2 stray entries" in shown.stdout and str(backup) in shown.stdout
+    assert "warning: skipped stray entry" in shown.stderr and "Traceback" not in shown.stderr
+    checked = run("verify", store)
+    assert "consistent" in checked.stdout and ".nfs0000000000aa" in checked.stdout
+
+
 def test_recover_and_lag(tmp_path, sample_store):
     store = tmp_path / "s"
     shutil.copytree(sample_store, store)
@@ -162,6 +177,10 @@ def test_every_store_command_takes_the_sizes_including_a_harness_size_file(tmp_p
     store = _ambiguous_index_store(tmp_path / "s")
     failed = run("query", store, "--topic", "t", "--key", "AMBIG50", check=False)
     assert failed.returncode == 2 and "--index-hash-slots" in failed.stderr
+    shown = run("inspect", store)  # the rest of the store is shown, and what to pass for the index
+    assert "--index-hash-slots" in shown.stdout and " t " in shown.stdout
+    checked = run("verify", store, check=False)
+    assert checked.returncode == 1 and "--index-hash-slots" in checked.stdout
     for flags in (("--index-hash-slots", 64, "--index-max-entries", 256), ("--index-slots", 64, "--index-num", 256)):
         rows = [json.loads(line) for line in run("query", store, "--topic", "t", "--uniq-key", "AMBIG50",
                                                  *flags).stdout.splitlines()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -90,10 +91,10 @@ class Subscription:
 class ConsumeQueue:
     """Read-only consume queue of one (topic, queueId)."""
 
-    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int):
+    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, strays: Optional[list] = None):
         self.topic = topic
         self.queue_id = queue_id
-        self.files = MappedFileQueue(directory, file_size)
+        self.files = MappedFileQueue(directory, file_size, strays=strays)
         self.units_per_file = file_size // L.CQ_STORE_UNIT_SIZE
         self.max_offset = self._recover_max_offset()
         self.disk_max_offset = self.max_offset

@@ -8,6 +8,8 @@ slot/entry structure, and asks for the options when that is ambiguous.
 from __future__ import annotations
 
 import mmap
+import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -18,6 +20,9 @@ from ...errors import IndexSizesAmbiguousError, StoreConfigError, StoreFormatErr
 from ..format import layout as L
 from ..format.codec import read_be
 from ..format.java_hash import index_key_hash
+from .strays import note, stray_reason
+
+INDEX_NAME_DIGITS = 17  # yyyyMMddHHmmssSSS (UtilAll.timeMillisToHumanString)
 
 
 @dataclass(frozen=True)
@@ -49,19 +54,24 @@ class IndexFile:
         self.path = Path(path)
         self.slots = slots
         self.max_entries = max_entries
+        self._mm = None
+        self.slot_table = np.zeros(0, dtype=">i4")
+        self.entries = np.zeros(0, dtype=L.INDEX_ENTRY_DTYPE)
+        self.header = read_index_header(self.path)
+        if self.header.index_count <= 1:
+            return  # holds no keys (IndexFile.selectPhyOffset skips it): its sizes do not matter
         expected = index_file_size(slots, max_entries)
         length = self.path.stat().st_size
         if length != expected:
             raise StoreConfigError(
                 f"index file {self.path} is {length} bytes; {slots} hash slots and {max_entries} entries "
                 f"make {expected} bytes (pass index_hash_slots / index_max_entries matching the broker)")
+        if self.header.index_count > max_entries + 1:
+            raise StoreFormatError(
+                f"index header indexCount {self.header.index_count} is outside 0..{max_entries + 1}", self.path, 36)
         with open(self.path, "rb") as fh:
             self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         buf = np.frombuffer(self._mm, dtype=np.uint8)
-        self.header = IndexHeader(*L.INDEX_HEADER.unpack_from(self._mm, 0))
-        if self.header.index_count < 0 or self.header.index_count > max_entries + 1:
-            raise StoreFormatError(
-                f"index header indexCount {self.header.index_count} is outside 0..{max_entries + 1}", self.path, 36)
         slot_end = L.INDEX_HEADER_SIZE + slots * L.INDEX_SLOT_SIZE
         self.slot_table = np.frombuffer(buf[L.INDEX_HEADER_SIZE:slot_end].data, dtype=">i4")
         self.entries = np.frombuffer(buf[slot_end:].data, dtype=L.INDEX_ENTRY_DTYPE)
@@ -79,9 +89,11 @@ class IndexFile:
         """``IndexFile.selectPhyOffset``: walk the key's bucket chain newest first, appending to ``out`` the
         offsets whose key hash matches and whose time lies in [begin, end] (hash collisions included)."""
         count = self.header.index_count
+        if count <= 1:
+            return
         key_hash = index_key_hash(key)
         slot_value = int(self.slot_table[key_hash % self.slots])
-        if slot_value <= L.INDEX_INVALID or slot_value > count or count <= 1:
+        if slot_value <= L.INDEX_INVALID or slot_value > count:
             return
         current = slot_value
         steps = 0
@@ -106,10 +118,41 @@ class IndexFile:
 
     def close(self) -> None:
         self.slot_table = self.entries = None
-        try:
-            self._mm.close()
-        except BufferError:
-            pass  # arrays handed out still reference the map; it closes with them
+        if self._mm is not None:
+            close_map(self._mm)
+
+
+def close_map(mm: mmap.mmap) -> None:
+    """Close ``mm`` unless arrays still reference it (then it closes with the last of them)."""
+    try:
+        mm.close()
+    except BufferError:
+        pass
+
+
+def read_index_header(path: Path) -> IndexHeader:
+    """The header of an index file; a file shorter than a header reads as an empty one (all zero)."""
+    with open(path, "rb") as fh:
+        head = fh.read(L.INDEX_HEADER_SIZE)
+    return IndexHeader(*L.INDEX_HEADER.unpack_from(head.ljust(L.INDEX_HEADER_SIZE, b"\0"), 0))
+
+
+def list_index_files(directory: Path, strays: Optional[list] = None) -> list[Path]:
+    """The index files of ``directory`` in name (= creation time) order. Entries that cannot be index files
+    (hidden names, names that are not 17-digit times, sub-directories, files too short for a header) are
+    skipped and appended to ``strays`` when given."""
+    paths = []
+    if not Path(directory).is_dir():
+        return paths
+    for entry in os.scandir(directory):
+        reason = stray_reason(entry, INDEX_NAME_DIGITS)
+        if reason is None and entry.stat().st_size < L.INDEX_HEADER_SIZE:
+            reason = f"{entry.stat().st_size}-byte file, too short for an index header"
+        if reason:
+            note(strays, entry.path, reason)
+        else:
+            paths.append(Path(entry.path))
+    return sorted(paths)
 
 
 def _candidate_slot_counts(length: int) -> np.ndarray:
@@ -128,14 +171,17 @@ def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.nd
     slot head — or an entry of the same bucket past it: a writer stopped between writing an entry and its slot
     and updating the header (the broker and rocketstore write entry, slot, header in that order), which a
     crashed store may show. Files are memory-mapped: only the header, a few slots and entries are touched."""
+    buf = None
     for path in paths:
         with open(path, "rb") as fh:
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            buf = np.frombuffer(mm, dtype=np.uint8)
-            count = int(read_be(buf, np.array([36]), 4)[0])
+            # a file with no keys yet (zero-filled, or just rolled to) says nothing about the sizes; its header
+            # is read without a numpy view, so that no exported pointer outlives the map when it is skipped
+            count = int.from_bytes(mm[36:40], "big", signed=True) if len(mm) >= L.INDEX_HEADER_SIZE else 0
             if count <= 1:
                 continue
+            buf = np.frombuffer(mm, dtype=np.uint8)
             newest = count - 1
             entry_pos = L.INDEX_HEADER_SIZE + candidates * L.INDEX_SLOT_SIZE + newest * L.INDEX_ENTRY_SIZE
             fits = entry_pos + L.INDEX_ENTRY_SIZE <= length
@@ -149,9 +195,9 @@ def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.nd
             head_hash = read_be(buf, np.where(ahead, head_pos, 0), 4)
             ok &= (head == newest) | (ahead & (head_hash >= 0) & (head_hash % np.maximum(cands, 1) == bucket))
             candidates = cands[ok]
-            del buf
         finally:
-            mm.close()
+            buf = None  # the views must die before the map closes (an error's traceback may still hold some)
+            close_map(mm)
         if len(candidates) <= 1:
             break
     return candidates
@@ -193,23 +239,35 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
     """
     if not paths:
         return slots, max_entries
-    lengths = {p.stat().st_size for p in paths}
-    if len(lengths) != 1:
-        raise StoreConfigError(f"index files have different lengths {sorted(lengths)}; expected one size")
-    length = lengths.pop()
+    # files that hold no keys yet (zero-filled, or the one a broker has just rolled to) are read without sizes
+    keyed = [p for p in paths if read_index_header(p).index_count > 1]
+    lengths = Counter(p.stat().st_size for p in keyed or paths)
     if slots is not None and max_entries is not None:
-        if index_file_size(slots, max_entries) != length:
+        # sizes given: they must fit the files; one odd (truncated) file is named when a lookup reaches it
+        expected = index_file_size(slots, max_entries)
+        if expected not in lengths:
+            odd = next(p for p in keyed or paths)
             raise StoreConfigError(
-                f"index_hash_slots={slots} and index_max_entries={max_entries} make "
-                f"{index_file_size(slots, max_entries)}-byte index files, but {paths[0]} is {length} bytes")
+                f"index_hash_slots={slots} and index_max_entries={max_entries} make {expected}-byte index files, "
+                f"but {odd} is {odd.stat().st_size} bytes")
         return slots, max_entries
+    if len(lengths) != 1:
+        usual = max(lengths, key=lambda n: (lengths[n], n))
+        odd = next(p for p in keyed or paths if p.stat().st_size != usual)
+        raise IndexSizesAmbiguousError(
+            f"index files must all have the same length: expected {usual} bytes like "
+            f"{next(p for p in keyed or paths if p.stat().st_size == usual)}, found {odd.stat().st_size} bytes "
+            f"in {odd} (a truncated or half-copied file?); {PASS_SIZES}")
+    length = next(iter(lengths))
+    paths = keyed or paths
     candidates = _candidate_slot_counts(length)
     if slots is not None:
         candidates = candidates[candidates == slots]
     if max_entries is not None:
         candidates = candidates[(length - L.INDEX_HEADER_SIZE - candidates * 4) == max_entries * 20]
     if len(candidates) == 0:
-        raise StoreConfigError(
+        error = IndexSizesAmbiguousError if slots is None and max_entries is None else StoreConfigError
+        raise error(
             f"no hash-slot count fits index file {paths[0]} of {length} bytes with the given options "
             f"(index_hash_slots={slots}, index_max_entries={max_entries})")
     preferred = candidates[candidates == L.DEFAULT_INDEX_HASH_SLOTS]
@@ -223,15 +281,19 @@ def detect_index_sizes(paths: list[Path], slots: Optional[int], max_entries: Opt
         s = int(candidates[0])
         return s, (length - L.INDEX_HEADER_SIZE - s * L.INDEX_SLOT_SIZE) // L.INDEX_ENTRY_SIZE
     if len(candidates) == 0:
-        raise StoreConfigError(f"index files such as {paths[0]} do not match any hash-slot count; "
-                               "pass index_hash_slots and index_max_entries as configured on the broker")
+        error = IndexSizesAmbiguousError if slots is None and max_entries is None else StoreConfigError
+        raise error(f"index files such as {paths[0]} do not match any hash-slot count (a damaged index file?); "
+                    + PASS_SIZES)
     default_ok = slots is None and int(L.DEFAULT_INDEX_HASH_SLOTS) in set(candidates.tolist()) and \
         index_file_size(L.DEFAULT_INDEX_HASH_SLOTS, L.DEFAULT_INDEX_MAX_ENTRIES) == length
     if default_ok:
         return L.DEFAULT_INDEX_HASH_SLOTS, L.DEFAULT_INDEX_MAX_ENTRIES
     raise IndexSizesAmbiguousError(
-        f"cannot tell the index sizes from {len(paths)} index file(s) of {length} bytes: "
-        f"{len(candidates)} slot counts fit (e.g. {candidates[:3].tolist()}); pass index_hash_slots and "
-        "index_max_entries (Spark options indexHashSlots / indexMaxEntries, CLI --index-hash-slots / "
-        "--index-max-entries; the broker's maxHashSlotNum / maxIndexNum). Reads that do not use the index work "
-        "without them")
+        f"cannot tell the index sizes from {len(paths)} index file(s) of {length} bytes such as {paths[0]}: "
+        f"{len(candidates)} slot counts fit (e.g. {candidates[:3].tolist()}); {PASS_SIZES}")
+
+
+# what every "cannot tell the index sizes" error ends with
+PASS_SIZES = ("pass index_hash_slots and index_max_entries (Spark options indexHashSlots / indexMaxEntries, CLI "
+              "--index-hash-slots / --index-max-entries; the broker's maxHashSlotNum / maxIndexNum). Reads that "
+              "do not use the index work without them")

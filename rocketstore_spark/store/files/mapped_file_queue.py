@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -16,6 +17,7 @@ import numpy as np
 
 from ...errors import StoreConfigError, StoreFormatError
 from ..format.layout import FILE_NAME_DIGITS
+from .strays import note, stray_reason
 
 
 @dataclass(frozen=True)
@@ -27,20 +29,23 @@ class MappedFileInfo:
     length: int
 
 
-def list_offset_files(directory: Path) -> list[MappedFileInfo]:
-    """The files of ``directory`` sorted by start offset; any other entry is an error naming it."""
+def list_offset_files(directory: Path, strays: Optional[list] = None) -> list[MappedFileInfo]:
+    """The files of ``directory`` sorted by start offset. Entries that cannot be store files (hidden names, names
+    that are not offsets, sub-directories) and zero-length files at the end of the sequence (``MappedFileQueue``
+    deletes such a last file when it loads) are skipped and appended to ``strays`` when given."""
     infos = []
     if not directory.is_dir():
         return infos
     for entry in os.scandir(directory):
-        if entry.name.startswith("."):
-            continue  # editor/OS droppings such as .DS_Store are not part of the store
-        if not entry.is_file() or len(entry.name) != FILE_NAME_DIGITS or not entry.name.isdigit():
-            raise StoreFormatError(
-                f"unexpected entry {entry.name!r} in {directory}: expected only files named by a "
-                f"{FILE_NAME_DIGITS}-digit start offset", entry.path)
+        reason = stray_reason(entry, FILE_NAME_DIGITS)
+        if reason:
+            note(strays, entry.path, reason)
+            continue
         infos.append(MappedFileInfo(Path(entry.path), int(entry.name), entry.stat().st_size))
     infos.sort(key=lambda f: f.from_offset)
+    while infos and infos[-1].length == 0:
+        note(strays, infos[-1].path, "zero-length file at the end of the queue (a broker deletes it on loading)")
+        infos.pop()
     return infos
 
 
@@ -52,13 +57,16 @@ def detect_file_size(files: list[MappedFileInfo], configured: Optional[int], wha
     """
     if not files:
         return configured
-    lengths = {f.length for f in files}
+    lengths = Counter(f.length for f in files)
     if len(lengths) != 1:
-        odd = [f for f in files if f.length != files[0].length]
+        # the most common length is the configured one: name a file that differs from it
+        usual = max(lengths, key=lambda n: (lengths[n], n))
+        odd = next(f for f in files if f.length != usual)
         raise StoreConfigError(
-            f"{what} files must all have the same length; {files[0].path} has {files[0].length} bytes but "
-            f"{odd[0].path} has {odd[0].length} (a truncated copy?)")
-    size = lengths.pop()
+            f"{what} files must all have the same length: expected {usual} bytes like "
+            f"{next(f for f in files if f.length == usual).path}, found {odd.length} bytes in {odd.path} "
+            "(a truncated or half-copied file?)")
+    size = next(iter(lengths))
     if size <= 0:
         raise StoreConfigError(f"{what} file {files[0].path} is empty; expected a preallocated file")
     if configured is not None and configured != size:
@@ -71,10 +79,11 @@ def detect_file_size(files: list[MappedFileInfo], configured: Optional[int], wha
 class MappedFileQueue:
     """Read-only view of one MappedFileQueue directory (``commitlog/`` or ``consumequeue/<topic>/<id>/``)."""
 
-    def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None):
+    def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None,
+                 strays: Optional[list] = None):
         self.directory = Path(directory)
         self.file_size = file_size
-        self.files = list_offset_files(self.directory) if files is None else files
+        self.files = list_offset_files(self.directory, strays) if files is None else files
         self._maps: dict[int, tuple[mmap.mmap, np.ndarray]] = {}
         for i, f in enumerate(self.files):
             if f.length != file_size:

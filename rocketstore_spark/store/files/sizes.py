@@ -8,8 +8,9 @@ from typing import Optional
 
 from ...errors import IndexSizesAmbiguousError, StoreConfigError
 from ..format import layout as L
-from .index_file import detect_index_sizes
+from .index_file import detect_index_sizes, list_index_files
 from .mapped_file_queue import detect_file_size, list_offset_files
+from .strays import note
 
 
 @dataclass(frozen=True)
@@ -62,12 +63,23 @@ def _positive(name: str, value) -> Optional[int]:
     return number
 
 
-def cq_directories(root: Path) -> list[Path]:
-    """Every ``consumequeue/<topic>/<queueId>`` directory."""
+def cq_directories(root: Path, strays: Optional[list] = None) -> list[Path]:
+    """Every ``consumequeue/<topic>/<queueId>`` directory. Other entries (files at those levels, hidden names,
+    queue directories whose names are not numbers) are skipped and appended to ``strays`` when given."""
     base = root / L.CONSUMEQUEUE_DIR
     if not base.is_dir():
         return []
-    return [q for t in sorted(base.iterdir()) if t.is_dir() for q in sorted(t.iterdir()) if q.is_dir()]
+    out = []
+    for topic in sorted(base.iterdir()):
+        if topic.name.startswith(".") or not topic.is_dir():
+            note(strays, topic, "not a topic directory (topics are directories with no leading dot)")
+            continue
+        for queue in sorted(topic.iterdir()):
+            if queue.is_dir() and queue.name.isdigit():
+                out.append(queue)
+            else:
+                note(strays, queue, "not a queue directory (queues are directories named by a number)")
+    return out
 
 
 def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
@@ -89,8 +101,7 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
         cq = detect_file_size(list_offset_files(directory), cq, f"consume-queue ({directory})",
                               "consume_queue_file_size")
     index_dir = root / L.INDEX_DIR
-    index_paths = sorted(p for p in index_dir.iterdir() if p.is_file() and not p.name.startswith(".")) \
-        if index_dir.is_dir() else []
+    index_paths = list_index_files(index_dir)
     problem = ""
     try:
         slots, entries = detect_index_sizes(index_paths, index_hash_slots, index_max_entries)

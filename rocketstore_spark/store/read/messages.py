@@ -19,6 +19,8 @@ from ..files.index_file import IndexFile, index_key
 from ..format import layout as L
 from ..format.codec import decode_msg_id
 from ..format.columns import arrow_schema, normalize_columns
+from ..files.consume_queue import Subscription
+from ..files.index_file import IndexFile, index_key, list_index_files, read_index_header
 from .recovery import MODE_ABNORMAL, index_keys_after
 from .time_search import offset_in_queue_by_time
 
@@ -120,11 +122,17 @@ class MessageLookups:
         """The index files recovery keeps, oldest first (abnormal recovery drops those newer than the
         checkpoint's index timestamp; their keys are then found by scanning, as the broker rebuilds them)."""
         if self._index_files is None:
-            self.sizes.require_index_sizes()
-            directory = self.root / L.INDEX_DIR
-            paths = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith(".")) \
-                if directory.is_dir() else []
-            files = [IndexFile(p, self.sizes.index_hash_slots, self.sizes.index_max_entries) for p in paths]
+            paths = list_index_files(self.root / L.INDEX_DIR)
+            if any(read_index_header(p).index_count > 1 for p in paths):
+                self.sizes.require_index_sizes()  # files that hold no keys are read without their sizes
+            files = []
+            try:
+                for p in paths:
+                    files.append(IndexFile(p, self.sizes.index_hash_slots, self.sizes.index_max_entries))
+            except BaseException:
+                for f in files:
+                    f.close()
+                raise
             if self.recovery.mode == MODE_ABNORMAL and self._checkpoint is not None:
                 limit = self._checkpoint.index_msg_timestamp
                 files = [f for f in files if f.header.end_timestamp <= limit]

@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptRecordError, InvalidArgumentError, StoreFormatError, StoreNotFoundError
+from ...errors import CorruptRecordError, InvalidArgumentError, StoreNotFoundError
+from ..format import layout as L
 from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
@@ -24,6 +26,11 @@ from ..files.variant import StoreVariant, commit_log_dir, detect_variant, dledge
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
+from ..files.commitlog import END_BLANK, CommitLog
+from ..files.consume_queue import ConsumeQueue
+from ..files.index_file import list_index_files
+from ..files.mapped_file_queue import MappedFileQueue
+from ..files.strays import StrayFile, warn_strays
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
@@ -57,20 +64,26 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         self.sizes = sizes
         self.variant = detect_variant(self.root) if variant is None else variant
         self.check_crc_on_recover = check_crc_on_recover
+        # entries that are no part of the store, skipped (a warning each; inspect and verify list them)
+        self.stray_files: list[StrayFile] = []
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._index_files = None
         self.commitlog = self._open_commit_log()
         self.abort_present = (self.root / L.ABORT_FILE).exists()
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
-        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
-        for directory in cq_directories(self.root):
-            if not directory.name.isdigit():
-                raise StoreFormatError(f"unexpected directory {directory.name!r} in {directory.parent}: "
-                                       "expected numeric queue ids", directory)
-            key = (directory.parent.name, int(directory.name))
-            self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size)
+        try:
+            for directory in cq_directories(self.root, self.stray_files):
+                key = (directory.parent.name, int(directory.name))
+                self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size,
+                                                 self.stray_files)
+        except BaseException:
+            self.close()  # the queues opened so far hold memory maps
+            raise
+        list_index_files(self.root / L.INDEX_DIR, self.stray_files)
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
-        self._index_files = None
+        warn_strays(self.stray_files)
 
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,

@@ -64,7 +64,8 @@ class VariantReads:
     variant: StoreVariant
 
     def _open_commit_log(self) -> CommitLog:
-        files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size)
+        files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size,
+                                strays=self.stray_files)
         log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
         return log(files, prop_crc_required=self.variant.has(PROP_CRC))
 

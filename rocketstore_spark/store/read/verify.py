@@ -89,7 +89,10 @@ def _verify_queues(store: StoreReader, progress: Progress) -> list[Problem]:
 
 def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
     out = []
-    files = store.index_files()
+    try:
+        files = store.index_files()
+    except RocketStoreError as e:  # the index cannot be read at all: that is the finding, the rest still runs
+        return [Problem(str(store.root / L.INDEX_DIR), str(e))]
     for k, f in enumerate(files):
         if progress:
             progress("index", k, len(files))
@@ -108,10 +111,15 @@ def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
             out.append(Problem(str(f.path), f"an entry points at a bad record: {e}"))
             continue
         rows = table.to_pylist()
-        allowed = []
-        for row in rows:
+        # every record's keys hashed in one call (one call per record cost seconds on a 20,000-entry file)
+        texts, owner = [], []
+        for r, row in enumerate(rows):
             keys = ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]
-            allowed.append({h for h in _hashes(row["topic"], keys)})
+            texts += [f"{row['topic']}#{k}" for k in keys]
+            owner += [r] * len(keys)
+        allowed = [set() for _ in rows]
+        for r, h in zip(owner, _hashes(texts)):
+            allowed[r].add(h)
         hashes = entries["key_hash"][inside].astype(np.int64)
         for h, r in zip(hashes, inverse):
             if int(h) not in allowed[int(r)]:
@@ -123,10 +131,11 @@ def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
     return out
 
 
-def _hashes(topic: str, keys) -> list[int]:
-    if not keys:
+def _hashes(texts: list) -> list[int]:
+    """``IndexFile.indexKeyHashMethod`` of each ``topic#key`` text."""
+    if not texts:
         return []
-    h = np.abs(java_string_hashes([f"{topic}#{k}" for k in keys]))
+    h = np.abs(java_string_hashes(texts).astype(np.int64))
     return [0 if v >= 1 << 31 else int(v) for v in h]
 
 

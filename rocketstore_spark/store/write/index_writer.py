@@ -17,6 +17,9 @@ import numpy as np
 from ..files.index_file import IndexHeader, index_file_size
 from ..files.store_files import create_full_size, is_temporary
 from ..format import layout as L
+from ..format import layout as L
+from ..files.index_file import IndexHeader, index_file_size, list_index_files
+from ..files.store_files import create_full_size
 
 JAVA_INT_MAX = (1 << 31) - 1
 
@@ -35,7 +38,7 @@ class IndexWriter:
         self.max_entries = max_entries
         self.size = index_file_size(slots, max_entries)
         self.directory.mkdir(parents=True, exist_ok=True)
-        names = sorted(p.name for p in self.directory.iterdir() if p.is_file() and not p.name.startswith("."))
+        names = [p.name for p in list_index_files(self.directory)]  # stray entries are never continued
         self.last_full_end_timestamp = 0  # what the checkpoint's indexMsgTimestamp records
         self._path = None
         self._mm = None
@@ -59,7 +62,7 @@ class IndexWriter:
         if self._header is not None:
             begin_ts, begin_phy = self._header.end_timestamp, self._header.end_phy_offset
             self.last_full_end_timestamp = self._header.end_timestamp
-        existing = sorted(p.name for p in self.directory.iterdir() if p.is_file() and not is_temporary(p))
+        existing = [p.name for p in list_index_files(self.directory)]
         name = index_file_name(now_ms)
         while existing and name <= existing[-1] or (self.directory / name).exists():
             now_ms += 1

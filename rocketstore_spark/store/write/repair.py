@@ -17,6 +17,9 @@ import numpy as np
 from ..files.sizes import StoreSizes
 from ..format import layout as L
 from ..format.java_hash import java_string_hashes
+from .index_writer import IndexWriter
+from ..files.index_file import list_index_files
+from ..files.sizes import StoreSizes
 from ..read.recovery import index_keys_after
 from ..read.store_reader import StoreReader
 from .index_writer import IndexWriter
@@ -60,8 +63,8 @@ def repair_store(root: Path, sizes: StoreSizes) -> int:
         kept_paths = {f.path for f in kept}
         indexed_end = max((f.header.end_phy_offset for f in kept), default=-1)
         index_dir = root / L.INDEX_DIR
-        for path in sorted(index_dir.iterdir()) if index_dir.is_dir() else []:
-            if path.is_file() and path not in kept_paths:
+        for path in list_index_files(index_dir):  # index files only: stray entries are the user's, not ours
+            if path not in kept_paths:
                 path.unlink()
         _reindex(reader, root, sizes, indexed_end)
         return valid_end

@@ -7,6 +7,7 @@ import sys
 import pyarrow as pa
 import pytest
 
+from rocketstore_spark.errors import StrayFileWarning
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.read.verify import verify_store
 from rocketstore_spark.store.write.publish import new_job_id, publish_staged
@@ -283,8 +284,12 @@ def test_files_half_made_by_a_crash_are_skipped_by_readers_and_removed_by_recove
                  temporary_name(base_store / "consumequeue" / "orders" / "0" / "00000000000000006000")]
     for path in half_made:
         path.write_bytes(b"")
-    with RocketStore.open(base_store) as s:
+    with pytest.warns(StrayFileWarning) as caught:  # skipped, and each one named
+        s = RocketStore.open(base_store)
+    with s:
         assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300
+        assert sorted(x.path for x in s.stray_files) == sorted(half_made)
+    assert all(any(str(p) in str(w.message) for w in caught) for p in half_made)
     with RocketStore.open(base_store, mode="a") as w:
         assert sum("a crash interrupted" in a for a in w.recovery_actions) == 3
     assert not any(p.exists() for p in half_made) and tree_digest(base_store) == before
