@@ -19,8 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.store.fuzz_cases import (DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT_S, case_seeds,  # noqa: E402
-                                    run_case)
+from tests.store.fuzz_cases import DEFAULT_MEMORY_BYTES, DEFAULT_TIMEOUT_S, case_seeds, run_case  # noqa: E402
 
 
 def default_store() -> str:

@@ -15,12 +15,10 @@ import pyarrow.compute as pc
 
 from ...errors import InvalidArgumentError
 from ..files.consume_queue import Subscription
-from ..files.index_file import IndexFile, index_key
+from ..files.index_file import IndexFile, index_key, list_index_files, read_index_header
 from ..format import layout as L
 from ..format.codec import decode_msg_id
 from ..format.columns import arrow_schema, normalize_columns
-from ..files.consume_queue import Subscription
-from ..files.index_file import IndexFile, index_key, list_index_files, read_index_header
 from .recovery import MODE_ABNORMAL, index_keys_after
 from .time_search import offset_in_queue_by_time
 

@@ -14,23 +14,18 @@ from typing import Iterator, Optional
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptRecordError, InvalidArgumentError, StoreFormatError, StoreNotFoundError
 from ...errors import CorruptRecordError, InvalidArgumentError, StoreNotFoundError
-from ..format import layout as L
 from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
+from ..files.index_file import list_index_files
 from ..files.sizes import StoreSizes, cq_directories, detect_sizes
 from ..files.store_location import local_store_path
+from ..files.strays import StrayFile, warn_strays
 from ..files.variant import StoreVariant, commit_log_dir, detect_variant, dledger_logs
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
-from ..files.commitlog import END_BLANK, CommitLog
-from ..files.consume_queue import ConsumeQueue
-from ..files.index_file import list_index_files
-from ..files.mapped_file_queue import MappedFileQueue
-from ..files.strays import StrayFile, warn_strays
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records

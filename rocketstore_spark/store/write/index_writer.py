@@ -14,12 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files.index_file import IndexHeader, index_file_size
-from ..files.store_files import create_full_size, is_temporary
-from ..format import layout as L
-from ..format import layout as L
 from ..files.index_file import IndexHeader, index_file_size, list_index_files
 from ..files.store_files import create_full_size
+from ..format import layout as L
 
 JAVA_INT_MAX = (1 << 31) - 1
 

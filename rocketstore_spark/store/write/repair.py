@@ -14,12 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files.index_file import list_index_files
 from ..files.sizes import StoreSizes
 from ..format import layout as L
 from ..format.java_hash import java_string_hashes
-from .index_writer import IndexWriter
-from ..files.index_file import list_index_files
-from ..files.sizes import StoreSizes
 from ..read.recovery import index_keys_after
 from ..read.store_reader import StoreReader
 from .index_writer import IndexWriter
