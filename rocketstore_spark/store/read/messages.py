@@ -13,14 +13,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, UnsupportedVariantError
 from ..format import layout as L
 from ..format.codec import decode_msg_id
 from ..format.columns import arrow_schema, normalize_columns
 from ..files.consume_queue import Subscription
 from ..files.index_file import IndexFile, index_key
 from .recovery import MODE_ABNORMAL, index_keys_after
-from .time_search import offset_in_queue_by_time
+from .time_search import LOWER, UPPER, offset_in_queue_by_time
 
 JAVA_LONG_MAX = (1 << 63) - 1
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: cap of queryMessage results
@@ -70,6 +70,11 @@ class MessageLookups:
         if (topic, int(queue_id)) not in self._queues:
             return GetMessageResult(NO_MATCHED_LOGIC_QUEUE, 0, 0, 0, empty)
         cq = self.consume_queue(topic, queue_id)
+        if getattr(cq, "is_batch", False):
+            raise UnsupportedVariantError(
+                f"get_message on batch consume queue {topic}/{queue_id} is not supported yet (the broker returns "
+                "whole inner batches); read it with read_queue, whose rows are the unwrapped messages",
+                variant="batch-cq")
         lo, hi = self.min_offset(topic, queue_id), cq.max_offset
         if hi == 0:
             return GetMessageResult(NO_MESSAGE_IN_QUEUE, 0, lo, hi, empty)
@@ -185,6 +190,10 @@ class MessageLookups:
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
         """``getOffsetInQueueByTime``: the queue offset at a store timestamp (see :mod:`.time_search`)."""
         cq = self.consume_queue(topic, queue_id)
+        if getattr(cq, "is_batch", False):  # BatchConsumeQueue.getOffsetInQueueByTime: unit times, base offsets
+            if str(boundary).lower() not in (LOWER, UPPER):
+                raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
+            return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER)
         return offset_in_queue_by_time(cq, self.store_time_at, int(timestamp_ms), boundary,
                                        self.min_phy_offset())
 

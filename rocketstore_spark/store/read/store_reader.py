@@ -67,6 +67,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                                        "expected numeric queue ids", directory)
             key = (directory.parent.name, int(directory.name))
             self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size)
+        self._open_batch_queues()
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
         self._index_files = None

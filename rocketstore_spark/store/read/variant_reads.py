@@ -7,7 +7,11 @@
   through an LMQ carry the LMQ as topic, queue id 0 and the LMQ offset (checked against that property), and
   the parent record's fields otherwise; the parent queue returns each record once.
 * DLedger: the log is read through its entry headers (:mod:`..files.dledger_log`).
-* RocksDB and batch consume queues are refused for now, naming the variant.
+* batch-cq: ``batchconsumequeue/<topic>/<q>/`` queues (:mod:`..files.batch_consume_queue`) count messages; a row
+  read at a queue offset inside an inner batch is that inner message, unwrapped as RocketMQ's client does
+  (:mod:`..format.inner_batch`): its own queue offset, FLAG, body, properties (so tags, keys, uniqKey) and stored
+  inner BODYCRC (0); the record's topic, queue id, commit-log offset, size, msgId, hosts, times and sysFlag.
+* RocksDB consume queues are refused for now, naming the variant.
 
 A mixin of the store reader, next to the queue reads it extends.
 """
@@ -17,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptRecordError, UnsupportedVariantError
+from ...errors import CorruptRecordError, StoreFormatError, UnsupportedVariantError
+from ..files.batch_consume_queue import BatchConsumeQueue
 from ..files.commitlog import CommitLog
 from ..files.dledger_log import DLedgerLog
 from ..files.consume_queue import ConsumeQueue
@@ -25,6 +30,7 @@ from ..files.mapped_file_queue import MappedFileQueue
 from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, PROP_CRC, ROCKSDB_CQ, StoreVariant, commit_log_dir
 from ..format import layout as L
 from ..format.codec import RecordBatchFields
+from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR, inner_messages, is_inner_batch
 from ..format.columns import parse_properties, property_values, single_property, view_array
 
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
@@ -32,7 +38,7 @@ PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.P
 MULTI_DISPATCH_QUEUE_SPLITTER = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER
 LMQ_QUEUE_ID = 0  # MixAll.LMQ_QUEUE_ID: every LMQ has the one queue 0
 
-_NOT_YET = (ROCKSDB_CQ, BATCH_CQ)
+_NOT_YET = (ROCKSDB_CQ,)
 
 
 def refuse_unsupported_reads(variant: StoreVariant, root) -> None:
@@ -67,6 +73,71 @@ class VariantReads:
         files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size)
         log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
         return log(files, prop_crc_required=self.variant.has(PROP_CRC))
+
+    def _open_batch_queues(self) -> None:
+        """Add the ``batchconsumequeue/<topic>/<queueId>`` queues of a batch-cq store."""
+        base = self.root / BATCH_CONSUMEQUEUE_DIR
+        if not self.variant.has(BATCH_CQ) or not base.is_dir():
+            return
+        for topic_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+            for directory in sorted(p for p in topic_dir.iterdir() if p.is_dir()):
+                if not directory.name.isdigit():
+                    raise StoreFormatError(f"unexpected directory {directory.name!r} in {topic_dir}: expected "
+                                           "numeric queue ids", directory)
+                key = (topic_dir.name, int(directory.name))
+                if key in self._queues:
+                    raise StoreFormatError(f"{key[0]}/{key[1]} has both a consume queue and a batch consume queue; "
+                                           "expected one (the topic's queue.type decides which the broker uses)",
+                                           directory)
+                self._queues[key] = BatchConsumeQueue(key[0], key[1], directory)
+
+    def is_batch_queue(self, topic: str, queue_id: int) -> bool:
+        """Whether (topic, queue_id) is a batch consume queue (queue offsets count inner messages)."""
+        return getattr(self._queues.get((topic, int(queue_id))), "is_batch", False)
+
+    def _unwrap_inner(self, buf: np.ndarray, fields: RecordBatchFields, cqs: list, group_of_row: np.ndarray,
+                      unit_offsets: np.ndarray, path) -> RecordBatchFields:
+        """Rows of batch consume queues whose record is an inner batch: the fields of message
+        ``queue offset - record QUEUEOFFSET`` of the record (``MessageDecoder.decodeMessage``), positions into
+        the same buffer; a unit offset the record holds no message for is a CorruptRecordError."""
+        batch_row = np.array([getattr(cqs[g], "is_batch", False) for g in group_of_row.tolist()], dtype=bool)
+        rows = np.flatnonzero(batch_row & is_inner_batch(fields.sysflag))
+        singles = np.flatnonzero(batch_row & ~is_inner_batch(fields.sysflag)
+                                 & (unit_offsets != fields.queue_offset))
+        if len(singles):
+            self._past_the_record(cqs[int(group_of_row[singles[0]])], int(unit_offsets[singles[0]]), fields,
+                                  int(singles[0]), 1)
+        if not len(rows):
+            return fields
+        out = fields.take(np.arange(len(fields)))
+        decoded: dict = {}
+        for i in rows.tolist():
+            pos = int(fields.position[i])
+            if pos not in decoded:
+                try:
+                    decoded[pos] = inner_messages(buf, int(fields.body_pos[i]), int(fields.body_len[i]))
+                except ValueError as e:
+                    raise CorruptRecordError(f"inner batch record at commit-log offset {int(fields.phy_offset[i])}: "
+                                             f"{e.args[0]}", path, int(e.args[1])) from e
+            inner = decoded[pos]
+            k = int(unit_offsets[i]) - int(fields.queue_offset[i])
+            if not 0 <= k < len(inner):
+                self._past_the_record(cqs[int(group_of_row[i])], int(unit_offsets[i]), fields, i, len(inner))
+            m = inner[k]
+            out.queue_offset[i] = int(unit_offsets[i])
+            out.flag[i], out.body_crc[i] = m["flag"], m["body_crc"]
+            out.body_pos[i], out.body_len[i] = m["body_pos"], m["body_len"]
+            out.props_pos[i], out.props_len[i] = m["props_pos"], m["props_len"]
+        return out
+
+    @staticmethod
+    def _past_the_record(cq, offset: int, fields: RecordBatchFields, i: int, held: int) -> None:
+        where, at = cq.unit_location(offset)
+        raise CorruptRecordError(
+            f"batch consume-queue unit of {cq.topic}/{cq.queue_id} for queue offset {offset} points past its record: "
+            f"expected the record at commit-log offset {int(fields.phy_offset[i])} (QUEUEOFFSET "
+            f"{int(fields.queue_offset[i])}) to hold message {offset - int(fields.queue_offset[i])}, found it holds "
+            f"{held} message(s)", where, at)
 
     def _redispatch_variant(self, row: dict, tags_code: int) -> None:
         """What re-dispatch on opening adds for a recovered record besides its own queue's unit: the units of the
