@@ -71,7 +71,7 @@ def test_dledger_queue_and_commitlog_scans(spark, variant_golden):
 
 
 @pytest.mark.parametrize("name,options", [("lmq", {"includeLmqTopics": "true"}), ("dledger", {}),
-                                          ("prop-crc", {"verifyCrc": "true"}), ("batch-cq", {})])
+                                          ("prop-crc", {"verifyCrc": "true"}), ("batch-cq", {}), ("rocksdb-cq", {})])
 def test_streaming_reads_every_queue_offset_once(spark, variant_golden, tmp_path, name, options):
     """AvailableNow in bounded batches to Parquet: every (topic, queue, offset) of the real store's view once,
     LMQ rows with their LMQ offsets (streaming offsets are queue offsets)."""
@@ -116,3 +116,23 @@ def test_batch_cq_reads_one_row_per_inner_message(spark, variant_golden):
            .option("endingOffsets", f'{{"BatchTopic": {{"{q}": {base + 5}}}}}').load(path))
     assert _rows(cut.where(f"queueId = {q}"), "queueOffset", "uniqKey") == [
         (m["queueOffset"], m["uniqKey"]) for m in line["innerMessages"][2:5]]
+
+
+def test_rocksdb_cq_queue_reads_and_time_bounds(spark, variant_golden):
+    """Queues from the RocksDB database (each executor opens it read-only), a tag filter, and
+    ``startingTimestamp`` resolved by the RocksDB time search."""
+    golden = variant_golden("rocksdb-cq")
+    view = load_view(golden)
+    path = str(golden / "store")
+    every = spark.read.format("rocketstore").load(path)
+    assert _rows(every, "topic", "queueId", "queueOffset", "commitLogOffset", "msgId") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"], line["msgId"])
+        for line in view["messages"])
+    tagged = spark.read.format("rocketstore").option("tags", "TagB").load(path)
+    assert _rows(tagged, "topic", "queueId", "queueOffset") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"]) for line in view["messages"] if line["tags"] == "TagB")
+    times = sorted(line["storeTimestamp"] for line in view["messages"])
+    middle = times[len(times) // 2]
+    later = spark.read.format("rocketstore").option("startingTimestamp", str(middle)).load(path)
+    got = later.select("storeTimestamp").collect()
+    assert got and len(got) < len(times) and min(round(r[0].timestamp() * 1000) for r in got) >= middle

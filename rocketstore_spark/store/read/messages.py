@@ -194,6 +194,10 @@ class MessageLookups:
             if str(boundary).lower() not in (LOWER, UPPER):
                 raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
             return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER)
+        if hasattr(cq, "min_live_offset"):  # RocksDB: binarySearchInCQByTime on the units' store times
+            if str(boundary).lower() not in (LOWER, UPPER):
+                raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
+            return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER, self.min_phy_offset())
         return offset_in_queue_by_time(cq, self.store_time_at, int(timestamp_ms), boundary,
                                        self.min_phy_offset())
 

@@ -26,7 +26,7 @@ from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from ..files.sizes import StoreSizes, cq_directories, detect_sizes
 from ..files.variant import StoreVariant, commit_log_dir, detect_variant, dledger_logs
-from .variant_reads import VariantReads, refuse_unsupported_reads
+from .variant_reads import VariantReads
 
 
 def resolve_store_root(path) -> Path:
@@ -67,7 +67,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                                        "expected numeric queue ids", directory)
             key = (directory.parent.name, int(directory.name))
             self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size)
-        self._open_batch_queues()
+        self._open_variant_queues()
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
         self._index_files = None
@@ -85,7 +85,6 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         """
         root = resolve_store_root(path)
         found = detect_variant(root, variant)
-        refuse_unsupported_reads(found, root)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                              index_max_entries, log_dir=commit_log_dir(root, found))
         return cls(root, sizes, check_crc_on_recover, valid_end, found)
@@ -104,6 +103,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         for f in self._index_files or []:
             f.close()
         self._index_files = None
+        self._close_variant()
 
     # --- recovery ---------------------------------------------------------------------------------------
 
@@ -186,6 +186,8 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
         cq = self.consume_queue(topic, queue_id)
         oldest = self.min_phy_offset()
+        if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
+            return cq.min_live_offset(oldest)
         for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
             # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
             # shortly after the commit-log files, a copy taken in between still holds them

@@ -11,7 +11,8 @@
   read at a queue offset inside an inner batch is that inner message, unwrapped as RocketMQ's client does
   (:mod:`..format.inner_batch`): its own queue offset, FLAG, body, properties (so tags, keys, uniqKey) and stored
   inner BODYCRC (0); the record's topic, queue id, commit-log offset, size, msgId, hosts, times and sysFlag.
-* RocksDB consume queues are refused for now, naming the variant.
+* rocksdb-cq: ``consumequeue/`` is a RocksDB database (:mod:`..files.rocksdb_consume_queue`, opened read-only):
+  its queues are those of the ``offset`` column family's ``max`` keys, units come from the ``default`` one.
 
 A mixin of the store reader, next to the queue reads it extends.
 """
@@ -21,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptRecordError, StoreFormatError, UnsupportedVariantError
+from ...errors import CorruptRecordError, StoreFormatError
 from ..files.batch_consume_queue import BatchConsumeQueue
 from ..files.commitlog import CommitLog
+from ..files.rocksdb_consume_queue import RocksDBConsumeQueue, RocksDBConsumeQueueStore
 from ..files.dledger_log import DLedgerLog
 from ..files.consume_queue import ConsumeQueue
 from ..files.mapped_file_queue import MappedFileQueue
@@ -37,18 +39,6 @@ PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET
 MULTI_DISPATCH_QUEUE_SPLITTER = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER
 LMQ_QUEUE_ID = 0  # MixAll.LMQ_QUEUE_ID: every LMQ has the one queue 0
-
-_NOT_YET = (ROCKSDB_CQ,)
-
-
-def refuse_unsupported_reads(variant: StoreVariant, root) -> None:
-    """Reads of the variants not implemented yet fail at open, naming the variant (never a partial answer)."""
-    missing = [f for f in _NOT_YET if variant.has(f)]
-    if missing:
-        raise UnsupportedVariantError(
-            f"store {root} is a {variant.name} store ({'; '.join(variant.evidence)}); reading the "
-            f"{' and '.join(missing)} layout is not supported yet", variant=variant.name)
-
 
 def lmq_offsets_of(dispatch: list, offsets: list, lmq: str) -> list:
     """Per record, the offset its INNER_MULTI_QUEUE_OFFSET gives for ``lmq`` (None where it names none)."""
@@ -73,6 +63,20 @@ class VariantReads:
         files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size)
         log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
         return log(files, prop_crc_required=self.variant.has(PROP_CRC))
+
+    def _open_variant_queues(self) -> None:
+        """Add the queues of a rocksdb-cq store (the RocksDB database's) and of a batch-cq store."""
+        self._rocksdb = None
+        if self.variant.has(ROCKSDB_CQ):
+            self._rocksdb = RocksDBConsumeQueueStore(self.root / L.CONSUMEQUEUE_DIR)
+            for topic, qid in sorted(self._rocksdb.max_entries):
+                self._queues[(topic, qid)] = RocksDBConsumeQueue(self._rocksdb, topic, qid)
+        self._open_batch_queues()
+
+    def _close_variant(self) -> None:
+        if getattr(self, "_rocksdb", None) is not None:
+            self._rocksdb.close()
+            self._rocksdb = None
 
     def _open_batch_queues(self) -> None:
         """Add the ``batchconsumequeue/<topic>/<queueId>`` queues of a batch-cq store."""
