@@ -94,6 +94,10 @@ class BatchConsumeQueue:
             out[name] = raw[name]
         return out
 
+    def file_of_units(self) -> np.ndarray:
+        """Per unit, the index of the batch consume-queue file holding it."""
+        return self._file_of_unit
+
     def inner_index(self, offsets) -> tuple[np.ndarray, np.ndarray]:
         """(position of each offset inside its record's batch, that unit's BATCHSIZE)."""
         unit = self.unit_of(offsets)

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import InvalidArgumentError, UnsupportedVariantError
+from ...errors import InvalidArgumentError
 from ..format import layout as L
 from ..format.codec import decode_msg_id
 from ..format.columns import arrow_schema, normalize_columns
@@ -70,11 +70,6 @@ class MessageLookups:
         if (topic, int(queue_id)) not in self._queues:
             return GetMessageResult(NO_MATCHED_LOGIC_QUEUE, 0, 0, 0, empty)
         cq = self.consume_queue(topic, queue_id)
-        if getattr(cq, "is_batch", False):
-            raise UnsupportedVariantError(
-                f"get_message on batch consume queue {topic}/{queue_id} is not supported yet (the broker returns "
-                "whole inner batches); read it with read_queue, whose rows are the unwrapped messages",
-                variant="batch-cq")
         lo, hi = self.min_offset(topic, queue_id), cq.max_offset
         if hi == 0:
             return GetMessageResult(NO_MESSAGE_IN_QUEUE, 0, lo, hi, empty)
@@ -84,6 +79,12 @@ class MessageLookups:
             return GetMessageResult(OFFSET_OVERFLOW_ONE, offset, lo, hi, empty)
         if offset > hi:
             return GetMessageResult(OFFSET_OVERFLOW_BADLY, 0 if lo == 0 else hi, lo, hi, empty)
+        if getattr(cq, "is_batch", False):  # whole records per batch unit, unwrapped (variant_reads)
+            limits = (MAX_FILTER_MESSAGE_SIZE,
+                      MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK,
+                      MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK)
+            status, next_offset, table = self._get_batch_message(cq, offset, max_nums, sub, columns, limits)
+            return GetMessageResult(status, next_offset, lo, hi, table)
         per = cq.units_per_file
         file_end = min(hi, (offset // per + 1) * per)
         units = cq.units(offset, file_end)

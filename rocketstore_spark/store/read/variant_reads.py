@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import CorruptRecordError, StoreFormatError
 from ..files.batch_consume_queue import BatchConsumeQueue
@@ -32,8 +33,8 @@ from ..files.mapped_file_queue import MappedFileQueue
 from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, PROP_CRC, ROCKSDB_CQ, StoreVariant, commit_log_dir
 from ..format import layout as L
 from ..format.codec import RecordBatchFields
-from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR, inner_messages, is_inner_batch
-from ..format.columns import parse_properties, property_values, single_property, view_array
+from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR, BCQ_STORE_UNIT_SIZE, inner_messages, is_inner_batch
+from ..format.columns import arrow_schema, parse_properties, property_values, single_property, view_array
 
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET
@@ -133,6 +134,43 @@ class VariantReads:
             out.body_pos[i], out.body_len[i] = m["body_pos"], m["body_len"]
             out.props_pos[i], out.props_len[i] = m["props_pos"], m["props_len"]
         return out
+
+    def _get_batch_message(self, cq, offset: int, max_nums: int, sub, columns, limits) -> tuple:
+        """``getMessage`` over a batch consume queue (``DefaultMessageStore.getMessage`` with a
+        ``BatchConsumeQueue``): from the unit holding ``offset`` to the end of its file, whole records, limits
+        counted in messages (``isTheBatchFull``), ``nextBeginOffset`` = base + batchSize of the last unit looked
+        at; the status from the units' tag hashes as the broker decides it. Returns (status, next offset, rows):
+        the rows are the returned records unwrapped as the client does (every message of a batch, also those
+        before ``offset``), then checked on their real tags."""
+        max_filter_bytes, limit_bytes, limit_count = limits
+        max_filter_bytes = max(max_filter_bytes, max_nums * BCQ_STORE_UNIT_SIZE)
+        first = int(cq.unit_of([offset])[0])
+        stop = int(np.flatnonzero(cq.file_of_units() == cq.file_of_units()[first])[-1]) + 1
+        status, next_offset, picked, messages, total_bytes = "NO_MATCHED_MESSAGE", offset, [], 0, 0
+        for u in range(first, stop):
+            unit = cq.raw[u]
+            base, count, size, phy = int(unit["base_offset"]), int(unit["batch_size"]), int(unit["size"]), \
+                int(unit["phy_offset"])
+            if next_offset >= cq.max_offset or (base - offset) * BCQ_STORE_UNIT_SIZE >= max_filter_bytes:
+                break
+            if messages and (messages + count > max_nums or total_bytes + size > limit_bytes
+                             or messages > limit_count - 1):
+                break
+            next_offset = base + count
+            if not (sub.is_all or sub.matches_codes(np.array([int(unit["tags_code"])]), cq.topic)[0]):
+                continue
+            if phy < self.min_phy_offset() or phy + size > self.recovery.valid_end:
+                if not picked:
+                    status = "MESSAGE_WAS_REMOVING"
+                continue
+            picked.append((cq.topic, cq.queue_id, base, base + count))
+            messages, total_bytes, status = messages + count, total_bytes + size, "FOUND"
+        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        batches = list(self.read_queues(picked, None, want)) if picked else []
+        table = pa.Table.from_batches(batches, schema=arrow_schema(want))
+        if not sub.is_all and table.num_rows:
+            table = table.filter(pc.fill_null(pc.is_in(table.column("tags"), value_set=pa.array(sub.tags)), False))
+        return status, next_offset, table.select(list(columns))
 
     @staticmethod
     def _past_the_record(cq, offset: int, fields: RecordBatchFields, i: int, held: int) -> None:

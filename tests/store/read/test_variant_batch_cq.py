@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rocketstore_spark.errors import CorruptRecordError, UnsupportedVariantError
+from rocketstore_spark.errors import CorruptRecordError
 from rocketstore_spark.store import RocketStore
 from tests.conftest import sizes_from_args
 from tests.store.read.variant_view import (ALL, compare_key_queries, compare_offsets, compare_scan_with_manifest,
@@ -63,7 +63,8 @@ def test_every_message_of_every_queue_equals_the_real_getmessage_unwrapped(store
     total = 0
     for (topic, qid), lines in view_by_queue(view["messages"]).items():
         want = [e for line in lines for e in unwrapped(line)]
-        got = [row_as_view(r) for r in pa.Table.from_batches(list(store.read_queue(topic, qid, columns=ALL))).to_pylist()]
+        table = pa.Table.from_batches(list(store.read_queue(topic, qid, columns=ALL)))
+        got = [row_as_view(r) for r in table.to_pylist()]
         bad = [(w["cqOffset"], k, g.get(k), w[k]) for g, w in zip(got, want) for k in w if g.get(k) != w[k]]
         assert len(got) == len(want) and not bad, (topic, qid, len(got), len(want), bad[:5])
         assert [g["cqOffset"] for g in got] == list(range(store.min_offset(topic, qid), store.max_offset(topic, qid)))
@@ -135,10 +136,38 @@ def test_time_queries_use_the_batch_units_times(store, view):
     compare_time_queries(store, view["time_queries"])
 
 
-def test_get_message_on_a_batch_queue_is_refused_by_name(store):
-    with pytest.raises(UnsupportedVariantError, match="read_queue"):
-        store.get_message("BatchTopic", 0, 0)
-    assert store.get_message("TopicTest", 0, 0).status == "FOUND"
+def test_get_message_pages_through_whole_batches(store, view):
+    """Consumer paging as the real store: every record once in the view's order (the view read each queue with
+    getMessage(offset, 32)), each batch unwrapped into its messages; the last page ends the queue."""
+    for qid in range(4):
+        lines = view_by_queue(view["messages"])[("BatchTopic", qid)]
+        offset, records, rows = 0, [], []
+        while True:
+            res = store.get_message("BatchTopic", qid, offset, max_nums=32, columns=["queueOffset", "commitLogOffset"])
+            if res.status != "FOUND":
+                assert res.status == "OFFSET_OVERFLOW_ONE" and offset == store.max_offset("BatchTopic", qid)
+                break
+            got = res.messages.to_pylist()
+            assert sum(line["batchNum"] for line in lines if line["commitLogOffset"] in
+                       {r["commitLogOffset"] for r in got}) <= 32
+            rows += got
+            records += list(dict.fromkeys(r["commitLogOffset"] for r in got))
+            offset = res.next_begin_offset
+        assert records == [line["commitLogOffset"] for line in lines]
+        assert [r["queueOffset"] for r in rows] == [e["cqOffset"] for line in lines for e in unwrapped(line)]
+
+
+def test_get_message_inside_a_batch_returns_the_whole_batch(store, view):
+    line = next(line for line in view["messages"] if line["topic"] == "BatchTopic" and line["batchNum"] >= 8)
+    res = store.get_message("BatchTopic", line["queueId"], line["cqOffset"] + 4, max_nums=1,
+                            columns=["queueOffset", "uniqKey"])
+    assert res.status == "FOUND" and res.next_begin_offset == line["cqOffset"] + line["batchNum"]
+    assert res.messages.column("uniqKey").to_pylist() == [m["uniqKey"] for m in line["innerMessages"]]
+    # with a tag the broker skips the batch on its unit's tagsCode 0 (only the client sees the inner tags)
+    tagged = store.get_message("BatchTopic", line["queueId"], line["cqOffset"], max_nums=4, tags="TagA",
+                               columns=["commitLogOffset", "tags"]).messages.to_pylist()
+    assert line["commitLogOffset"] not in {r["commitLogOffset"] for r in tagged}
+    assert {r["tags"] for r in tagged} <= {"TagA"}
 
 
 # --- damaged copies -----------------------------------------------------------------------------------------
