@@ -8,6 +8,12 @@ import pytest
 from tests.store.read.variant_view import load_view
 
 
+def _offsets(line: dict) -> list:
+    """(topic, queueId, queueOffset, commitLogOffset) of a view line, one per message of an inner batch."""
+    inner = line.get("innerMessages") or [{"queueOffset": line["cqOffset"]}]
+    return [(line["topic"], line["queueId"], m["queueOffset"], line["commitLogOffset"]) for m in inner]
+
+
 def _rows(df, *columns):
     return sorted(tuple(r[c] for c in columns) for r in df.select(*columns).collect())
 
@@ -66,7 +72,7 @@ def test_dledger_queue_and_commitlog_scans(spark, variant_golden):
 
 
 @pytest.mark.parametrize("name,options", [("lmq", {"includeLmqTopics": "true"}), ("dledger", {}),
-                                          ("prop-crc", {"verifyCrc": "true"})])
+                                          ("prop-crc", {"verifyCrc": "true"}), ("batch-cq", {}), ("rocksdb-cq", {})])
 def test_streaming_reads_every_queue_offset_once(spark, variant_golden, tmp_path, name, options):
     """AvailableNow in bounded batches to Parquet: every (topic, queue, offset) of the real store's view once,
     LMQ rows with their LMQ offsets (streaming offsets are queue offsets)."""
@@ -88,4 +94,47 @@ def test_streaming_reads_every_queue_offset_once(spark, variant_golden, tmp_path
     progress = available_now(start)
     assert all(p["numInputRows"] <= 3000 for p in progress)
     assert _rows(spark.read.parquet(str(out)), "topic", "queueId", "queueOffset", "commitLogOffset") == sorted(
-        (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"]) for line in view["messages"])
+        o for line in view["messages"] for o in _offsets(line))
+
+
+def test_batch_cq_reads_one_row_per_inner_message(spark, variant_golden):
+    """Batch consume queues: one row per message (inner batches unwrapped), tags on the inner messages, and
+    offsets that start and end inside a batch."""
+    golden = variant_golden("batch-cq")
+    view = load_view(golden)
+    path = str(golden / "store")
+    want = sorted(o for line in view["messages"] for o in _offsets(line))
+    got = _rows(spark.read.format("rocketstore").load(path), "topic", "queueId", "queueOffset", "commitLogOffset")
+    assert got == want and len(want) == 7029
+    inner = [(line["queueId"], m["queueOffset"], m["uniqKey"], m["tags"]) for line in view["messages"]
+             if line["topic"] == "BatchTopic" for m in line.get("innerMessages") or []]
+    tagged = spark.read.format("rocketstore").option("topics", "BatchTopic").option("tags", "TagA").load(path)
+    got = _rows(tagged, "queueId", "queueOffset", "uniqKey", "tags")
+    assert set(r for r in inner if r[3] == "TagA") <= set(got) and all(r[3] == "TagA" for r in got)
+    line = next(line for line in view["messages"] if line["topic"] == "BatchTopic" and line["batchNum"] >= 8)
+    q, base = str(line["queueId"]), line["cqOffset"]
+    cut = (spark.read.format("rocketstore").option("topics", "BatchTopic")
+           .option("startingOffsets", f'{{"BatchTopic": {{"{q}": {base + 2}}}}}')
+           .option("endingOffsets", f'{{"BatchTopic": {{"{q}": {base + 5}}}}}').load(path))
+    assert _rows(cut.where(f"queueId = {q}"), "queueOffset", "uniqKey") == [
+        (m["queueOffset"], m["uniqKey"]) for m in line["innerMessages"][2:5]]
+
+
+def test_rocksdb_cq_queue_reads_and_time_bounds(spark, variant_golden):
+    """Queues from the RocksDB database (each executor opens it read-only), a tag filter, and
+    ``startingTimestamp`` resolved by the RocksDB time search."""
+    golden = variant_golden("rocksdb-cq")
+    view = load_view(golden)
+    path = str(golden / "store")
+    every = spark.read.format("rocketstore").load(path)
+    assert _rows(every, "topic", "queueId", "queueOffset", "commitLogOffset", "msgId") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"], line["commitLogOffset"], line["msgId"])
+        for line in view["messages"])
+    tagged = spark.read.format("rocketstore").option("tags", "TagB").load(path)
+    assert _rows(tagged, "topic", "queueId", "queueOffset") == sorted(
+        (line["topic"], line["queueId"], line["cqOffset"]) for line in view["messages"] if line["tags"] == "TagB")
+    times = sorted(line["storeTimestamp"] for line in view["messages"])
+    middle = times[len(times) // 2]
+    later = spark.read.format("rocketstore").option("startingTimestamp", str(middle)).load(path)
+    got = later.select("storeTimestamp").collect()
+    assert got and len(got) < len(times) and min(round(r[0].timestamp() * 1000) for r in got) >= middle

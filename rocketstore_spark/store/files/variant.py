@@ -29,6 +29,7 @@ import numpy as np
 from ...errors import InvalidArgumentError, StoreConfigError, UnsupportedVariantError
 from ..format import layout as L
 from ..format.codec import parse_records
+from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR
 from ..format.prop_crc import has_prop_crc
 from .mapped_file_queue import list_offset_files
 
@@ -44,7 +45,6 @@ DEFAULT = "default"
 STRUCTURAL = (DLEDGER, ROCKSDB_CQ, BATCH_CQ)
 
 LMQ_PREFIX = L.LMQ_PREFIX
-BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"  # StorePathConfigHelper.getStorePathBatchConsumeQueue
 DLEDGER_DIR_PREFIX = "dledger-"  # DLedgerConfig.getDefaultPath: <storeBaseDir>/dledger-<selfId>
 DLEDGER_DATA_DIR = "data"  # DLedgerConfig.getDataStorePath
 DLEDGER_ENTRY_HEADER_SIZE = 48  # DLedgerEntry.BODY_OFFSET: magic, size, index, term, pos, channel, crcs, length

@@ -20,7 +20,7 @@ from ..format import layout as L
 from ..format.codec import decode_msg_id
 from ..format.columns import arrow_schema, normalize_columns
 from .recovery import MODE_ABNORMAL, index_keys_after
-from .time_search import offset_in_queue_by_time
+from .time_search import LOWER, UPPER, offset_in_queue_by_time
 
 JAVA_LONG_MAX = (1 << 63) - 1
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: cap of queryMessage results
@@ -79,6 +79,12 @@ class MessageLookups:
             return GetMessageResult(OFFSET_OVERFLOW_ONE, offset, lo, hi, empty)
         if offset > hi:
             return GetMessageResult(OFFSET_OVERFLOW_BADLY, 0 if lo == 0 else hi, lo, hi, empty)
+        if getattr(cq, "is_batch", False):  # whole records per batch unit, unwrapped (variant_reads)
+            limits = (MAX_FILTER_MESSAGE_SIZE,
+                      MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK,
+                      MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK)
+            status, next_offset, table = self._get_batch_message(cq, offset, max_nums, sub, columns, limits)
+            return GetMessageResult(status, next_offset, lo, hi, table)
         per = cq.units_per_file
         file_end = min(hi, (offset // per + 1) * per)
         units = cq.units(offset, file_end)
@@ -191,6 +197,14 @@ class MessageLookups:
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
         """``getOffsetInQueueByTime``: the queue offset at a store timestamp (see :mod:`.time_search`)."""
         cq = self.consume_queue(topic, queue_id)
+        if getattr(cq, "is_batch", False):  # BatchConsumeQueue.getOffsetInQueueByTime: unit times, base offsets
+            if str(boundary).lower() not in (LOWER, UPPER):
+                raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
+            return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER)
+        if hasattr(cq, "min_live_offset"):  # RocksDB: binarySearchInCQByTime on the units' store times
+            if str(boundary).lower() not in (LOWER, UPPER):
+                raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
+            return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER, self.min_phy_offset())
         return offset_in_queue_by_time(cq, self.store_time_at, int(timestamp_ms), boundary,
                                        self.min_phy_offset())
 

@@ -131,12 +131,13 @@ class QueueReads:
         size = np.concatenate([z for _, z, _ in live]) if len(live) > 1 else live[0][1]
         cqs = [cq for cq, _, _ in groups]
         lmq = any(self.is_lmq(cq.topic) for cq in cqs)  # rows of LMQ units are overlaid (variant_reads)
-        if lmq:
+        batch_cq = any(getattr(cq, "is_batch", False) for cq in cqs)  # inner batches unwrapped (variant_reads)
+        if lmq or batch_cq:
             unit_offsets = np.concatenate([o for _, _, o in live])
             group_of_row = np.concatenate([np.full(len(o), g) for g, (_, _, o) in enumerate(live)])
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
-        fixed = fixed_fields_for(want)
+        fixed = None if batch_cq else fixed_fields_for(want)
         file_idx, pos = self.commitlog.locate(phy)
         step = max(batch_rows if decode_rows is None else decode_rows, 1)
         for chunk_start in range(0, len(phy), step):
@@ -147,6 +148,10 @@ class QueueReads:
                 # most chunks of a full read lie in one commit-log file: no per-file selection to compute
                 in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
                 fields = self.commitlog.read_fields(int(f), pos[in_file], size[in_file], verify_crc, what, fixed)
+                if batch_cq:
+                    fields = self._unwrap_inner(self.commitlog.queue.buffer(int(f)), fields, cqs,
+                                                group_of_row[in_file], unit_offsets[in_file],
+                                                self.commitlog.queue.files[int(f)].path)
                 batch = build_batch(self.commitlog.queue.buffer(int(f)), fields, want,
                                     str(self.commitlog.queue.files[int(f)].path))
                 if lmq:

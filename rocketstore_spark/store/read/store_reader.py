@@ -22,14 +22,14 @@ from ..files.index_file import list_index_files
 from ..files.sizes import StoreSizes, cq_directories, detect_sizes
 from ..files.store_location import local_store_path
 from ..files.strays import StrayFile, warn_strays
-from ..files.variant import StoreVariant, commit_log_dir, detect_variant, dledger_logs
+from ..files.variant import ROCKSDB_CQ, StoreVariant, commit_log_dir, detect_variant, dledger_logs
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
-from .variant_reads import VariantReads, refuse_unsupported_reads
+from .variant_reads import VariantReads
 
 
 def resolve_store_root(path) -> Path:
@@ -68,10 +68,13 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
         try:
-            for directory in cq_directories(self.root, self.stray_files):
+            # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories
+            listed = [] if self.variant.has(ROCKSDB_CQ) else cq_directories(self.root, self.stray_files)
+            for directory in listed:
                 key = (directory.parent.name, int(directory.name))
                 self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size,
                                                  self.stray_files)
+            self._open_variant_queues()
         except BaseException:
             self.close()  # the queues opened so far hold memory maps
             raise
@@ -93,7 +96,6 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         """
         root = resolve_store_root(path)
         found = detect_variant(root, variant)
-        refuse_unsupported_reads(found, root)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                              index_max_entries, log_dir=commit_log_dir(root, found))
         return cls(root, sizes, check_crc_on_recover, valid_end, found)
@@ -112,6 +114,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         for f in self._index_files or []:
             f.close()
         self._index_files = None
+        self._close_variant()
 
     # --- recovery ---------------------------------------------------------------------------------------
 
@@ -194,6 +197,8 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
         cq = self.consume_queue(topic, queue_id)
         oldest = self.min_phy_offset()
+        if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
+            return cq.min_live_offset(oldest)
         for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
             # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
             # shortly after the commit-log files, a copy taken in between still holds them

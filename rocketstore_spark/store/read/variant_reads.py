@@ -7,7 +7,12 @@
   through an LMQ carry the LMQ as topic, queue id 0 and the LMQ offset (checked against that property), and
   the parent record's fields otherwise; the parent queue returns each record once.
 * DLedger: the log is read through its entry headers (:mod:`..files.dledger_log`).
-* RocksDB and batch consume queues are refused for now, naming the variant.
+* batch-cq: ``batchconsumequeue/<topic>/<q>/`` queues (:mod:`..files.batch_consume_queue`) count messages; a row
+  read at a queue offset inside an inner batch is that inner message, unwrapped as RocketMQ's client does
+  (:mod:`..format.inner_batch`): its own queue offset, FLAG, body, properties (so tags, keys, uniqKey) and stored
+  inner BODYCRC (0); the record's topic, queue id, commit-log offset, size, msgId, hosts, times and sysFlag.
+* rocksdb-cq: ``consumequeue/`` is a RocksDB database (:mod:`..files.rocksdb_consume_queue`, opened read-only):
+  its queues are those of the ``offset`` column family's ``max`` keys, units come from the ``default`` one.
 
 A mixin of the store reader, next to the queue reads it extends.
 """
@@ -16,33 +21,25 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ...errors import CorruptRecordError, UnsupportedVariantError
+from ...errors import CorruptRecordError, StoreFormatError
+from ..files.batch_consume_queue import BatchConsumeQueue
 from ..files.commitlog import CommitLog
 from ..files.consume_queue import ConsumeQueue
 from ..files.dledger_log import DLedgerLog
 from ..files.mapped_file_queue import MappedFileQueue
+from ..files.rocksdb_consume_queue import RocksDBConsumeQueue, RocksDBConsumeQueueStore
 from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, PROP_CRC, ROCKSDB_CQ, StoreVariant, commit_log_dir
 from ..format import layout as L
 from ..format.codec import RecordBatchFields
-from ..format.columns import parse_properties, property_values, single_property, view_array
+from ..format.columns import arrow_schema, parse_properties, property_values, single_property, view_array
+from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR, BCQ_STORE_UNIT_SIZE, inner_messages, is_inner_batch
 
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET
 MULTI_DISPATCH_QUEUE_SPLITTER = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER
 LMQ_QUEUE_ID = 0  # MixAll.LMQ_QUEUE_ID: every LMQ has the one queue 0
-
-_NOT_YET = (ROCKSDB_CQ, BATCH_CQ)
-
-
-def refuse_unsupported_reads(variant: StoreVariant, root) -> None:
-    """Reads of the variants not implemented yet fail at open, naming the variant (never a partial answer)."""
-    missing = [f for f in _NOT_YET if variant.has(f)]
-    if missing:
-        raise UnsupportedVariantError(
-            f"store {root} is a {variant.name} store ({'; '.join(variant.evidence)}); reading the "
-            f"{' and '.join(missing)} layout is not supported yet", variant=variant.name)
-
 
 def lmq_offsets_of(dispatch: list, offsets: list, lmq: str) -> list:
     """Per record, the offset its INNER_MULTI_QUEUE_OFFSET gives for ``lmq`` (None where it names none)."""
@@ -68,6 +65,122 @@ class VariantReads:
                                 strays=self.stray_files)
         log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
         return log(files, prop_crc_required=self.variant.has(PROP_CRC))
+
+    def _open_variant_queues(self) -> None:
+        """Add the queues of a rocksdb-cq store (the RocksDB database's) and of a batch-cq store."""
+        self._rocksdb = None
+        if self.variant.has(ROCKSDB_CQ):
+            self._rocksdb = RocksDBConsumeQueueStore(self.root / L.CONSUMEQUEUE_DIR)
+            for topic, qid in sorted(self._rocksdb.max_entries):
+                self._queues[(topic, qid)] = RocksDBConsumeQueue(self._rocksdb, topic, qid)
+        self._open_batch_queues()
+
+    def _close_variant(self) -> None:
+        if getattr(self, "_rocksdb", None) is not None:
+            self._rocksdb.close()
+            self._rocksdb = None
+
+    def _open_batch_queues(self) -> None:
+        """Add the ``batchconsumequeue/<topic>/<queueId>`` queues of a batch-cq store."""
+        base = self.root / BATCH_CONSUMEQUEUE_DIR
+        if not self.variant.has(BATCH_CQ) or not base.is_dir():
+            return
+        for topic_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+            for directory in sorted(p for p in topic_dir.iterdir() if p.is_dir()):
+                if not directory.name.isdigit():
+                    raise StoreFormatError(f"unexpected directory {directory.name!r} in {topic_dir}: expected "
+                                           "numeric queue ids", directory)
+                key = (topic_dir.name, int(directory.name))
+                if key in self._queues:
+                    raise StoreFormatError(f"{key[0]}/{key[1]} has both a consume queue and a batch consume queue; "
+                                           "expected one (the topic's queue.type decides which the broker uses)",
+                                           directory)
+                self._queues[key] = BatchConsumeQueue(key[0], key[1], directory)
+
+    def is_batch_queue(self, topic: str, queue_id: int) -> bool:
+        """Whether (topic, queue_id) is a batch consume queue (queue offsets count inner messages)."""
+        return getattr(self._queues.get((topic, int(queue_id))), "is_batch", False)
+
+    def _unwrap_inner(self, buf: np.ndarray, fields: RecordBatchFields, cqs: list, group_of_row: np.ndarray,
+                      unit_offsets: np.ndarray, path) -> RecordBatchFields:
+        """Rows of batch consume queues whose record is an inner batch: the fields of message
+        ``queue offset - record QUEUEOFFSET`` of the record (``MessageDecoder.decodeMessage``), positions into
+        the same buffer; a unit offset the record holds no message for is a CorruptRecordError."""
+        batch_row = np.array([getattr(cqs[g], "is_batch", False) for g in group_of_row.tolist()], dtype=bool)
+        rows = np.flatnonzero(batch_row & is_inner_batch(fields.sysflag))
+        singles = np.flatnonzero(batch_row & ~is_inner_batch(fields.sysflag)
+                                 & (unit_offsets != fields.queue_offset))
+        if len(singles):
+            self._past_the_record(cqs[int(group_of_row[singles[0]])], int(unit_offsets[singles[0]]), fields,
+                                  int(singles[0]), 1)
+        if not len(rows):
+            return fields
+        out = fields.take(np.arange(len(fields)))
+        decoded: dict = {}
+        for i in rows.tolist():
+            pos = int(fields.position[i])
+            if pos not in decoded:
+                try:
+                    decoded[pos] = inner_messages(buf, int(fields.body_pos[i]), int(fields.body_len[i]))
+                except ValueError as e:
+                    raise CorruptRecordError(f"inner batch record at commit-log offset {int(fields.phy_offset[i])}: "
+                                             f"{e.args[0]}", path, int(e.args[1])) from e
+            inner = decoded[pos]
+            k = int(unit_offsets[i]) - int(fields.queue_offset[i])
+            if not 0 <= k < len(inner):
+                self._past_the_record(cqs[int(group_of_row[i])], int(unit_offsets[i]), fields, i, len(inner))
+            m = inner[k]
+            out.queue_offset[i] = int(unit_offsets[i])
+            out.flag[i], out.body_crc[i] = m["flag"], m["body_crc"]
+            out.body_pos[i], out.body_len[i] = m["body_pos"], m["body_len"]
+            out.props_pos[i], out.props_len[i] = m["props_pos"], m["props_len"]
+        return out
+
+    def _get_batch_message(self, cq, offset: int, max_nums: int, sub, columns, limits) -> tuple:
+        """``getMessage`` over a batch consume queue (``DefaultMessageStore.getMessage`` with a
+        ``BatchConsumeQueue``): from the unit holding ``offset`` to the end of its file, whole records, limits
+        counted in messages (``isTheBatchFull``), ``nextBeginOffset`` = base + batchSize of the last unit looked
+        at; the status from the units' tag hashes as the broker decides it. Returns (status, next offset, rows):
+        the rows are the returned records unwrapped as the client does (every message of a batch, also those
+        before ``offset``), then checked on their real tags."""
+        max_filter_bytes, limit_bytes, limit_count = limits
+        max_filter_bytes = max(max_filter_bytes, max_nums * BCQ_STORE_UNIT_SIZE)
+        first = int(cq.unit_of([offset])[0])
+        stop = int(np.flatnonzero(cq.file_of_units() == cq.file_of_units()[first])[-1]) + 1
+        status, next_offset, picked, messages, total_bytes = "NO_MATCHED_MESSAGE", offset, [], 0, 0
+        for u in range(first, stop):
+            unit = cq.raw[u]
+            base, count, size, phy = int(unit["base_offset"]), int(unit["batch_size"]), int(unit["size"]), \
+                int(unit["phy_offset"])
+            if next_offset >= cq.max_offset or (base - offset) * BCQ_STORE_UNIT_SIZE >= max_filter_bytes:
+                break
+            if messages and (messages + count > max_nums or total_bytes + size > limit_bytes
+                             or messages > limit_count - 1):
+                break
+            next_offset = base + count
+            if not (sub.is_all or sub.matches_codes(np.array([int(unit["tags_code"])]), cq.topic)[0]):
+                continue
+            if phy < self.min_phy_offset() or phy + size > self.recovery.valid_end:
+                if not picked:
+                    status = "MESSAGE_WAS_REMOVING"
+                continue
+            picked.append((cq.topic, cq.queue_id, base, base + count))
+            messages, total_bytes, status = messages + count, total_bytes + size, "FOUND"
+        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        batches = list(self.read_queues(picked, None, want)) if picked else []
+        table = pa.Table.from_batches(batches, schema=arrow_schema(want))
+        if not sub.is_all and table.num_rows:
+            table = table.filter(pc.fill_null(pc.is_in(table.column("tags"), value_set=pa.array(sub.tags)), False))
+        return status, next_offset, table.select(list(columns))
+
+    @staticmethod
+    def _past_the_record(cq, offset: int, fields: RecordBatchFields, i: int, held: int) -> None:
+        where, at = cq.unit_location(offset)
+        raise CorruptRecordError(
+            f"batch consume-queue unit of {cq.topic}/{cq.queue_id} for queue offset {offset} points past its record: "
+            f"expected the record at commit-log offset {int(fields.phy_offset[i])} (QUEUEOFFSET "
+            f"{int(fields.queue_offset[i])}) to hold message {offset - int(fields.queue_offset[i])}, found it holds "
+            f"{held} message(s)", where, at)
 
     def _redispatch_variant(self, row: dict, tags_code: int) -> None:
         """What re-dispatch on opening adds for a recovered record besides its own queue's unit: the units of the

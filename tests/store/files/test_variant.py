@@ -15,7 +15,6 @@ from rocketstore_spark.store import RocketStore, detect_variant, parse_variant, 
 
 EXPECTED = {"lmq": "lmq", "prop-crc": "prop-crc", "batch-cq": "batch-cq", "rocksdb-cq": "rocksdb-cq",
             "dledger": "dledger"}
-NOT_READABLE_YET = ("batch-cq", "rocksdb-cq")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -75,13 +74,6 @@ def test_several_dledger_logs_are_an_error(tmp_path):
         detect_variant(tmp_path)
 
 
-@pytest.mark.parametrize("name", NOT_READABLE_YET)
-def test_variants_not_readable_yet_are_refused_at_open_naming_the_variant(variant_golden, name):
-    with pytest.raises(UnsupportedVariantError, match=f"{name} store .*not supported yet") as err:
-        RocketStore.open(variant_golden(name) / "store")
-    assert err.value.variant == name
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_writes_into_every_variant_store_are_refused_and_change_nothing(variant_golden, tmp_path, name):
     store = tmp_path / "store"
@@ -120,10 +112,15 @@ def test_inspect_reports_the_variant(variant_golden):
     assert forced["variant"]["name"] == "lmq+prop-crc"
 
 
-def test_inspect_reports_a_variant_it_cannot_read_yet_then_fails(variant_golden):
-    out = _inspect(variant_golden("rocksdb-cq") / "store", "--json")
-    assert out.returncode == 2 and "not supported yet" in out.stderr
-    assert json.loads(out.stdout)["variant"]["name"] == "rocksdb-cq"
+def test_inspect_reads_a_rocksdb_cq_store_and_leaves_the_database_alone(variant_golden):
+    golden = variant_golden("rocksdb-cq")
+    before = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in (golden / "store/consumequeue").iterdir())
+    out = _inspect(golden / "store", "--json")
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["variant"]["name"] == "rocksdb-cq" and sum(t["messages"] for t in info["topics"]) == 4493
+    assert sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                  for p in (golden / "store/consumequeue").iterdir()) == before
 
 
 def test_prop_crc_is_detected_from_the_newest_file_too(variant_golden, tmp_path):
@@ -139,3 +136,40 @@ def test_prop_crc_is_detected_from_the_newest_file_too(variant_golden, tmp_path)
     for path in sorted((store / "commitlog").iterdir())[1:]:
         path.unlink()
     assert detect_variant(store).is_default
+
+
+def test_the_cli_reads_a_batch_cq_store_in_messages(variant_golden):
+    """inspect counts messages (not units) in batch consume queues; dump cuts inside an inner batch; query --time
+    answers as the real store."""
+    golden = variant_golden("batch-cq")
+    sizes = (golden / "sizes.args").read_text().split()[:8]  # the four sizes (the rest are broker-only flags)
+    info = json.loads(_inspect(golden / "store", "--json", *sizes).stdout)
+    assert info["variant"]["name"] == "batch-cq"
+    assert {t["topic"]: t["messages"] for t in info["topics"]}["BatchTopic"] == 5541
+    run = lambda *a: subprocess.run([sys.executable, "-m", "rocketstore_spark.cli", *map(str, a)],  # noqa: E731
+                                    capture_output=True, text=True, timeout=300)
+    out = run("dump", golden / "store", *sizes, "--topic", "BatchTopic", "--queue", 0, "--from", 2, "--to", 4,
+              "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(r["queueOffset"], r["commitLogOffset"]) for r in rows] == [(2, 99859), (3, 99859)]
+    assert rows[1]["tags"] == "TagB" and rows[1]["uniqKey"].endswith("C782C8003E")
+    # the real store's answer (rocketmq-view/time_queries.jsonl)
+    out = run("query", golden / "store", *sizes, "--topic", "BatchTopic", "--queue", 0, "--time", 1795500764029)
+    assert out.returncode == 0 and (json.loads(out.stdout)["lower"], json.loads(out.stdout)["upper"]) == (81, 0)
+
+
+def test_the_cli_dumps_and_queries_a_rocksdb_cq_store(variant_golden):
+    golden = variant_golden("rocksdb-cq")
+    sizes = (golden / "sizes.args").read_text().split()
+    run = lambda *a: subprocess.run([sys.executable, "-m", "rocketstore_spark.cli", *map(str, a)],  # noqa: E731
+                                    capture_output=True, text=True, timeout=300)
+    out = run("dump", golden / "store", *sizes, "--topic", "rocks_topic", "--queue", 1, "--from", 2, "--to", 4,
+              "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line)["commitLogOffset"] for line in out.stdout.splitlines()] == [6222, 57051]
+    # the real store's answer (rocketmq-view/time_queries.jsonl)
+    out = run("query", golden / "store", *sizes, "--topic", "rocks_topic", "--queue", 1, "--time", 1795500828158)
+    assert out.returncode == 0 and (json.loads(out.stdout)["lower"], json.loads(out.stdout)["upper"]) == (1, 0)
+    out = run("verify", golden / "store", *sizes)
+    assert out.returncode == 0 and "consistent" in out.stdout, out.stderr

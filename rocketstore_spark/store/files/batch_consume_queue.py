@@ -1,0 +1,211 @@
+"""Batch consume queues: ``batchconsumequeue/<topic>/<queueId>/`` as arrays of 46-byte units
+(:mod:`..format.inner_batch`), seen by the readers in queue-offset (message) space.
+
+A unit covers the queue offsets ``[MSGBASEOFFSET, MSGBASEOFFSET + BATCHSIZE)``. :class:`BatchConsumeQueue` answers
+the same questions as :class:`~.consume_queue.ConsumeQueue` with one 20-byte-style unit per queue OFFSET (the
+unit of the record holding that message, repeated for every message of an inner batch), so ranges, limits and
+streaming offsets count messages as RocketMQ does; :meth:`inner_index` says which message of its record an offset
+is. Recovery keeps units while ``phy >= 0 and size > 0 and base >= 0 and batchSize > 0``
+(``BatchConsumeQueue.recover``, from the third-last file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import CorruptRecordError, UnsupportedVariantError
+from ..format import layout as L
+from ..format.inner_batch import BCQ_STORE_UNIT_SIZE, BCQ_UNIT_DTYPE
+from .mapped_file_queue import MappedFileQueue, detect_file_size, list_offset_files
+
+RECOVERY_FILES = 3  # BatchConsumeQueue.recover starts from the third-last file
+
+
+class BatchConsumeQueue:
+    """Read-only batch consume queue of one (topic, queueId)."""
+
+    is_batch = True
+
+    def __init__(self, topic: str, queue_id: int, directory: Path):
+        self.topic = topic
+        self.queue_id = queue_id
+        directory = Path(directory)
+        size = detect_file_size(list_offset_files(directory), None, f"batch consume-queue ({directory})",
+                                "batch consume-queue file size") or BCQ_STORE_UNIT_SIZE
+        if size % BCQ_STORE_UNIT_SIZE:
+            raise CorruptRecordError(f"batch consume-queue files must hold whole {BCQ_STORE_UNIT_SIZE}-byte units "
+                                     f"(mapperFileSizeBatchConsumeQueue), found files of {size} bytes", directory, 0)
+        self.files = MappedFileQueue(directory, size)
+        self.units_per_file = size // BCQ_STORE_UNIT_SIZE
+        self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
+        self._load()
+
+    def _load(self) -> None:
+        files = self.files.files
+        parts, self._file_of_unit = [], []
+        for index in range(len(files)):
+            units = np.frombuffer(self.files.buffer(index), dtype=BCQ_UNIT_DTYPE)
+            if index >= len(files) - RECOVERY_FILES:
+                bad = np.flatnonzero((units["phy_offset"] < 0) | (units["size"] <= 0) | (units["base_offset"] < 0)
+                                     | (units["batch_size"] <= 0))
+                if len(bad):
+                    parts.append(units[:int(bad[0])])
+                    self._file_of_unit.append(np.full(int(bad[0]), index))
+                    break
+            parts.append(units)
+            self._file_of_unit.append(np.full(len(units), index))
+        self.raw = np.concatenate(parts, dtype=BCQ_UNIT_DTYPE) if parts else np.zeros(0, BCQ_UNIT_DTYPE)
+        self._file_of_unit = np.concatenate(self._file_of_unit) if parts else np.zeros(0, np.int64)
+        self._index()
+
+    def _index(self) -> None:
+        self.bases = self.raw["base_offset"].astype(np.int64)
+        self.counts = self.raw["batch_size"].astype(np.int64)
+        self.first_offset = int(self.bases[0]) if len(self.raw) else 0
+        self.max_offset = self.disk_max_offset = int(self.bases[-1] + self.counts[-1]) if len(self.raw) else 0
+
+    # --- message space ----------------------------------------------------------------------------------
+
+    def unit_of(self, offsets) -> np.ndarray:
+        """Index of the unit covering each queue offset; an offset no unit covers (a gap) is an error."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        unit = np.searchsorted(self.bases, offsets, side="right") - 1
+        bad = (unit < 0) | (offsets - self.bases[np.maximum(unit, 0)] >= self.counts[np.maximum(unit, 0)])
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            u = max(int(unit[i]), 0)
+            path, at = self.unit_file_location(u)
+            raise CorruptRecordError(
+                f"batch consume queue {self.topic}/{self.queue_id}: expected a unit covering queue offset "
+                f"{int(offsets[i])}, found the nearest unit at base {int(self.bases[u])} with batchSize "
+                f"{int(self.counts[u])} (units must follow each other without gaps)", path, at)
+        return unit
+
+    def units(self, start: int, end: int) -> np.ndarray:
+        """One ``(phy_offset, size, tags_code)`` unit per queue offset in ``[start, end)`` (clamped)."""
+        start, end = max(int(start), self.first_offset), min(int(end), self.max_offset)
+        if end <= start:
+            return np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
+        raw = self.raw[self.unit_of(np.arange(start, end))]
+        out = np.empty(len(raw), dtype=L.CQ_UNIT_DTYPE)
+        for name in ("phy_offset", "size", "tags_code"):
+            out[name] = raw[name]
+        return out
+
+    def file_of_units(self) -> np.ndarray:
+        """Per unit, the index of the batch consume-queue file holding it."""
+        return self._file_of_unit
+
+    def inner_index(self, offsets) -> tuple[np.ndarray, np.ndarray]:
+        """(position of each offset inside its record's batch, that unit's BATCHSIZE)."""
+        unit = self.unit_of(offsets)
+        return np.asarray(offsets, dtype=np.int64) - self.bases[unit], self.counts[unit]
+
+    def file_ranges(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Split queue offsets ``[start, end)`` where batch consume-queue files begin."""
+        starts = [int(self.bases[u]) for u in np.flatnonzero(np.diff(self._file_of_unit, prepend=-1) != 0)]
+        cuts = sorted({start, end, *[s for s in starts if start < s < end]})
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if a < b]
+
+    def hash_matches(self, sub, start: int, end: int):
+        """(queue offsets, units) whose tag hash ``sub`` accepts; an inner batch's unit has tagsCode 0 (its
+        messages carry the tags), so units of batches and of tagless records always pass to the real check."""
+        start, end = max(start, self.first_offset), min(end, self.max_offset)
+        if end <= start:
+            return
+        units = self.units(start, end)
+        _, sizes = self.inner_index(np.arange(start, end))
+        keep = np.flatnonzero(sub.matches_units(units, self.topic) | (sizes > 1) | (units["tags_code"] == 0))
+        if len(keep):
+            yield start + keep, units[keep]
+
+    # --- units as records (recovery, hints) -----------------------------------------------------------
+
+    def last_unit_end(self) -> int:
+        if not len(self.raw):
+            return 0
+        return int(self.raw["phy_offset"][-1]) + int(self.raw["size"][-1])
+
+    def truncate_at_phy(self, valid_end: int) -> int:
+        """Drop the units pointing at or past ``valid_end`` (``truncateDirtyLogicFiles``)."""
+        keep = int(np.searchsorted(self.raw["phy_offset"].astype(np.int64), valid_end, side="left"))
+        self.raw, self._file_of_unit = self.raw[:keep], self._file_of_unit[:keep]
+        self._index()
+        return self.max_offset
+
+    def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
+        phy = self.raw["phy_offset"].astype(np.int64)
+        return phy[(phy >= lo) & (phy < hi)]
+
+    def phy_offsets_from(self, phy_start: int) -> np.ndarray:
+        phy = self.raw["phy_offset"].astype(np.int64)
+        return phy[phy >= phy_start]
+
+    def append_virtual(self, phy_offset: int, size: int, tags_code: int) -> None:
+        raise UnsupportedVariantError(
+            f"batch consume queue {self.topic}/{self.queue_id}: the store would re-dispatch records into it on "
+            "opening (abnormal recovery); rocketstore does not rebuild batch consume-queue units yet — open a copy "
+            "with the broker first", variant="batch-cq")
+
+    def unit_file_location(self, unit: int) -> tuple[Path, int]:
+        if not len(self.raw):
+            return self.files.directory, 0
+        info = self.files.files[int(self._file_of_unit[unit])]
+        first = int(np.flatnonzero(self._file_of_unit == self._file_of_unit[unit])[0])
+        return info.path, (unit - first) * BCQ_STORE_UNIT_SIZE
+
+    def unit_location(self, queue_offset: int) -> tuple[Path, int]:
+        """(file, byte offset) of the unit covering ``queue_offset``, for error messages."""
+        unit = int(np.searchsorted(self.bases, queue_offset, side="right") - 1)
+        return self.unit_file_location(max(unit, 0))
+
+    # --- getOffsetInQueueByTime ------------------------------------------------------------------------
+
+    def offset_by_time(self, timestamp: int, lower: bool) -> int:
+        """``BatchConsumeQueue.getOffsetInQueueByTime`` (unit store times; ``searchBcqByCacheEnable``, the
+        default), clamped to [min, max] as ``ConsumeQueueStore`` does; -1 answers become the min offset."""
+        if not len(self.raw):
+            return 0
+        times = self.raw["store_time"].astype(np.int64)
+        file_first = np.flatnonzero(np.diff(self._file_of_unit, prepend=-1) != 0)
+        file_last = np.append(file_first[1:] - 1, len(self.raw) - 1)
+        if times[file_first[-1]] <= timestamp:
+            f = len(file_first) - 1
+        else:  # the time cache: the file with the greatest first-unit time <= timestamp, else the first file
+            earlier = np.flatnonzero(times[file_first] <= timestamp)
+            f = int(earlier[-1]) if len(earlier) else 0
+        left, right = int(file_first[f]), int(file_last[f])
+        if timestamp >= times[right]:
+            found = right
+        else:
+            found = _binary_search_right(times, left, right, timestamp, lower)
+        result = int(self.bases[found]) if found >= 0 else -1
+        return min(max(result, self.first_offset), self.max_offset)
+
+
+def _binary_search_right(times: np.ndarray, left: int, right: int, target: int, lower: bool) -> int:
+    """``BatchConsumeQueue.binarySearchRight`` over unit indexes (its quirks kept: -1 when nothing qualifies)."""
+    while left <= right:
+        mid = (left + right) // 2
+        value = int(times[mid])
+        if mid == right:
+            return mid if value >= target else -1
+        if mid == left:
+            if value >= target:
+                return mid
+            left = mid + 1
+        elif lower:
+            if value < target:
+                left = mid + 1
+            else:
+                right = mid
+        elif value <= target:
+            left = mid
+        else:
+            right = mid - 1
+    return -1
+
+
+__all__ = ["BatchConsumeQueue"]
