@@ -101,17 +101,17 @@ def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_change
     assert planned_end() == 15
     first = planning._RECOVERED[str(root)][1]
     assert planned_end() == 15 and planning._RECOVERED[str(root)][1] is first  # not recovered again
-    assert first.consume_queue("T", 0).files._maps  # its consume-queue maps stay open between plans
+    assert first.commitlog.queue._maps  # its commit-log maps stay open between plans
     _small_store(root, 10, start=15)
     assert planned_end() == 25  # the change is seen: a new store, the old one closed
     second = planning._RECOVERED[str(root)][1]
-    assert second is not first and not first.consume_queue("T", 0).files._maps
+    assert second is not first and not first.commitlog.queue._maps
     for i in range(planning._MAX_PLANNED_STORES + 2):
         other = tmp_path / f"o{i}" / "store"
         _small_store(other, 3)
         assert plan(parse_read_options({"path": str(other)}), Pushed())
     assert len(planning._RECOVERED) <= planning._MAX_PLANNED_STORES
-    assert str(root) not in planning._RECOVERED and not second.consume_queue("T", 0).files._maps  # evicted, closed
+    assert str(root) not in planning._RECOVERED and not second.commitlog.queue._maps  # evicted, closed
 
 
 def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matches(tmp_path, monkeypatch):

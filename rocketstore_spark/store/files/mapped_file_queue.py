@@ -1,7 +1,8 @@
 """``MappedFileQueue``: a directory of fixed-size files named by the byte offset of their first byte.
 
 Used for the commit log (one directory) and for every consume queue (one directory per topic/queue).
-Files are memory-mapped read-only on demand; nothing here ever writes.
+The commit log's files are memory-mapped read-only on demand; consume queues read windows of theirs through
+:meth:`MappedFileQueue.open_file` instead (see :mod:`.file_reads`). Nothing here ever writes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from ...errors import StoreConfigError, StoreFormatError
 from ..format.layout import FILE_NAME_DIGITS
+from .file_reads import OpenFile, count_mapped_file
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class MappedFileQueue:
     """Read-only view of one MappedFileQueue directory (``commitlog/`` or ``consumequeue/<topic>/<id>/``)."""
 
     def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None):
-        self.directory = Path(directory)
+        self.directory = directory if isinstance(directory, Path) else Path(directory)
         self.file_size = file_size
         self.files = list_offset_files(self.directory) if files is None else files
         self._maps: dict[int, tuple[mmap.mmap, np.ndarray]] = {}
@@ -111,9 +113,14 @@ class MappedFileQueue:
             info = self.files[index]
             with open(info.path, "rb") as fh:
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            count_mapped_file()
             cached = (mm, np.frombuffer(mm, dtype=np.uint8))
             self._maps[index] = cached
         return cached[1]
+
+    def open_file(self, index: int) -> OpenFile:
+        """File ``index`` opened for windowed reads (counted; close it, or use it in a ``with``)."""
+        return OpenFile(self.files[index].path)
 
     def close(self) -> None:
         """Drop the maps (arrays handed out keep their own reference alive)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -9,7 +10,7 @@ from typing import Optional
 from ...errors import IndexSizesAmbiguousError, StoreConfigError
 from ..format import layout as L
 from .index_file import detect_index_sizes
-from .mapped_file_queue import detect_file_size, list_offset_files
+from .mapped_file_queue import MappedFileInfo, detect_file_size, list_offset_files
 
 
 @dataclass(frozen=True)
@@ -63,16 +64,26 @@ def _positive(name: str, value) -> Optional[int]:
 
 
 def cq_directories(root: Path) -> list[Path]:
-    """Every ``consumequeue/<topic>/<queueId>`` directory."""
+    """Every ``consumequeue/<topic>/<queueId>`` directory, sorted by topic then queue directory name."""
     base = root / L.CONSUMEQUEUE_DIR
     if not base.is_dir():
         return []
-    return [q for t in sorted(base.iterdir()) if t.is_dir() for q in sorted(t.iterdir()) if q.is_dir()]
+    # scandir's entry types come with the listing: no stat per directory (thousands of queues)
+    topics = sorted((e for e in os.scandir(base) if e.is_dir()), key=lambda e: e.name)
+    return [Path(q.path) for t in topics
+            for q in sorted((e for e in os.scandir(t.path) if e.is_dir()), key=lambda e: e.name)]
+
+
+def cq_listing(root: Path) -> list[tuple[Path, list[MappedFileInfo]]]:
+    """Every consume-queue directory with its files: listed once when a store is opened, then shared by size
+    detection and the queues themselves."""
+    return [(directory, list_offset_files(directory)) for directory in cq_directories(root)]
 
 
 def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
-                 index_max_entries=None, *, defaults_when_empty: bool = True) -> StoreSizes:
-    """Sizes from the files; options must agree with them; defaults where a store has no such files."""
+                 index_max_entries=None, *, defaults_when_empty: bool = True, listing=None) -> StoreSizes:
+    """Sizes from the files; options must agree with them; defaults where a store has no such files.
+    ``listing``: the store's :func:`cq_listing` when the caller already has it."""
     commit_log_file_size = _positive("commit_log_file_size", commit_log_file_size)
     consume_queue_file_size = _positive("consume_queue_file_size", consume_queue_file_size)
     if consume_queue_file_size is not None:
@@ -83,9 +94,8 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
     cl = detect_file_size(list_offset_files(root / L.COMMITLOG_DIR), commit_log_file_size,
                           "commit-log", "commit_log_file_size")
     cq = consume_queue_file_size
-    for directory in cq_directories(root):
-        cq = detect_file_size(list_offset_files(directory), cq, f"consume-queue ({directory})",
-                              "consume_queue_file_size")
+    for directory, files in cq_listing(root) if listing is None else listing:
+        cq = detect_file_size(files, cq, f"consume-queue ({directory})", "consume_queue_file_size")
     index_dir = root / L.INDEX_DIR
     index_paths = sorted(p for p in index_dir.iterdir() if p.is_file() and not p.name.startswith(".")) \
         if index_dir.is_dir() else []

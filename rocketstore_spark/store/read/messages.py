@@ -81,8 +81,9 @@ class MessageLookups:
             return GetMessageResult(OFFSET_OVERFLOW_BADLY, 0 if lo == 0 else hi, lo, hi, empty)
         per = cq.units_per_file
         file_end = min(hi, (offset // per + 1) * per)
-        units = cq.units(offset, file_end)
         max_filter_bytes = max(MAX_FILTER_MESSAGE_SIZE, max_nums * L.CQ_STORE_UNIT_SIZE)
+        # the loop below examines at most max_filter_bytes / 20 + 1 units: read those, not the rest of the file
+        units = cq.units(offset, min(file_end, offset + max_filter_bytes // L.CQ_STORE_UNIT_SIZE + 1))
         limit_bytes = MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK
         limit_count = MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK
         status, next_offset = NO_MATCHED_MESSAGE, offset

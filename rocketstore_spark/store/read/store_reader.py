@@ -25,7 +25,7 @@ from ..files.mapped_file_queue import MappedFileQueue
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
-from ..files.sizes import StoreSizes, cq_directories, detect_sizes
+from ..files.sizes import StoreSizes, cq_listing, detect_sizes
 
 
 def resolve_store_root(path) -> Path:
@@ -48,7 +48,7 @@ class StoreReader(QueueReads, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
-                 valid_end: Optional[int] = None):
+                 valid_end: Optional[int] = None, listing=None):
         self.root = Path(root)
         self.sizes = sizes
         self.check_crc_on_recover = check_crc_on_recover
@@ -57,12 +57,12 @@ class StoreReader(QueueReads, MessageLookups):
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
-        for directory in cq_directories(self.root):
+        for directory, files in cq_listing(self.root) if listing is None else listing:
             if not directory.name.isdigit():
                 raise StoreFormatError(f"unexpected directory {directory.name!r} in {directory.parent}: "
                                        "expected numeric queue ids", directory)
             key = (directory.parent.name, int(directory.name))
-            self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size)
+            self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size, files)
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
         self._index_files = None
@@ -76,9 +76,10 @@ class StoreReader(QueueReads, MessageLookups):
         ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
         """
         root = resolve_store_root(path)
+        listing = cq_listing(root)  # listed once: size detection and the queues share it
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries)
-        return cls(root, sizes, check_crc_on_recover, valid_end)
+                             index_max_entries, listing=listing)
+        return cls(root, sizes, check_crc_on_recover, valid_end, listing)
 
     def __enter__(self):
         return self
@@ -182,15 +183,7 @@ class StoreReader(QueueReads, MessageLookups):
                 continue
             # units point forward through the commit log (leading filler units at 0): binary search the first
             # live one, reading a handful of units instead of the whole file
-            phy = cq.units(lo, hi)["phy_offset"]
-            a, b = 0, len(phy)
-            while a < b:
-                mid = (a + b) // 2
-                if int(phy[mid]) >= oldest:
-                    b = mid
-                else:
-                    a = mid + 1
-            return lo + a
+            return cq.first_at_or_past(oldest, lo, hi)
         return cq.max_offset
 
     def max_offset(self, topic: str, queue_id: int) -> int:
