@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import emit, interleaved, spark_session, timed  # noqa: E402
 
 OPEN_AND_ENDS = """
-import json, resource, sys, time
+import json, sys, time
 from rocketstore_spark.store import RocketStore
 out = []
 for _ in range(2):
@@ -38,7 +38,7 @@ for _ in range(2):
         queues = sum(len(store.queue_ids(topic)) for topic in store.topics())
     out.append(time.perf_counter() - t)
 print(json.dumps({"seconds": out, "queues": queues, "messages": ends,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mib": int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024}))
 """
 
 
