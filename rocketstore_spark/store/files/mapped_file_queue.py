@@ -118,6 +118,18 @@ class MappedFileQueue:
             self._maps[index] = cached
         return cached[1]
 
+    def release(self, index: int, start: int, end: int) -> None:
+        """Drop this process's pages of file ``index`` in ``[start, end)`` (``MADV_DONTNEED``): the map stays
+        valid and its bytes come back from the page cache when touched again, but a walk over a whole 1 GiB
+        file no longer keeps the file resident in the process."""
+        cached = self._maps.get(index)
+        if cached is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        first = start - start % mmap.PAGESIZE
+        last = min(end - end % mmap.PAGESIZE, len(cached[0]))
+        if last > first:
+            cached[0].madvise(mmap.MADV_DONTNEED, first, last - first)
+
     def open_file(self, index: int) -> OpenFile:
         """File ``index`` opened for windowed reads (counted; close it, or use it in a ``with``)."""
         return OpenFile(self.files[index].path)

@@ -120,8 +120,9 @@ class StoreReader(QueueReads, MessageLookups):
             buf = self.commitlog.queue.buffer(walk.file_index)
             cols = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
                     "storeTimestamp")
-            batch = build_batch(buf, walk.fields.take(idx), cols)
-            ts = walk.fields.store_timestamp[idx]
+            fields = walk.fields_at(idx)
+            batch = build_batch(buf, fields, cols)
+            ts = fields.store_timestamp
             for row, store_ts in zip(batch.to_pylist(), ts):
                 key = (row["topic"], row["queueId"])
                 cq = self._queues.get(key)
@@ -226,12 +227,11 @@ class StoreReader(QueueReads, MessageLookups):
                     raise CorruptRecordError(
                         f"commit log stops early: {walk.problem or 'no record where one was expected'} "
                         f"before the valid end {end}", info.path, walk.end_position)
-            f = walk.fields
-            absolute = info.from_offset + f.position
+            absolute = info.from_offset + walk.positions
             sel = np.flatnonzero((absolute >= start) & (absolute < end))
             buf = self.commitlog.queue.buffer(index)
             for chunk in range(0, len(sel), batch_rows):
-                yield build_batch(buf, f.take(sel[chunk:chunk + batch_rows]), columns, str(info.path))
+                yield build_batch(buf, walk.fields_at(sel[chunk:chunk + batch_rows]), columns, str(info.path))
 
     def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
         """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range)."""
