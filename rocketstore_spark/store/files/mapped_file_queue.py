@@ -20,6 +20,9 @@ from ..format.layout import FILE_NAME_DIGITS
 from .file_reads import OpenFile, count_mapped_file
 
 
+RESIDENT_BUDGET = 128 << 20  # bytes a reader reads through one file's map before letting its pages go
+
+
 @dataclass(frozen=True)
 class MappedFileInfo:
     """One file of a queue: its path, the absolute offset of its first byte and its length on disk."""
@@ -78,6 +81,7 @@ class MappedFileQueue:
         self.file_size = file_size
         self.files = list_offset_files(self.directory) if files is None else files
         self._maps: dict[int, tuple[mmap.mmap, np.ndarray]] = {}
+        self._touched: dict[int, int] = {}  # bytes read through each map since its pages were last released
         for i, f in enumerate(self.files):
             if f.length != file_size:
                 raise StoreConfigError(
@@ -129,6 +133,14 @@ class MappedFileQueue:
         last = min(end - end % mmap.PAGESIZE, len(cached[0]))
         if last > first:
             cached[0].madvise(mmap.MADV_DONTNEED, first, last - first)
+
+    def note_read(self, index: int, nbytes: int) -> None:
+        """Count ``nbytes`` read from file ``index`` through its map; past :data:`RESIDENT_BUDGET` the file's
+        pages are released (they stay in the page cache), so a reader scanning gigabytes holds a bounded part."""
+        self._touched[index] = self._touched.get(index, 0) + nbytes
+        if self._touched[index] >= RESIDENT_BUDGET:
+            self._touched[index] = 0
+            self.release(index, 0, self.file_size)
 
     def open_file(self, index: int) -> OpenFile:
         """File ``index`` opened for windowed reads (counted; close it, or use it in a ``with``)."""

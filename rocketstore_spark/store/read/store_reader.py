@@ -231,7 +231,9 @@ class StoreReader(QueueReads, MessageLookups):
             sel = np.flatnonzero((absolute >= start) & (absolute < end))
             buf = self.commitlog.queue.buffer(index)
             for chunk in range(0, len(sel), batch_rows):
-                yield build_batch(buf, walk.fields_at(sel[chunk:chunk + batch_rows]), columns, str(info.path))
+                fields = walk.fields_at(sel[chunk:chunk + batch_rows])
+                self.commitlog.queue.note_read(index, int(fields.total_size.sum()))
+                yield build_batch(buf, fields, columns, str(info.path))
 
     def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
         """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range)."""
