@@ -65,9 +65,7 @@ class MessageLookups:
         columns = normalize_columns(columns)
         sub = Subscription.parse(tags)
         empty = arrow_schema(columns).empty_table()
-        if (topic, int(queue_id)) not in self._queues:
-            _ = self.recovery
-        if (topic, int(queue_id)) not in self._queues:
+        if not self.has_queue(topic, queue_id):
             return GetMessageResult(NO_MATCHED_LOGIC_QUEUE, 0, 0, 0, empty)
         cq = self.consume_queue(topic, queue_id)
         lo, hi = self.min_offset(topic, queue_id), cq.max_offset

@@ -48,7 +48,7 @@ class StoreReader(QueueReads, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
-                 valid_end: Optional[int] = None, listing=None):
+                 valid_end: Optional[int] = None, listing=None, lazy_queues: bool = False):
         self.root = Path(root)
         self.sizes = sizes
         self.check_crc_on_recover = check_crc_on_recover
@@ -57,7 +57,8 @@ class StoreReader(QueueReads, MessageLookups):
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
-        for directory, files in cq_listing(self.root) if listing is None else listing:
+        for directory, files in [] if lazy_queues and valid_end is not None else \
+                cq_listing(self.root) if listing is None else listing:
             if not directory.name.isdigit():
                 raise StoreFormatError(f"unexpected directory {directory.name!r} in {directory.parent}: "
                                        "expected numeric queue ids", directory)
@@ -66,20 +67,27 @@ class StoreReader(QueueReads, MessageLookups):
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
         self._index_files = None
+        # queues loaded when first named (a reader of a few queues of thousands lists only those); only with a
+        # given valid end, since recovery needs every queue
+        self._lazy_queues = lazy_queues and valid_end is not None
 
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
-             index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None):
+             index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None,
+             lazy_queues: bool = False):
         """Open the store at ``path`` for reading.
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
-        ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
+        ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end; with
+        it and the consume-queue file size, ``lazy_queues`` lists no queue up front: each is loaded when first
+        named (:meth:`topics` then knows only those), for readers of a few queues of thousands.
         """
         root = resolve_store_root(path)
-        listing = cq_listing(root)  # listed once: size detection and the queues share it
+        lazy = lazy_queues and valid_end is not None and consume_queue_file_size is not None
+        listing = [] if lazy else cq_listing(root)  # listed once: size detection and the queues share it
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                              index_max_entries, listing=listing)
-        return cls(root, sizes, check_crc_on_recover, valid_end, listing)
+        return cls(root, sizes, check_crc_on_recover, valid_end, listing, lazy)
 
     def __enter__(self):
         return self
@@ -151,7 +159,18 @@ class StoreReader(QueueReads, MessageLookups):
     def has_queue(self, topic: str, queue_id: int) -> bool:
         """Whether (topic, queue_id) has a consume queue (after recovery)."""
         _ = self.recovery
-        return (topic, int(queue_id)) in self._queues
+        return self._queue(topic, int(queue_id)) is not None
+
+    def _queue(self, topic: str, queue_id: int) -> Optional[ConsumeQueue]:
+        """The loaded queue, or with lazy queues the queue loaded now from its directory (None when absent)."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None and self._lazy_queues:
+            directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id)
+            if directory.is_dir():
+                cq = ConsumeQueue(topic, queue_id, directory, self.sizes.consume_queue_file_size)
+                cq.truncate_at_phy(self._given_valid_end)
+                self._queues[(topic, queue_id)] = cq
+        return cq
 
     def _queue_ids_by_topic(self) -> dict:
         """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
@@ -167,7 +186,7 @@ class StoreReader(QueueReads, MessageLookups):
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""
         _ = self.recovery
-        cq = self._queues.get((topic, int(queue_id)))
+        cq = self._queue(topic, int(queue_id))
         if cq is None:
             raise InvalidArgumentError(f"no consume queue for topic {topic!r} queue {queue_id} in {self.root}; "
                                        f"topics are {self.topics()}")
