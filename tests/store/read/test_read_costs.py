@@ -109,3 +109,17 @@ def test_a_process_over_2000_preallocated_queues_stays_small(sparse_store):
     assert ends == rows == TOPICS * QUEUES * PER_QUEUE
     assert peak_kib < 300 * 1024
     assert peak_kib - base_kib < 64 * 1024  # above the imports: per-queue metadata and bounded buffers
+
+
+def test_a_reader_with_a_known_valid_end_loads_only_the_queues_it_names(sparse_store):
+    """What an executor does for a queue partition: no listing of the 2,000 queues, no end search of theirs."""
+    with RocketStore.open(sparse_store) as full:
+        valid_end, sizes = full.max_phy_offset(), full.sizes
+        expected = pa.Table.from_batches(list(full.read_queue("t0042", 6, columns=("body", "queueOffset"))))
+    with counting() as cost, RocketStore.open(sparse_store, valid_end=valid_end, lazy_queues=True,
+                                              consume_queue_file_size=sizes.consume_queue_file_size,
+                                              commit_log_file_size=sizes.commit_log_file_size) as store:
+        got = pa.Table.from_batches(list(store.read_queue("t0042", 6, columns=("body", "queueOffset"))))
+        assert store.topics() == ["t0042"] and not store.has_queue("t9999", 0)
+    assert got.equals(expected)
+    assert cost.files_opened <= 4
