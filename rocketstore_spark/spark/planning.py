@@ -36,11 +36,13 @@ class StoreHandle:
     # only in memory, so executors recover it again rather than trusting the valid end alone
     recover: bool = False
 
-    def open(self) -> RocketStore:
+    def open(self, lazy_queues: bool = False) -> RocketStore:
+        """The store; ``lazy_queues`` (queue reads) loads only the queues a task names, not all thousands."""
         cl, cq, slots, entries = self.sizes
         return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
                                 index_hash_slots=slots, index_max_entries=entries,
-                                valid_end=None if self.recover else self.valid_end)
+                                valid_end=None if self.recover else self.valid_end,
+                                lazy_queues=lazy_queues and not self.recover)
 
 
 @dataclass(frozen=True)

@@ -156,3 +156,21 @@ def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matc
     for parts in (exact, sampled):
         got = sorted(int(r["body"][1:]) for r in _rows(opts, parts))
         assert got == expected
+
+
+def test_stream_batches_pack_the_ranges_of_many_small_queues_by_size():
+    """A micro-batch spread over 1,000 queues is a few tasks, not 1,000; a queue filling a task keeps its own."""
+    from rocketstore_spark.spark.planning import StoreHandle
+    from rocketstore_spark.spark.stream_reader import pack_ranges
+
+    handle = StoreHandle("/s", "b", 0, (1 << 20, 6000, None, None))
+    ranges = [("t", q, 10, 13) for q in range(1000)] + [("big", 0, 0, 500)] + [("u", 1, 7, 8)]
+    parts = pack_ranges(handle, ranges, 500)
+    assert len(parts) == 9
+    assert [len(p.ranges) for p in parts[:6]] == [166] * 6 and len(parts[6].ranges) == 4
+    assert isinstance(parts[7], QueuePartition) and (parts[7].topic, parts[7].end) == ("big", 500)
+    assert isinstance(parts[8], QueuePartition) and (parts[8].topic, parts[8].start) == ("u", 7)
+    covered = [r for p in parts for r in (p.ranges if isinstance(p, QueueRangesPartition) else
+                                          [(p.topic, p.queue_id, p.start, p.end)])]
+    assert covered == ranges
+    assert all(pickle.loads(pickle.dumps(p)) == p for p in parts)
