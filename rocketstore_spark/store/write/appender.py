@@ -36,6 +36,7 @@ from ..read.store_reader import StoreReader
 
 DEFAULT_STORE_HOST = "127.0.0.1:10911"
 CHUNK_BYTES = 64 * 1024 * 1024  # encode at most this much message payload at a time
+MAX_OPEN_FILES = 256  # data files (commit log, consume queues) a writer keeps open at once
 
 
 class StoreWriter:
@@ -192,14 +193,22 @@ class StoreWriter:
         return out
 
     def _fd(self, path: Path, size: int) -> int:
-        fd = self._fds.get(path)
+        fd = self._fds.pop(path, None)
         if fd is None:
             if not path.exists():
                 create_full_size(path, size)  # never a short file in the store, whatever kills us
             fd = os.open(path, os.O_RDWR, 0o644)
             if os.fstat(fd).st_size < size:
                 os.ftruncate(fd, size)
-            self._fds[path] = fd
+            # a write into thousands of queues keeps the most recently used files open, not one per queue
+            # (the process's descriptor limit); a file let go is forced to disk first when flushes sync
+            while len(self._fds) >= MAX_OPEN_FILES:
+                oldest = next(iter(self._fds))
+                old = self._fds.pop(oldest)
+                if self.sync_flush:
+                    os.fsync(old)
+                os.close(old)
+        self._fds[path] = fd  # most recently used last
         return fd
 
     def _write_commitlog(self, batch: EncodedBatch, phy, queue_offset, store_ts, blanks) -> None:
