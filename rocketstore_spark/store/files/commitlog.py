@@ -41,6 +41,11 @@ class FileWalk:
     def __len__(self) -> int:
         return len(self.positions)
 
+    @property
+    def fields(self) -> RecordBatchFields:
+        """Every record's fields, parsed now (large for a full file: prefer :meth:`fields_at` or ``positions``)."""
+        return self.fields_at()
+
     def fields_at(self, idx=None, fixed=None) -> RecordBatchFields:
         """Fields of the records ``positions[idx]`` (all when None; they passed the walk's checks)."""
         positions = self.positions if idx is None else self.positions[idx]
