@@ -25,17 +25,21 @@ RESIDENT_BUDGET = 128 << 20  # bytes a reader reads through one file's map befor
 
 @dataclass(frozen=True)
 class MappedFileInfo:
-    """One file of a queue: its path, the absolute offset of its first byte and its length on disk."""
+    """One file of a queue: its location, the absolute offset of its first byte and its length on disk."""
 
-    path: Path
+    location: str  # the path as text: a listing of 20,000 queues builds no Path objects until one is needed
     from_offset: int
     length: int
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
 
 
 def list_offset_files(directory: Path) -> list[MappedFileInfo]:
     """The files of ``directory`` sorted by start offset; any other entry is an error naming it."""
     infos = []
-    if not directory.is_dir():
+    if not os.path.isdir(directory):
         return infos
     for entry in os.scandir(directory):
         if entry.name.startswith("."):
@@ -44,7 +48,7 @@ def list_offset_files(directory: Path) -> list[MappedFileInfo]:
             raise StoreFormatError(
                 f"unexpected entry {entry.name!r} in {directory}: expected only files named by a "
                 f"{FILE_NAME_DIGITS}-digit start offset", entry.path)
-        infos.append(MappedFileInfo(Path(entry.path), int(entry.name), entry.stat().st_size))
+        infos.append(MappedFileInfo(entry.path, int(entry.name), entry.stat().st_size))
     infos.sort(key=lambda f: f.from_offset)
     return infos
 
@@ -77,7 +81,7 @@ class MappedFileQueue:
     """Read-only view of one MappedFileQueue directory (``commitlog/`` or ``consumequeue/<topic>/<id>/``)."""
 
     def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None):
-        self.directory = directory if isinstance(directory, Path) else Path(directory)
+        self._directory = directory
         self.file_size = file_size
         self.files = list_offset_files(self.directory) if files is None else files
         self._maps: dict[int, tuple[mmap.mmap, np.ndarray]] = {}
@@ -93,6 +97,12 @@ class MappedFileQueue:
                 raise StoreFormatError(
                     f"gap in {self.directory}: expected a file starting at "
                     f"{self.files[i - 1].from_offset + file_size}, found {f.path.name}", f.path)
+
+    @property
+    def directory(self) -> Path:
+        if not isinstance(self._directory, Path):
+            self._directory = Path(self._directory)
+        return self._directory
 
     @property
     def min_offset(self) -> int:
@@ -144,7 +154,7 @@ class MappedFileQueue:
 
     def open_file(self, index: int) -> OpenFile:
         """File ``index`` opened for windowed reads (counted; close it, or use it in a ``with``)."""
-        return OpenFile(self.files[index].path)
+        return OpenFile(self.files[index].location)
 
     def close(self) -> None:
         """Drop the maps (arrays handed out keep their own reference alive)."""

@@ -63,18 +63,28 @@ def _positive(name: str, value) -> Optional[int]:
     return number
 
 
-def cq_directories(root: Path) -> list[Path]:
+class QueueDir(str):
+    """A ``consumequeue/<topic>/<queueId>`` directory as text, with its two names (no Path per queue: pathlib
+    costs more than the listing itself over 20,000 queues). ``Path(d)`` gives the path."""
+
+    def __new__(cls, path: str, topic: str, name: str):
+        self = super().__new__(cls, path)
+        self.topic, self.name = topic, name
+        return self
+
+
+def cq_directories(root: Path) -> list[QueueDir]:
     """Every ``consumequeue/<topic>/<queueId>`` directory, sorted by topic then queue directory name."""
     base = root / L.CONSUMEQUEUE_DIR
     if not base.is_dir():
         return []
     # scandir's entry types come with the listing: no stat per directory (thousands of queues)
     topics = sorted((e for e in os.scandir(base) if e.is_dir()), key=lambda e: e.name)
-    return [Path(q.path) for t in topics
+    return [QueueDir(q.path, t.name, q.name) for t in topics
             for q in sorted((e for e in os.scandir(t.path) if e.is_dir()), key=lambda e: e.name)]
 
 
-def cq_listing(root: Path) -> list[tuple[Path, list[MappedFileInfo]]]:
+def cq_listing(root: Path) -> list[tuple[QueueDir, list[MappedFileInfo]]]:
     """Every consume-queue directory with its files: listed once when a store is opened, then shared by size
     detection and the queues themselves."""
     return [(directory, list_offset_files(directory)) for directory in cq_directories(root)]

@@ -25,7 +25,7 @@ from ..files.mapped_file_queue import MappedFileQueue
 from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
-from ..files.sizes import StoreSizes, cq_listing, detect_sizes
+from ..files.sizes import QueueDir, StoreSizes, cq_listing, detect_sizes
 
 
 def resolve_store_root(path) -> Path:
@@ -60,9 +60,10 @@ class StoreReader(QueueReads, MessageLookups):
         for directory, files in [] if lazy_queues and valid_end is not None else \
                 cq_listing(self.root) if listing is None else listing:
             if not directory.name.isdigit():
-                raise StoreFormatError(f"unexpected directory {directory.name!r} in {directory.parent}: "
+                raise StoreFormatError(f"unexpected directory {directory.name!r} in {Path(directory).parent}: "
                                        "expected numeric queue ids", directory)
-            key = (directory.parent.name, int(directory.name))
+            topic = directory.topic if isinstance(directory, QueueDir) else Path(directory).parent.name
+            key = (topic, int(directory.name))
             self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size, files)
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
