@@ -96,11 +96,16 @@ class ConsumeQueue:
     over thousands of queues holds no more than the units it is working on (see :mod:`.unit_search`).
     """
 
-    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, files=None):
+    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, files=None,
+                 hint_from: Optional[int] = None):
         self.topic = topic
         self.queue_id = queue_id
         self.files = MappedFileQueue(directory, file_size, files)
         self.units_per_file = file_size // L.CQ_STORE_UNIT_SIZE
+        # (hint_from, end, offsets): the commit-log offsets >= hint_from of a young queue's units, kept from the
+        # end search for recovery's first question (phy_offsets_from), then dropped
+        self._hints: Optional[tuple] = None
+        self._hint_from = hint_from
         self._max_offset = self._recover_max_offset()
         self._disk_max_offset = self._max_offset
         self._cut_at: Optional[int] = None  # a commit-log valid end to truncate at when the queue is first used
@@ -144,6 +149,11 @@ class ConsumeQueue:
             if prefix.count < self.units_per_file or index + 1 >= len(files):
                 if prefix.count:  # the last file the queue ends in: what truncation would scan
                     self._last_file_max_phy = prefix.max_phy
+                if self._hint_from is not None and prefix.phy is not None and \
+                        (index == 0 or not prefix.count or prefix.phy[0] < self._hint_from):
+                    # every unit at or past hint_from is in this file: no earlier file's unit can be (units
+                    # point forward)
+                    self._hints = (self._hint_from, end, prefix.phy[prefix.phy >= self._hint_from])
                 return end
             index += 1
 
@@ -280,6 +290,9 @@ class ConsumeQueue:
     def phy_offsets_from(self, phy_start: int) -> np.ndarray:
         """Commit-log offsets of the units pointing at or after ``phy_start`` (a binary search finds the first;
         units are in commit-log order)."""
+        hints, self._hints = self._hints, None
+        if hints is not None and phy_start >= hints[0] and self._cut_at is None and self._max_offset == hints[1]:
+            return hints[2][int(np.searchsorted(hints[2], phy_start, "left")):]
         lo, hi = self.first_offset, self.max_offset
         if lo >= hi or self.last_unit()[0] < phy_start:
             return np.zeros(0, dtype=np.int64)

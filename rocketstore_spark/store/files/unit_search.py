@@ -62,6 +62,7 @@ class FilePrefix:
     count: int
     last: Optional[tuple[int, int]]
     max_phy: Optional[int]
+    phy: Optional[np.ndarray] = None  # the valid units' commit-log offsets, when the search read them all
 
 
 def valid_prefix(handle: OpenFile, units_per_file: int) -> FilePrefix:
@@ -81,8 +82,8 @@ def valid_prefix(handle: OpenFile, units_per_file: int) -> FilePrefix:
             bad = np.flatnonzero(~ok)
             count = int(bad[0]) if len(bad) else len(units)
             last = (int(units["phy_offset"][count - 1]), int(units["size"][count - 1])) if count else None
-            max_phy = int(units["phy_offset"][:count].max()) if count else None
-            return FilePrefix(count, last, max_phy)
+            phy = units["phy_offset"][:count].astype(np.int64)
+            return FilePrefix(count, last, int(phy.max()) if count else None, phy)
         bound = units_per_file  # data past the reported hole: search the whole file
     elif bound < units_per_file and valid_units(read(bound, bound + 1))[0]:
         bound = units_per_file

@@ -57,6 +57,10 @@ class StoreReader(QueueReads, MessageLookups):
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
+        # where normal recovery usually starts walking (the last commit-log file): young queues keep their units
+        # pointing there from the end search, so recovery's hints need no second read of them
+        files = self.commitlog.queue.files
+        hint_from = files[-1].from_offset if files else None
         for directory, files in [] if lazy_queues and valid_end is not None else \
                 cq_listing(self.root) if listing is None else listing:
             if not directory.name.isdigit():
@@ -64,7 +68,8 @@ class StoreReader(QueueReads, MessageLookups):
                                        "expected numeric queue ids", directory)
             topic = directory.topic if isinstance(directory, QueueDir) else Path(directory).parent.name
             key = (topic, int(directory.name))
-            self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size, files)
+            self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size, files,
+                                             hint_from)
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
         self._index_files = None
