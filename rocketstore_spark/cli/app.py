@@ -240,19 +240,36 @@ def generate(store: Path = typer.Argument(..., help="store directory to create o
              days: float = typer.Option(3.0, help="store times spread over this many days, ending now"),
              seed: int = typer.Option(42, help="random seed"),
              body_bytes: Optional[int] = typer.Option(None, help="fixed body size (mixed sizes by default)"),
+             topics: Optional[int] = typer.Option(None, help="a production-shaped store: this many topics with "
+                                                  "Zipf-like popularity (the sample's four topics by default)"),
+             queues_per_topic: int = typer.Option(8, help="queues per topic (with --topics)"),
+             retry_groups: int = typer.Option(0, help="consumer groups, each with a %RETRY% queue, every tenth "
+                                              "with a %DLQ% one (with --topics)"),
+             sizes: str = typer.Option("lognormal:600,0.8", "--sizes", help="body sizes with --topics: "
+                                       "lognormal:MEAN,SIGMA (mean bytes, sigma of the log) or fixed:BYTES"),
              commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
              consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
              index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
-    """Write a realistic sample store (topics, queues, tags, keys, mixed bodies, some compressed)."""
+    """Write a realistic sample store (topics, queues, tags, keys, mixed bodies, some compressed), or with
+    --topics a production-shaped one (many queues, skewed topics, retry queues, mixed sizes)."""
+    from .production import ProductionSpec, SizeSpec, generate_production_store
     from .sample import SampleSpec, generate_store
 
     # sizes for a new store; an existing one must match them
-    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    file_sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
     with progress_bar() as bar:
         task = bar.add_task("generating", total=messages)
-        result = generate_store(store, SampleSpec(messages=messages, days=days, seed=seed, body_bytes=body_bytes),
-                                progress=lambda n: bar.advance(task, n), **sizes)
-    console.print(f"wrote {result['messages']:,} messages to {store} (commit log ends at "
+        advance = lambda n: bar.advance(task, n)  # noqa: E731
+        if topics is None:
+            result = generate_store(store, SampleSpec(messages=messages, days=days, seed=seed,
+                                                      body_bytes=body_bytes), progress=advance, **file_sizes)
+        else:
+            spec = ProductionSpec(messages=messages, topics=topics, queues_per_topic=queues_per_topic,
+                                  retry_groups=retry_groups, seed=seed, days=days,
+                                  sizes=SizeSpec.parse(sizes if body_bytes is None else f"fixed:{body_bytes}"))
+            result = generate_production_store(store, spec, progress=advance, **file_sizes)
+    queues = f" in {result['queues']:,} queues of {result['topics']:,} topics" if "queues" in result else ""
+    console.print(f"wrote {result['messages']:,} messages{queues} to {store} (commit log ends at "
                   f"{result['end_phy_offset']:,})")
 
 

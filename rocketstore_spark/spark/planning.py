@@ -37,11 +37,13 @@ class StoreHandle:
     recover: bool = False
     variant: Optional[str] = None  # as the driver found it, so executors read the store the same way
 
-    def open(self) -> RocketStore:
+    def open(self, lazy_queues: bool = False) -> RocketStore:
+        """The store; ``lazy_queues`` (queue reads) loads only the queues a task names, not all thousands."""
         cl, cq, slots, entries = self.sizes
         return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
                                 index_hash_slots=slots, index_max_entries=entries,
-                                valid_end=None if self.recover else self.valid_end, variant=self.variant)
+                                valid_end=None if self.recover else self.valid_end, variant=self.variant,
+                                lazy_queues=lazy_queues and not self.recover)
 
 
 @dataclass(frozen=True)
@@ -189,9 +191,9 @@ def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pu
     end = min(end, pushed.queue_offset[1])
     cq = store.consume_queue(topic, qid)
     if pushed.phy_offset != (0, 1 << 62) and start < end:
-        units = cq.units(start, end)["phy_offset"].astype(np.int64)
-        start, end = (start + int(np.searchsorted(units, pushed.phy_offset[0], "left")),
-                      start + int(np.searchsorted(units, pushed.phy_offset[1], "left")))
+        # units point forward through the commit log: two binary searches, not a read of the range
+        start, end = (cq.first_at_or_past(pushed.phy_offset[0], start, end),
+                      cq.first_at_or_past(pushed.phy_offset[1], start, end))
     lo_t, hi_t = pushed.store_time
     if lo_t is not None and start < end:
         start = max(start, store.offset_by_time(topic, qid, lo_t, "lower"))

@@ -28,7 +28,7 @@ from .planning import (
 from .schema import arrow_schema_for, store_columns, to_spark_batch
 
 log = logging.getLogger("rocketstore_spark")
-_OPEN_STORES: "OrderedDict[StoreHandle, RocketStore]" = OrderedDict()
+_OPEN_STORES: "OrderedDict[tuple, RocketStore]" = OrderedDict()  # (handle, lazy queues) → store
 _MAX_OPEN_STORES = 8
 
 
@@ -38,21 +38,24 @@ def store_for(handle: StoreHandle, partition=None) -> RocketStore:
     A cached store that has not seen a queue's units up to the partition's end (the store grew since it was
     opened: streaming, or appends between planning and reading) is opened again.
     """
-    store = _OPEN_STORES.get(handle)
+    # queue reads load only the queues they name (a store of 20,000 queues is not listed per task); commit-log
+    # scans take every queue's units as record-start hints, so they open the store whole
+    lazy = isinstance(partition, (QueuePartition, QueueRangesPartition))
+    key = (handle, lazy)
+    store = _OPEN_STORES.get(key)
     files = store.commitlog.queue.files if store is not None else []
     if files and not files[0].path.exists():  # expired under us: the cached listing is stale
-        _OPEN_STORES.pop(handle).close()
+        _OPEN_STORES.pop(key).close()
         store = None
-    if store is not None and isinstance(partition, (QueuePartition, QueueRangesPartition)) and \
-            not _covers(store, partition):
-        _OPEN_STORES.pop(handle).close()
+    if store is not None and lazy and not _covers(store, partition):
+        _OPEN_STORES.pop(key).close()
         store = None
     if store is None:
-        store = handle.open()
-        _OPEN_STORES[handle] = store
+        store = handle.open(lazy_queues=lazy)
+        _OPEN_STORES[key] = store
         while len(_OPEN_STORES) > _MAX_OPEN_STORES:
             _OPEN_STORES.popitem(last=False)[1].close()
-    _OPEN_STORES.move_to_end(handle)
+    _OPEN_STORES.move_to_end(key)
     return store
 
 

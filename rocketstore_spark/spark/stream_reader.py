@@ -22,10 +22,10 @@ from typing import Optional
 from pyspark.sql.datasource import DataSourceStreamReader
 
 from ..errors import DataLossError
-from ..store import RocketStore
+from ..store import LiveTail, RocketStore, detect_variant, resolve_store_root
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
-from .planning import QueuePartition, StoreHandle, handle_sizes, split_range
+from .planning import QueuePartition, QueueRangesPartition, StoreHandle, handle_sizes, split_range
 from .reader import RocketStoreReader
 
 try:  # Spark >= 4.2
@@ -43,10 +43,14 @@ log = logging.getLogger("rocketstore_spark")
 Offsets = dict  # broker → topic → str(queue id) → next offset
 
 
-def open_live(ref: StoreRef, opts: ReadOptions) -> RocketStore:
-    """A store opened without recovery: streaming trusts consume-queue tails checked record by record."""
-    probe = RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62, variant=opts.variant)
-    return probe
+def open_live(ref: StoreRef, opts: ReadOptions, tail: Optional[LiveTail] = None) -> RocketStore:
+    """A store opened without recovery: streaming trusts consume-queue tails checked record by record. With a
+    tail (whose sizes are known) the store loads only the queues it is asked about."""
+    if tail is None:
+        return RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62, variant=opts.variant)
+    sizes = dict(opts.sizes, commit_log_file_size=tail.sizes.commit_log_file_size,
+                 consume_queue_file_size=tail.sizes.consume_queue_file_size)
+    return RocketStore.open(ref.path, **sizes, valid_end=1 << 62, lazy_queues=True, variant=opts.variant)
 
 
 def live_ends(store: RocketStore, opts: ReadOptions) -> dict:
@@ -76,6 +80,22 @@ def share_limit(backlog: dict, limit: int) -> dict:
     return shares
 
 
+def pack_ranges(handle: StoreHandle, ranges: list, max_messages: int) -> list:
+    """Queue ranges into partitions of at most ``max_messages`` messages, in order: a range that fills a
+    partition alone stays a :class:`QueuePartition`, runs of smaller ones share a :class:`QueueRangesPartition`."""
+    parts, current, filled = [], [], 0
+    for rng in ranges + [None]:
+        size = 0 if rng is None else rng[3] - rng[2]
+        if current and (rng is None or filled + size > max_messages):
+            parts.append(QueuePartition(handle, *current[0]) if len(current) == 1
+                         else QueueRangesPartition(handle, tuple(current)))
+            current, filled = [], 0
+        if rng is not None:
+            current.append(rng)
+            filled += size
+    return parts
+
+
 class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, opts: ReadOptions, spark_columns: tuple[str, ...]):
         self.opts = opts
@@ -85,14 +105,31 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # Spark 4.0/4.1 call latestOffset() without a start: the end of the last batch Spark planned stands in
         self._last_end: Optional[Offsets] = None
         self._warned_old_spark = False
+        # broker → LiveTail: the queue ends followed across triggers (the reader lives as long as the query)
+        self._tails: dict = {}
 
     # --- offsets ------------------------------------------------------------------------------------------
 
+    def _tail(self, ref: StoreRef) -> Optional[LiveTail]:
+        """The broker's LiveTail; None for storage variants whose queues it does not follow (DLedger's log,
+        RocksDB or batch consume queues, LMQ's extra units): those re-check every queue per trigger."""
+        if ref.broker not in self._tails:
+            variant = detect_variant(resolve_store_root(ref.path), self.opts.variant)
+            self._tails[ref.broker] = None if variant.features else \
+                LiveTail.open(ref.path, self.opts.wants_topic, **self.opts.sizes)
+        return self._tails[ref.broker]
+
     def _latest(self) -> Offsets:
-        out = {}
+        """Every wanted queue's complete end: the first trigger checks each queue, later ones follow the commit
+        log from where the last stopped and re-check only the queues its new records went to."""
+        out: Offsets = {}
         for ref in self.opts.stores:
-            with open_live(ref, self.opts) as store:
-                out[ref.broker] = live_ends(store, self.opts)
+            tail = self._tail(ref)
+            if tail is not None:
+                out[ref.broker] = tail.ends()
+            else:
+                with open_live(ref, self.opts) as store:
+                    out[ref.broker] = live_ends(store, self.opts)
         return out
 
     def initialOffset(self) -> Offsets:
@@ -100,7 +137,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         start = self.opts.starting_offsets
         out: Offsets = {}
         for ref in self.opts.stores:
-            with open_live(ref, self.opts) as store:
+            with open_live(ref, self.opts, self._tail(ref)) as store:
                 for topic, queues in latest.get(ref.broker, {}).items():
                     for qid in queues:
                         out.setdefault(ref.broker, {}).setdefault(topic, {})[qid] = \
@@ -163,30 +200,35 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _earliest(self, broker: str, topic: str, qid: int) -> int:
         ref = next(r for r in self.opts.stores if r.broker == broker)
-        with open_live(ref, self.opts) as store:
+        with open_live(ref, self.opts, self._tail(ref)) as store:
             return store.min_offset(topic, qid)
 
     # --- partitions ---------------------------------------------------------------------------------------
 
     def partitions(self, start: Offsets, end: Offsets):
+        """The batch's queue ranges, packed: ranges of many small queues share a task up to
+        ``maxMessagesPerPartition`` messages (a batch spread over thousands of queues is a few tasks, not one
+        per queue). Only the queues with something to read are opened."""
         self._last_end = end  # on restart Spark re-plans its last batch first: later batches go on from here
         parts = []
         for ref in self.opts.stores:
-            ends = end.get(ref.broker, {})
-            if not ends:
+            work = [(topic, qid, start.get(ref.broker, {}).get(topic, {}).get(qid), int(hi))
+                    for topic, queues in end.get(ref.broker, {}).items() for qid, hi in queues.items()]
+            work = [w for w in work if w[2] is None or int(w[2]) < w[3]]
+            if not work:
                 continue
-            with open_live(ref, self.opts) as store:
+            with open_live(ref, self.opts, self._tail(ref)) as store:
                 handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
                                      handle_sizes(store.sizes), variant=store.variant.name)
                 per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
-                for topic, queues in ends.items():
-                    for qid, hi in queues.items():
-                        lo = start.get(ref.broker, {}).get(topic, {}).get(qid)
-                        if lo is None:
-                            lo = store.min_offset(topic, int(qid)) if store.has_queue(topic, qid) else hi
-                        lo = self._check_loss(store, ref, topic, int(qid), int(lo), int(hi))
-                        for a, b in split_range(lo, int(hi), per_file, self.opts.max_messages_per_partition):
-                            parts.append(QueuePartition(handle, topic, int(qid), a, b))
+                ranges = []
+                for topic, qid, lo, hi in work:
+                    if lo is None:
+                        lo = store.min_offset(topic, int(qid)) if store.has_queue(topic, qid) else hi
+                    lo = self._check_loss(store, ref, topic, int(qid), int(lo), hi)
+                    ranges += [(topic, int(qid), a, b)
+                               for a, b in split_range(lo, hi, per_file, self.opts.max_messages_per_partition)]
+                parts += pack_ranges(handle, ranges, self.opts.max_messages_per_partition)
         return parts
 
     def _check_loss(self, store, ref, topic, qid, lo, hi) -> int:

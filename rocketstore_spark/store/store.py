@@ -31,6 +31,7 @@ from .files.variant import StoreVariant, detect_variant, dledger_logs, parse_var
 from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
+from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
 from .read.store_reader import StoreReader, resolve_store_root
@@ -50,7 +51,7 @@ class RocketStore(StoreReader):
     @classmethod
     def open(cls, path, mode: str = MODE_READ, *, commit_log_file_size=None, consume_queue_file_size=None,
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
-             valid_end: Optional[int] = None, variant=None, **writer_options):
+             valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, **writer_options):
         """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
@@ -71,10 +72,10 @@ class RocketStore(StoreReader):
         return super().open(path, commit_log_file_size=commit_log_file_size,
                             consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
                             index_max_entries=index_max_entries, check_crc_on_recover=check_crc_on_recover,
-                            valid_end=valid_end, variant=variant)
+                            valid_end=valid_end, variant=variant, lazy_queues=lazy_queues)
 
 
-__all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "StoreSizes", "Subscription", "StoreLock",
+__all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreSizes", "Subscription", "StoreLock",
            "DEFAULT_BATCH_ROWS", "DEFAULT_STORE_HOST", "COLUMNS", "RAW_COLUMNS", "arrow_schema", "resolve_store_root",
            "stage", "publish_staged", "discard_staged", "new_job_id", "existing_queue_counts",
            "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path",

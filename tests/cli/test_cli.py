@@ -55,6 +55,21 @@ def test_generate_inspect_verify(tmp_path):
     assert "orders" in shown and "index file" in shown
 
 
+def test_generate_a_production_shaped_store(tmp_path):
+    """Many topics with skewed popularity, a retry queue per consumer group, mixed sizes, default file sizes."""
+    store = tmp_path / "s"
+    out = run("generate", store, "--messages", 20_000, "--topics", 40, "--queues-per-topic", 4, "--retry-groups",
+              20, "--sizes", "lognormal:300,1.0", "--commit-log-file-size", 1 << 24).stdout
+    assert "wrote 20,000 messages in 182 queues of 62 topics" in " ".join(out.split())
+    info = json.loads(run("inspect", store, "--json").stdout)
+    counts = {t["topic"]: t["messages"] for t in info["topics"]}
+    assert sum(counts.values()) == 20_000
+    assert counts["topic-00000"] > 5 * counts.get("topic-00039", 0)  # Zipf-like: the first topic dominates
+    assert sum(1 for t in counts if t.startswith("%RETRY%group-")) >= 10
+    assert {f.stat().st_size for f in (store / "consumequeue").glob("*/*/*")} == {6_000_000}  # broker default
+    assert "bad sizes" in run("generate", tmp_path / "x", "--topics", 2, "--sizes", "zipf:3", check=False).stderr
+
+
 def test_inspect_shows_topics_a_broker_would_not_serve_and_recover_registers_them(tmp_path):
     store = tmp_path / "s"
     run("generate", store, "--messages", 300, "--commit-log-file-size", 1 << 20)

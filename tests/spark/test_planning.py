@@ -101,17 +101,17 @@ def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_change
     assert planned_end() == 15
     first = planning._RECOVERED[str(root)][1]
     assert planned_end() == 15 and planning._RECOVERED[str(root)][1] is first  # not recovered again
-    assert first.consume_queue("T", 0).files._maps  # its consume-queue maps stay open between plans
+    assert first.commitlog.queue._maps  # its commit-log maps stay open between plans
     _small_store(root, 10, start=15)
     assert planned_end() == 25  # the change is seen: a new store, the old one closed
     second = planning._RECOVERED[str(root)][1]
-    assert second is not first and not first.consume_queue("T", 0).files._maps
+    assert second is not first and not first.commitlog.queue._maps
     for i in range(planning._MAX_PLANNED_STORES + 2):
         other = tmp_path / f"o{i}" / "store"
         _small_store(other, 3)
         assert plan(parse_read_options({"path": str(other)}), Pushed())
     assert len(planning._RECOVERED) <= planning._MAX_PLANNED_STORES
-    assert str(root) not in planning._RECOVERED and not second.consume_queue("T", 0).files._maps  # evicted, closed
+    assert str(root) not in planning._RECOVERED and not second.commitlog.queue._maps  # evicted, closed
 
 
 def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matches(tmp_path, monkeypatch):
@@ -156,3 +156,21 @@ def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matc
     for parts in (exact, sampled):
         got = sorted(int(r["body"][1:]) for r in _rows(opts, parts))
         assert got == expected
+
+
+def test_stream_batches_pack_the_ranges_of_many_small_queues_by_size():
+    """A micro-batch spread over 1,000 queues is a few tasks, not 1,000; a queue filling a task keeps its own."""
+    from rocketstore_spark.spark.planning import StoreHandle
+    from rocketstore_spark.spark.stream_reader import pack_ranges
+
+    handle = StoreHandle("/s", "b", 0, (1 << 20, 6000, None, None))
+    ranges = [("t", q, 10, 13) for q in range(1000)] + [("big", 0, 0, 500)] + [("u", 1, 7, 8)]
+    parts = pack_ranges(handle, ranges, 500)
+    assert len(parts) == 9
+    assert [len(p.ranges) for p in parts[:6]] == [166] * 6 and len(parts[6].ranges) == 4
+    assert isinstance(parts[7], QueuePartition) and (parts[7].topic, parts[7].end) == ("big", 500)
+    assert isinstance(parts[8], QueuePartition) and (parts[8].topic, parts[8].start) == ("u", 7)
+    covered = [r for p in parts for r in (p.ranges if isinstance(p, QueueRangesPartition) else
+                                          [(p.topic, p.queue_id, p.start, p.end)])]
+    assert covered == ranges
+    assert all(pickle.loads(pickle.dumps(p)) == p for p in parts)

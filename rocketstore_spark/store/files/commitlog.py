@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -15,21 +15,52 @@ from ..format.prop_crc import check_record_crcs
 from .mapped_file_queue import MappedFileQueue
 
 _HEAD = struct.Struct(">ii")  # TOTALSIZE, MAGICCODE
+RELEASE_BYTES = 16 << 20  # a walk releases the pages it has passed in steps of at least this many bytes
 
 END_BLANK = "blank"  # the file ends with a BLANK marker (or too few bytes for another record)
 END_DATA = "end"  # no record starts here: zeros or an unknown magic code (end of written data)
 END_INVALID = "invalid"  # a record starts here but fails RocketMQ's checks
 
 
+WALK_CHUNK = 1 << 15  # records checked (and hints chained) per step: bounds what a walk holds at once
+
+
 @dataclass
 class FileWalk:
-    """Where the records of one commit-log file are, and how the walk ended."""
+    """Where the valid records of one commit-log file start, and how the walk ended.
+
+    Only the start positions are kept (8 bytes a record); the parsed fields of a whole 1 GiB file would take
+    hundreds of megabytes, so they are parsed again on demand for the records a caller selects."""
 
     file_index: int
-    fields: RecordBatchFields  # the valid records, in file order
+    positions: np.ndarray  # start positions of the valid records, in file order
     end_position: int  # position in the file where the walk stopped
     end_kind: str  # END_BLANK, END_DATA or END_INVALID
     problem: str = ""
+    buffer: Optional[Callable[[], np.ndarray]] = field(default=None, repr=False)  # the file's bytes
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def fields(self) -> RecordBatchFields:
+        """Every record's fields, parsed now (large for a full file: prefer :meth:`fields_at` or ``positions``)."""
+        return self.fields_at()
+
+    def fields_at(self, idx=None, fixed=None) -> RecordBatchFields:
+        """Fields of the records ``positions[idx]`` (all when None; they passed the walk's checks)."""
+        positions = self.positions if idx is None else self.positions[idx]
+        return parse_records(self.buffer(), positions, fixed)
+
+    def stored_phy_offsets(self) -> np.ndarray:
+        """Each record's PHYSICALOFFSET field (what dispatch and re-dispatch compare), read in steps."""
+        buf = self.buffer()
+        return np.concatenate([np.zeros(0, np.int64)] + [
+            read_be(buf, self.positions[a:a + WALK_CHUNK] + L.PHYSICAL_OFFSET_POSITION, 8)
+            for a in range(0, len(self.positions), WALK_CHUNK)])
+
+    def stored_sysflags(self, idx) -> np.ndarray:
+        return read_be(self.buffer(), self.positions[idx] + L.SYSFLAG_POSITION, 4)
 
 
 class CommitLog:
@@ -61,7 +92,9 @@ class CommitLog:
         Stops at a BLANK marker, at the end of written data (a magic code that is no record's) or at the first
         record that fails the length arithmetic or, with ``check_crc``, the body CRC. ``hints`` are positions
         known to start records (from consume-queue units): runs of them that chain by TOTALSIZE are taken
-        in one vectorised step, and only the gaps between them (records no queue points at) are walked.
+        in vectorised steps, and only the gaps between them (records no queue points at) are walked. Records
+        are checked :data:`WALK_CHUNK` at a time and the pages behind them released, so a walk of a 1 GiB file
+        holds the record starts and one step's pages, not the file.
         """
         buf = self.queue.buffer(index)
         size = len(buf)
@@ -71,10 +104,10 @@ class CommitLog:
         mv = memoryview(buf)
         hints = np.zeros(0, dtype=np.int64) if hints is None else \
             _sorted_unique(hints[(hints >= start) & (hints < size)])
-        h = 0
+        h, released = 0, start
         while pos + 8 <= size:
             if h < len(hints) and hints[h] == pos:
-                chain = hints[h:]
+                chain = hints[h:h + WALK_CHUNK]
                 nexts = chain + read_be(buf, chain, 4)
                 breaks = np.flatnonzero(nexts[:-1] != chain[1:])
                 stop = int(breaks[0]) + 1 if len(breaks) else len(chain)
@@ -82,6 +115,7 @@ class CommitLog:
                 pos, h = int(nexts[stop - 1]), h + stop
                 if pos <= int(chain[stop - 1]) or pos > size:
                     break  # a non-positive or oversized TOTALSIZE: parse_records reports that record
+                released = self._release(index, released, int(chain[stop - 1]))
                 continue
             total, magic = _HEAD.unpack_from(mv, pos)
             if magic == L.BLANK_MAGIC_CODE:
@@ -95,19 +129,33 @@ class CommitLog:
             pos += total
             while h < len(hints) and hints[h] < pos:
                 h += 1
+        del mv
         positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
-        fields = parse_records(buf, positions)
-        if check_crc:
-            self.check_crcs(buf, fields)
-        bad = np.flatnonzero(~fields.valid)
-        problem = ""
-        if len(bad):
-            first = int(bad[0])
-            end_kind = END_INVALID
-            pos = int(fields.position[first])
-            problem = PROBLEM_DESCRIPTIONS.get(int(fields.problem[first]), "invalid record")
-            fields = fields.take(np.arange(first))
-        return FileWalk(index, fields, pos, end_kind, problem)
+        self._release(index, released, size)
+        problem, released = "", start
+        for a in range(0, len(positions), WALK_CHUNK):
+            chunk = positions[a:a + WALK_CHUNK]
+            fields = parse_records(buf, chunk)
+            if check_crc:
+                self.check_crcs(buf, fields)
+            bad = np.flatnonzero(~fields.valid)
+            released = self._release(index, released, int(chunk[-1]))
+            if len(bad):
+                first = int(bad[0])
+                end_kind = END_INVALID
+                pos = int(fields.position[first])
+                problem = PROBLEM_DESCRIPTIONS.get(int(fields.problem[first]), "invalid record")
+                positions = positions[:a + first]
+                break
+        return FileWalk(index, positions, pos, end_kind, problem, lambda: self.queue.buffer(index))
+
+    def _release(self, index: int, start: int, end: int) -> int:
+        """Let go of the pages of file ``index`` in ``[start, end)`` once a walk has passed them (see
+        :meth:`MappedFileQueue.release`); returns ``end``, where the next release starts."""
+        if end - start >= RELEASE_BYTES:
+            self.queue.release(index, start, end)
+            return end
+        return start
 
     def recover_end(self, start_index: int, check_crc: bool = True,
                     hints: Optional[np.ndarray] = None) -> tuple[int, list[FileWalk]]:

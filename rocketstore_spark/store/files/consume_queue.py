@@ -12,10 +12,11 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, StoreFormatError
 from ..format import layout as L
 from ..format.java_hash import java_string_hash
 from .mapped_file_queue import MappedFileQueue
+from .unit_search import WINDOW_UNITS, file_units_reader, first_at_or_past, valid_prefix
 
 UNITS_PER_RECOVERY_FILES = 3  # ConsumeQueue.recover starts from the third-last file
 HASH_SCAN_UNITS = 1 << 16  # units tag-tested per step (1.3 MB of queue): measured fastest on 2.5M units
@@ -89,34 +90,91 @@ class Subscription:
 
 
 class ConsumeQueue:
-    """Read-only consume queue of one (topic, queueId)."""
+    """Read-only consume queue of one (topic, queueId).
 
-    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, strays: Optional[list] = None):
+    Holds metadata only (its file listing and end); units are read on demand, window by window, so a process
+    over thousands of queues holds no more than the units it is working on (see :mod:`.unit_search`).
+    """
+
+    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, files=None,
+                 hint_from: Optional[int] = None, strays: Optional[list] = None):
         self.topic = topic
         self.queue_id = queue_id
-        self.files = MappedFileQueue(directory, file_size, strays=strays)
+        self.files = MappedFileQueue(directory, file_size, files, strays=strays)
         self.units_per_file = file_size // L.CQ_STORE_UNIT_SIZE
-        self.max_offset = self._recover_max_offset()
-        self.disk_max_offset = self.max_offset
+        # (hint_from, end, offsets): the commit-log offsets >= hint_from of a young queue's units, kept from the
+        # end search for recovery's first question (phy_offsets_from), then dropped
+        self._hints: Optional[tuple] = None
+        self._hint_from = hint_from
+        self._max_offset = self._recover_max_offset()
+        self._disk_max_offset = self._max_offset
+        self._cut_at: Optional[int] = None  # a commit-log valid end to truncate at when the queue is first used
         # units the real store would write when it opens the store (records past the queue's end)
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
 
-    def _file_units(self, index: int) -> np.ndarray:
-        return np.frombuffer(self.files.buffer(index), dtype=L.CQ_UNIT_DTYPE)
+    @property
+    def max_offset(self) -> int:
+        """The queue offset after the last unit (virtual units included)."""
+        if self._cut_at is not None:
+            self._truncate_now()
+        return self._max_offset
+
+    @max_offset.setter
+    def max_offset(self, value: int) -> None:
+        self._max_offset = value
+
+    @property
+    def disk_max_offset(self) -> int:
+        """The queue offset after the last unit on disk that survives recovery."""
+        if self._cut_at is not None:
+            self._truncate_now()
+        return self._disk_max_offset
 
     def _recover_max_offset(self) -> int:
-        """Queue offset after the last valid unit (``ConsumeQueue.recover``)."""
+        """Queue offset after the last valid unit (``ConsumeQueue.recover``: from the third-last file, on to the
+        next file while a file is valid to its end), each file's valid prefix found by binary search. Keeps the
+        last unit (and, for a young queue, its last file's largest commit-log offset) as metadata."""
         files = self.files.files
+        self._tail = None  # (queue offset, commit-log offset, size) of the last valid unit on disk
+        self._last_file_max_phy = None
         if not files:
             return 0
         index = max(len(files) - UNITS_PER_RECOVERY_FILES, 0)
         while True:
-            units = self._file_units(index)
-            bad = np.flatnonzero((units["phy_offset"] < 0) | (units["size"] <= 0))
-            if len(bad) or index + 1 >= len(files):
-                count = int(bad[0]) if len(bad) else len(units)
-                return (files[index].from_offset // L.CQ_STORE_UNIT_SIZE) + count
+            with self.files.open_file(index) as handle:
+                prefix = valid_prefix(handle, self.units_per_file)
+            end = files[index].from_offset // L.CQ_STORE_UNIT_SIZE + prefix.count
+            if prefix.last is not None:
+                self._tail = (end - 1,) + prefix.last
+            if prefix.count < self.units_per_file or index + 1 >= len(files):
+                if prefix.count:  # the last file the queue ends in: what truncation would scan
+                    self._last_file_max_phy = prefix.max_phy
+                if self._hint_from is not None and prefix.phy is not None and \
+                        (index == 0 or not prefix.count or prefix.phy[0] < self._hint_from):
+                    # every unit at or past hint_from is in this file: no earlier file's unit can be (units
+                    # point forward)
+                    self._hints = (self._hint_from, end, prefix.phy[prefix.phy >= self._hint_from])
+                return end
             index += 1
+
+    def _disk_units(self, start: int, end: int) -> np.ndarray:
+        """Units of queue offsets ``[start, end)`` inside one file, read from disk (no clamping)."""
+        index = self.files.index_of(start * L.CQ_STORE_UNIT_SIZE)
+        base = self.files.files[index].from_offset // L.CQ_STORE_UNIT_SIZE
+        with self.files.open_file(index) as handle:
+            units = file_units_reader(handle)(start - base, end - base)
+        if len(units) != end - start:
+            raise StoreFormatError(f"consume-queue file {handle.path} is shorter than its queue's file size",
+                                   handle.path)
+        return units
+
+    def first_at_or_past(self, phy_offset: int, lo: int = None, hi: int = None) -> int:
+        """The first queue offset in ``[lo, hi)`` (default: the whole queue) whose unit points at or past
+        commit-log ``phy_offset``; ``hi`` when none does. Units point forward through the commit log, so this is
+        a binary search of a few probes."""
+        lo = self.first_offset if lo is None else max(lo, self.first_offset)
+        hi = self.max_offset if hi is None else min(hi, self.max_offset)
+        return first_at_or_past(self.units, lo, hi, phy_offset) if lo < hi else hi
 
     @property
     def first_offset(self) -> int:
@@ -144,9 +202,7 @@ class ConsumeQueue:
         else:
             tail = None
         for lo, hi in self.file_ranges(start, end):
-            index = self.files.index_of(lo * L.CQ_STORE_UNIT_SIZE)
-            base = self.files.files[index].from_offset // L.CQ_STORE_UNIT_SIZE
-            parts.append(self._file_units(index)[lo - base:hi - base])
+            parts.append(self._disk_units(lo, hi))
         if tail is not None:
             parts.append(tail)
         if not parts:
@@ -156,8 +212,7 @@ class ConsumeQueue:
 
     def hash_matches(self, sub: Subscription, start: int, end: int):
         """(queue offsets, units) of the units in ``[start, end)`` whose tag hash ``sub`` accepts, chunk by
-        chunk: steps of :data:`HASH_SCAN_UNITS` inside one file keep the arrays in cache and the units are views
-        of the mapped file, never copies."""
+        chunk: steps of :data:`HASH_SCAN_UNITS` inside one file keep the arrays in cache and bound what is held."""
         for lo, hi in self.file_ranges(max(start, self.first_offset), min(end, self.max_offset)):
             while lo < hi:
                 stop = min(hi, lo + HASH_SCAN_UNITS)
@@ -181,59 +236,67 @@ class ConsumeQueue:
             return self.files.directory, byte
         return self.files.files[index].path, byte - self.files.files[index].from_offset
 
+    def last_unit(self) -> Optional[tuple[int, int]]:
+        """(commit-log offset, size) of the last unit (None when the queue is empty); kept from the end search."""
+        hi = self.max_offset
+        if hi <= self.first_offset:
+            return None
+        if self._tail is None or self._tail[0] != hi - 1:
+            unit = self.units(hi - 1, hi)[0]
+            self._tail = (hi - 1, int(unit["phy_offset"]), int(unit["size"]))
+        return self._tail[1:]
+
     def last_unit_end(self) -> int:
         """``phy_offset + size`` of the last valid unit (0 when empty): the queue's max physical offset."""
-        if self.max_offset <= self.first_offset:
-            return 0
-        unit = self.units(self.max_offset - 1, self.max_offset)[0]
-        return int(unit["phy_offset"]) + int(unit["size"])
+        last = self.last_unit()
+        return 0 if last is None else last[0] + last[1]
 
-    def truncate_at_phy(self, valid_end: int) -> int:
-        """Drop the tail of units that point at or past the commit log's valid end, the way
-        ``ConsumeQueue.truncateDirtyLogicFiles`` does: scan the last file forward, cut at the first such unit,
-        and go back a file when even its first unit is past the end. Returns the new max offset."""
-        lo, hi = self.first_offset, self.max_offset
+    def truncate_at_phy(self, valid_end: int) -> None:
+        """Drop the tail of units that point at or past the commit log's valid end, as
+        ``ConsumeQueue.truncateDirtyLogicFiles`` does. Deferred until the queue is used, because it reads the
+        valid units of the queue's last file: a read of a few queues of thousands pays for those few."""
+        self._cut_at = valid_end if self._cut_at is None else min(self._cut_at, valid_end)
+
+    def _truncate_now(self) -> None:
+        """``truncateDirtyLogicFiles``: scan the last file forward (window by window), cut at the first unit at or
+        past the valid end, and go back a file when even its first unit is past it."""
+        valid_end, self._cut_at = self._cut_at, None
+        lo, hi = self.first_offset, self._max_offset
+        if self._last_file_max_phy is not None and hi == self._disk_max_offset and self._last_file_max_phy < valid_end:
+            return  # the end search read the whole of the last file's units: none points past the valid end
         per = self.units_per_file
         while hi > lo:
             file_lo = max(lo, ((hi - 1) // per) * per)
-            over = np.flatnonzero(self.units(file_lo, hi)["phy_offset"] >= valid_end)
-            if not len(over):
+            cut = None
+            for a in range(file_lo, hi, HASH_SCAN_UNITS):
+                over = np.flatnonzero(self._disk_units(a, min(hi, a + HASH_SCAN_UNITS))["phy_offset"] >= valid_end)
+                if len(over):
+                    cut = a + int(over[0])
+                    break
+            if cut is None:
                 break
-            hi = file_lo + int(over[0])
-            if over[0] > 0:
+            hi = cut
+            if cut > file_lo:
                 break
-        self.max_offset = self.disk_max_offset = hi
-        return hi
+        self._max_offset = self._disk_max_offset = hi
 
     def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
-        """Commit-log offsets in [lo, hi) that units point at; only the consume-queue files whose first and
-        last units bracket the range are read in full."""
-        parts = []
-        per = self.units_per_file
-        start = self.first_offset
-        while start < self.max_offset:
-            stop = min(self.max_offset, (start // per + 1) * per)
-            first = int(self.units(start, start + 1)["phy_offset"][0])
-            if first >= hi:
-                break
-            if int(self.units(stop - 1, stop)["phy_offset"][0]) >= lo:
-                phy = self.units(start, stop)["phy_offset"].astype(np.int64)
-                parts.append(phy[(phy >= lo) & (phy < hi)])
-            start = stop
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        """Commit-log offsets in [lo, hi) that units point at; only those units are read (two binary searches
+        find them)."""
+        start = self.first_at_or_past(lo)
+        stop = self.first_at_or_past(hi, start)
+        return self.units(start, stop)["phy_offset"].astype(np.int64)
 
     def phy_offsets_from(self, phy_start: int) -> np.ndarray:
-        """Commit-log offsets of the units pointing at or after ``phy_start`` (files are read from the newest
-        back only as far as needed: units are in commit-log order)."""
-        parts = []
-        per = self.units_per_file
-        hi = self.max_offset
-        while hi > self.first_offset:
-            lo = max(self.first_offset, ((hi - 1) // per) * per)
-            phy = self.units(lo, hi)["phy_offset"].astype(np.int64)
-            cut = int(np.searchsorted(phy, phy_start, side="left"))
-            parts.append(phy[cut:])
-            if cut > 0:
-                break
-            hi = lo
-        return np.concatenate(parts[::-1]) if parts else np.zeros(0, dtype=np.int64)
+        """Commit-log offsets of the units pointing at or after ``phy_start`` (a binary search finds the first;
+        units are in commit-log order)."""
+        hints, self._hints = self._hints, None
+        if hints is not None and phy_start >= hints[0] and self._cut_at is None and self._max_offset == hints[1]:
+            return hints[2][int(np.searchsorted(hints[2], phy_start, "left")):]
+        lo, hi = self.first_offset, self.max_offset
+        if lo >= hi or self.last_unit()[0] < phy_start:
+            return np.zeros(0, dtype=np.int64)
+        if hi - lo > WINDOW_UNITS:
+            lo = self.first_at_or_past(phy_start)
+        phy = self.units(lo, hi)["phy_offset"].astype(np.int64)
+        return phy[int(np.searchsorted(phy, phy_start, "left")):]

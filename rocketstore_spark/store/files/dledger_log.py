@@ -149,8 +149,9 @@ class DLedgerLog(CommitLog):
             problem = (PROBLEM_DESCRIPTIONS.get(int(fields.problem[first]), "invalid record")
                        if not fields.valid[first] else "record TOTALSIZE differs from its DLedger entry's body length")
             problem += f" (record at {info.from_offset + int(fields.position[first])})"
-            fields = fields.take(np.arange(first))
-        return FileWalk(index, fields, pos, end_kind, problem)
+            records = records[:first]
+        # the walk keeps record starts only; fields are parsed again for the records a caller selects
+        return FileWalk(index, records, pos, end_kind, problem, lambda: self.queue.buffer(index))
 
     redispatches_on_recovery = False  # its queues stay cut (see below); the reput service starts at the log's end
 
@@ -162,7 +163,7 @@ class DLedgerLog(CommitLog):
             return valid_end
         for walk in reversed(walks):
             if len(walk.fields):
-                return self.queue.files[walk.file_index].from_offset + int(walk.fields.position[-1]) \
+                return self.queue.files[walk.file_index].from_offset + int(walk.positions[-1]) \
                     - ENTRY_HEADER_SIZE
         return self.queue.min_offset
 

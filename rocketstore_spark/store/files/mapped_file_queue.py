@@ -1,7 +1,8 @@
 """``MappedFileQueue``: a directory of fixed-size files named by the byte offset of their first byte.
 
 Used for the commit log (one directory) and for every consume queue (one directory per topic/queue).
-Files are memory-mapped read-only on demand; nothing here ever writes.
+The commit log's files are memory-mapped read-only on demand; consume queues read windows of theirs through
+:meth:`MappedFileQueue.open_file` instead (see :mod:`.file_reads`). Nothing here ever writes.
 """
 
 from __future__ import annotations
@@ -17,16 +18,23 @@ import numpy as np
 
 from ...errors import StoreConfigError, StoreFormatError
 from ..format.layout import FILE_NAME_DIGITS
+from .file_reads import OpenFile, count_mapped_file
 from .strays import note, stray_reason
+
+RESIDENT_BUDGET = 128 << 20  # bytes a reader reads through one file's map before letting its pages go
 
 
 @dataclass(frozen=True)
 class MappedFileInfo:
-    """One file of a queue: its path, the absolute offset of its first byte and its length on disk."""
+    """One file of a queue: its location, the absolute offset of its first byte and its length on disk."""
 
-    path: Path
+    location: str  # the path as text: a listing of 20,000 queues builds no Path objects until one is needed
     from_offset: int
     length: int
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
 
 
 def list_offset_files(directory: Path, strays: Optional[list] = None) -> list[MappedFileInfo]:
@@ -34,14 +42,14 @@ def list_offset_files(directory: Path, strays: Optional[list] = None) -> list[Ma
     that are not offsets, sub-directories) and zero-length files at the end of the sequence (``MappedFileQueue``
     deletes such a last file when it loads) are skipped and appended to ``strays`` when given."""
     infos = []
-    if not directory.is_dir():
+    if not os.path.isdir(directory):
         return infos
     for entry in os.scandir(directory):
         reason = stray_reason(entry, FILE_NAME_DIGITS)
         if reason:
             note(strays, entry.path, reason)
             continue
-        infos.append(MappedFileInfo(Path(entry.path), int(entry.name), entry.stat().st_size))
+        infos.append(MappedFileInfo(entry.path, int(entry.name), entry.stat().st_size))
     infos.sort(key=lambda f: f.from_offset)
     while infos and infos[-1].length == 0:
         note(strays, infos[-1].path, "zero-length file at the end of the queue (a broker deletes it on loading)")
@@ -81,10 +89,11 @@ class MappedFileQueue:
 
     def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None,
                  strays: Optional[list] = None):
-        self.directory = Path(directory)
+        self._directory = directory
         self.file_size = file_size
         self.files = list_offset_files(self.directory, strays) if files is None else files
         self._maps: dict[int, tuple[mmap.mmap, np.ndarray]] = {}
+        self._touched: dict[int, int] = {}  # bytes read through each map since its pages were last released
         for i, f in enumerate(self.files):
             if f.length != file_size:
                 raise StoreConfigError(
@@ -96,6 +105,12 @@ class MappedFileQueue:
                 raise StoreFormatError(
                     f"gap in {self.directory}: expected a file starting at "
                     f"{self.files[i - 1].from_offset + file_size}, found {f.path.name}", f.path)
+
+    @property
+    def directory(self) -> Path:
+        if not isinstance(self._directory, Path):
+            self._directory = Path(self._directory)
+        return self._directory
 
     @property
     def min_offset(self) -> int:
@@ -120,9 +135,34 @@ class MappedFileQueue:
             info = self.files[index]
             with open(info.path, "rb") as fh:
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            count_mapped_file()
             cached = (mm, np.frombuffer(mm, dtype=np.uint8))
             self._maps[index] = cached
         return cached[1]
+
+    def release(self, index: int, start: int, end: int) -> None:
+        """Drop this process's pages of file ``index`` in ``[start, end)`` (``MADV_DONTNEED``): the map stays
+        valid and its bytes come back from the page cache when touched again, but a walk over a whole 1 GiB
+        file no longer keeps the file resident in the process."""
+        cached = self._maps.get(index)
+        if cached is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        first = start - start % mmap.PAGESIZE
+        last = min(end - end % mmap.PAGESIZE, len(cached[0]))
+        if last > first:
+            cached[0].madvise(mmap.MADV_DONTNEED, first, last - first)
+
+    def note_read(self, index: int, nbytes: int) -> None:
+        """Count ``nbytes`` read from file ``index`` through its map; past :data:`RESIDENT_BUDGET` the file's
+        pages are released (they stay in the page cache), so a reader scanning gigabytes holds a bounded part."""
+        self._touched[index] = self._touched.get(index, 0) + nbytes
+        if self._touched[index] >= RESIDENT_BUDGET:
+            self._touched[index] = 0
+            self.release(index, 0, self.file_size)
+
+    def open_file(self, index: int) -> OpenFile:
+        """File ``index`` opened for windowed reads (counted; close it, or use it in a ``with``)."""
+        return OpenFile(self.files[index].location)
 
     def close(self) -> None:
         """Drop the maps (arrays handed out keep their own reference alive)."""

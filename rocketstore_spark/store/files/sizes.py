@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -9,7 +10,7 @@ from typing import Optional
 from ...errors import IndexSizesAmbiguousError, StoreConfigError
 from ..format import layout as L
 from .index_file import detect_index_sizes, list_index_files
-from .mapped_file_queue import detect_file_size, list_offset_files
+from .mapped_file_queue import MappedFileInfo, detect_file_size, list_offset_files
 from .strays import note
 
 
@@ -63,30 +64,49 @@ def _positive(name: str, value) -> Optional[int]:
     return number
 
 
-def cq_directories(root: Path, strays: Optional[list] = None) -> list[Path]:
-    """Every ``consumequeue/<topic>/<queueId>`` directory. Other entries (files at those levels, hidden names,
-    queue directories whose names are not numbers) are skipped and appended to ``strays`` when given."""
+class QueueDir(str):
+    """A ``consumequeue/<topic>/<queueId>`` directory as text, with its two names (no Path per queue: pathlib
+    costs more than the listing itself over 20,000 queues). ``Path(d)`` gives the path."""
+
+    def __new__(cls, path: str, topic: str, name: str):
+        self = super().__new__(cls, path)
+        self.topic, self.name = topic, name
+        return self
+
+
+def cq_directories(root: Path, strays: Optional[list] = None) -> list[QueueDir]:
+    """Every ``consumequeue/<topic>/<queueId>`` directory, sorted by topic then queue directory name. Other
+    entries (files at those levels, hidden names, queue directories whose names are not numbers) are skipped
+    and appended to ``strays`` when given."""
     base = root / L.CONSUMEQUEUE_DIR
     if not base.is_dir():
         return []
     out = []
-    for topic in sorted(base.iterdir()):
+    # scandir's entry types come with the listing: no stat per directory (thousands of queues)
+    for topic in sorted(os.scandir(base), key=lambda e: e.name):
         if topic.name.startswith(".") or not topic.is_dir():
-            note(strays, topic, "not a topic directory (topics are directories with no leading dot)")
+            note(strays, Path(topic.path), "not a topic directory (topics are directories with no leading dot)")
             continue
-        for queue in sorted(topic.iterdir()):
+        for queue in sorted(os.scandir(topic.path), key=lambda e: e.name):
             if queue.is_dir() and queue.name.isdigit():
-                out.append(queue)
+                out.append(QueueDir(queue.path, topic.name, queue.name))
             else:
-                note(strays, queue, "not a queue directory (queues are directories named by a number)")
+                note(strays, Path(queue.path), "not a queue directory (queues are directories named by a number)")
     return out
 
 
+def cq_listing(root: Path, strays: Optional[list] = None) -> list[tuple[QueueDir, list[MappedFileInfo]]]:
+    """Every consume-queue directory with its files: listed once when a store is opened, then shared by size
+    detection and the queues themselves."""
+    return [(directory, list_offset_files(directory, strays)) for directory in cq_directories(root, strays)]
+
+
 def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
-                 index_max_entries=None, *, defaults_when_empty: bool = True, log_dir: Optional[Path] = None
-                 ) -> StoreSizes:
+                 index_max_entries=None, *, defaults_when_empty: bool = True, log_dir: Optional[Path] = None,
+                 listing=None) -> StoreSizes:
     """Sizes from the files; options must agree with them; defaults where a store has no such files.
-    ``log_dir``: where the records are when not in ``commitlog/`` (a DLedger log)."""
+    ``log_dir``: where the records are when not in ``commitlog/`` (a DLedger log); ``listing``: the store's
+    :func:`cq_listing` when the caller already has it."""
     commit_log_file_size = _positive("commit_log_file_size", commit_log_file_size)
     consume_queue_file_size = _positive("consume_queue_file_size", consume_queue_file_size)
     if consume_queue_file_size is not None:
@@ -97,9 +117,8 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
     cl = detect_file_size(list_offset_files(log_dir or root / L.COMMITLOG_DIR), commit_log_file_size,
                           "commit-log", "commit_log_file_size")
     cq = consume_queue_file_size
-    for directory in cq_directories(root):
-        cq = detect_file_size(list_offset_files(directory), cq, f"consume-queue ({directory})",
-                              "consume_queue_file_size")
+    for directory, files in cq_listing(root) if listing is None else listing:
+        cq = detect_file_size(files, cq, f"consume-queue ({directory})", "consume_queue_file_size")
     index_dir = root / L.INDEX_DIR
     index_paths = list_index_files(index_dir)
     problem = ""

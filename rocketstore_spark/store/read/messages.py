@@ -65,9 +65,7 @@ class MessageLookups:
         columns = normalize_columns(columns)
         sub = Subscription.parse(tags)
         empty = arrow_schema(columns).empty_table()
-        if (topic, int(queue_id)) not in self._queues:
-            _ = self.recovery
-        if (topic, int(queue_id)) not in self._queues:
+        if not self.has_queue(topic, queue_id):
             return GetMessageResult(NO_MATCHED_LOGIC_QUEUE, 0, 0, 0, empty)
         cq = self.consume_queue(topic, queue_id)
         lo, hi = self.min_offset(topic, queue_id), cq.max_offset
@@ -87,8 +85,9 @@ class MessageLookups:
             return GetMessageResult(status, next_offset, lo, hi, table)
         per = cq.units_per_file
         file_end = min(hi, (offset // per + 1) * per)
-        units = cq.units(offset, file_end)
         max_filter_bytes = max(MAX_FILTER_MESSAGE_SIZE, max_nums * L.CQ_STORE_UNIT_SIZE)
+        # the loop below examines at most max_filter_bytes / 20 + 1 units: read those, not the rest of the file
+        units = cq.units(offset, min(file_end, offset + max_filter_bytes // L.CQ_STORE_UNIT_SIZE + 1))
         limit_bytes = MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK
         limit_count = MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK
         status, next_offset = NO_MATCHED_MESSAGE, offset

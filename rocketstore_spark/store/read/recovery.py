@@ -81,17 +81,16 @@ def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Option
 def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue]) -> list[tuple[FileWalk, np.ndarray]]:
     """Records the real store would dispatch on opening: past every consume queue's end, before the valid end.
 
-    Returns (walk, indices into walk.fields) per scanned file, in commit-log order.
+    Returns (walk, indices into walk.positions) per scanned file, in commit-log order.
     """
     dispatched_end = max((q.last_unit_end() for q in queues), default=0)
     out = []
     for walk in result.walks:
-        f = walk.fields
-        if not len(f):
+        if not len(walk):
             continue
-        tran = f.sysflag & L.TRANSACTION_TYPE_MASK
-        dispatchable = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
-        idx = np.flatnonzero(dispatchable & (f.phy_offset >= dispatched_end))
+        idx = np.flatnonzero(walk.stored_phy_offsets() >= dispatched_end)
+        tran = walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK
+        idx = idx[(tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)]
         if len(idx):
             out.append((walk, idx))
     return out
@@ -103,13 +102,12 @@ def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: 
     from ..format.columns import build_batch
 
     for walk in result.walks:
-        f = walk.fields
-        tran = f.sysflag & L.TRANSACTION_TYPE_MASK
-        idx = np.flatnonzero((f.phy_offset > indexed_end) & (tran != L.TRANSACTION_ROLLBACK_TYPE))
+        idx = np.flatnonzero(walk.stored_phy_offsets() > indexed_end)
+        idx = idx[(walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK) != L.TRANSACTION_ROLLBACK_TYPE]
         if not len(idx):
             continue
-        batch = build_batch(commitlog.queue.buffer(walk.file_index), f.take(idx),
-                            ("topic", "uniqKey", "keys", "commitLogOffset"))
-        for row, ts in zip(batch.to_pylist(), f.store_timestamp[idx]):
+        f = walk.fields_at(idx)
+        batch = build_batch(commitlog.queue.buffer(walk.file_index), f, ("topic", "uniqKey", "keys", "commitLogOffset"))
+        for row, ts in zip(batch.to_pylist(), f.store_timestamp):
             for key in ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]:
                 yield row["topic"], key, row["commitLogOffset"], int(ts)

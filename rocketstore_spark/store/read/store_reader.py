@@ -19,7 +19,7 @@ from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
 from ..files.index_file import list_index_files
-from ..files.sizes import StoreSizes, cq_directories, detect_sizes
+from ..files.sizes import QueueDir, StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import local_store_path
 from ..files.strays import StrayFile, warn_strays
 from ..files.variant import ROCKSDB_CQ, StoreVariant, commit_log_dir, detect_variant, dledger_logs
@@ -54,26 +54,34 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
-                 valid_end: Optional[int] = None, variant: Optional[StoreVariant] = None):
+                 valid_end: Optional[int] = None, variant: Optional[StoreVariant] = None, listing=None,
+                 lazy_queues: bool = False, strays: Optional[list] = None):
         self.root = Path(root)
         self.sizes = sizes
         self.variant = detect_variant(self.root) if variant is None else variant
         self.check_crc_on_recover = check_crc_on_recover
-        # entries that are no part of the store, skipped (a warning each; inspect and verify list them)
-        self.stray_files: list[StrayFile] = []
+        # entries that are no part of the store, skipped (a warning each; inspect and verify list them); a given
+        # ``listing`` comes with the strays its listing found
+        self.stray_files: list[StrayFile] = list(strays or [])
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
         self._index_files = None
         self.commitlog = self._open_commit_log()
         self.abort_present = (self.root / L.ABORT_FILE).exists()
         self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
+        # where normal recovery usually starts walking (the last commit-log file): young queues keep their units
+        # pointing there from the end search, so recovery's hints need no second read of them
+        files = self.commitlog.queue.files
+        hint_from = files[-1].from_offset if files else None
+        # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
+        if self.variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
+            listing = []
         try:
-            # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories
-            listed = [] if self.variant.has(ROCKSDB_CQ) else cq_directories(self.root, self.stray_files)
-            for directory in listed:
-                key = (directory.parent.name, int(directory.name))
+            for directory, queue_files in cq_listing(self.root, self.stray_files) if listing is None else listing:
+                topic = directory.topic if isinstance(directory, QueueDir) else Path(directory).parent.name
+                key = (topic, int(directory.name))
                 self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size,
-                                                 self.stray_files)
+                                                 queue_files, hint_from, strays=self.stray_files)
             self._open_variant_queues()
         except BaseException:
             self.close()  # the queues opened so far hold memory maps
@@ -81,24 +89,32 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         list_index_files(self.root / L.INDEX_DIR, self.stray_files)
         self._recovery: Optional[RecoveryResult] = None
         self._given_valid_end = valid_end
+        # queues loaded when first named (a reader of a few queues of thousands lists only those); only with a
+        # given valid end, since recovery needs every queue
+        self._lazy_queues = lazy_queues and valid_end is not None
         warn_strays(self.stray_files)
 
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None,
-             variant=None):
+             variant=None, lazy_queues: bool = False):
         """Open the store at ``path`` for reading.
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
-        ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
-        ``variant`` (see :func:`~..files.variant.parse_variant`) names the storage variant where the files
-        leave it open; by default it is detected.
+        ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end; with
+        it and the consume-queue file size, ``lazy_queues`` lists no queue up front: each is loaded when first
+        named (:meth:`topics` then knows only those), for readers of a few queues of thousands. ``variant`` (see
+        :func:`~..files.variant.parse_variant`) names the storage variant where the files leave it open; by
+        default it is detected.
         """
         root = resolve_store_root(path)
         found = detect_variant(root, variant)
+        lazy = lazy_queues and valid_end is not None and consume_queue_file_size is not None
+        strays: list = []  # listed once: size detection and the queues share the listing and what it skipped
+        listing = [] if lazy or found.has(ROCKSDB_CQ) else cq_listing(root, strays)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries, log_dir=commit_log_dir(root, found))
-        return cls(root, sizes, check_crc_on_recover, valid_end, found)
+                             index_max_entries, log_dir=commit_log_dir(root, found), listing=listing)
+        return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays)
 
     def __enter__(self):
         return self
@@ -140,8 +156,9 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
             buf = self.commitlog.queue.buffer(walk.file_index)
             cols = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
                     "storeTimestamp")
-            batch = build_batch(buf, walk.fields.take(idx), cols)
-            ts = walk.fields.store_timestamp[idx]
+            fields = walk.fields_at(idx)
+            batch = build_batch(buf, fields, cols)
+            ts = fields.store_timestamp
             for row, store_ts in zip(batch.to_pylist(), ts):
                 key = (row["topic"], row["queueId"])
                 cq = self._queues.get(key)
@@ -171,7 +188,18 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
     def has_queue(self, topic: str, queue_id: int) -> bool:
         """Whether (topic, queue_id) has a consume queue (after recovery)."""
         _ = self.recovery
-        return (topic, int(queue_id)) in self._queues
+        return self._queue(topic, int(queue_id)) is not None
+
+    def _queue(self, topic: str, queue_id: int) -> Optional[ConsumeQueue]:
+        """The loaded queue, or with lazy queues the queue loaded now from its directory (None when absent)."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None and self._lazy_queues:
+            directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id)
+            if directory.is_dir():
+                cq = ConsumeQueue(topic, queue_id, directory, self.sizes.consume_queue_file_size)
+                cq.truncate_at_phy(self._given_valid_end)
+                self._queues[(topic, queue_id)] = cq
+        return cq
 
     def _queue_ids_by_topic(self) -> dict:
         """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
@@ -187,7 +215,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
     def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""
         _ = self.recovery
-        cq = self._queues.get((topic, int(queue_id)))
+        cq = self._queue(topic, int(queue_id))
         if cq is None:
             raise InvalidArgumentError(f"no consume queue for topic {topic!r} queue {queue_id} in {self.root}; "
                                        f"topics are {self.topics()}")
@@ -206,15 +234,10 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 continue
             # units point forward through the commit log (leading filler units at 0): binary search the first
             # live one, reading a handful of units instead of the whole file
-            phy = cq.units(lo, hi)["phy_offset"]
-            a, b = 0, len(phy)
-            while a < b:
-                mid = (a + b) // 2
-                if int(phy[mid]) >= oldest:
-                    b = mid
-                else:
-                    a = mid + 1
-            return lo + a
+            if hasattr(cq, "first_at_or_past"):  # a file-based consume queue reads a handful of units
+                return cq.first_at_or_past(oldest, lo, hi)
+            phy = cq.units(lo, hi)["phy_offset"]  # a batch consume queue's units (in message offsets)
+            return lo + int(np.searchsorted(phy, oldest, side="left"))
         return cq.max_offset
 
     def max_offset(self, topic: str, queue_id: int) -> int:
@@ -257,12 +280,13 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                     raise CorruptRecordError(
                         f"commit log stops early: {walk.problem or 'no record where one was expected'} "
                         f"before the valid end {end}", info.path, walk.end_position)
-            f = walk.fields
-            absolute = info.from_offset + f.position
+            absolute = info.from_offset + walk.positions
             sel = np.flatnonzero((absolute >= start) & (absolute < end))
             buf = self.commitlog.queue.buffer(index)
             for chunk in range(0, len(sel), batch_rows):
-                yield build_batch(buf, f.take(sel[chunk:chunk + batch_rows]), columns, str(info.path))
+                fields = walk.fields_at(sel[chunk:chunk + batch_rows])
+                self.commitlog.queue.note_read(index, int(fields.total_size.sum()))
+                yield build_batch(buf, fields, columns, str(info.path))
 
     def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
         """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range)."""

@@ -62,12 +62,17 @@ def search_in_file(cq: ConsumeQueue, store_time, file_no: int, timestamp: int, b
     end = min(cq.max_offset, base + per)
     if end <= low:
         return 0
-    units = cq.units(low, end)
+    units = {}  # the few units the search probes, read one by one (never the whole file)
     times = {}
+
+    def unit_at(i: int):
+        if i not in units:
+            units[i] = cq.units(i, i + 1)[0]
+        return units[i]
 
     def time_at(i: int) -> int:
         if i not in times:
-            unit = units[i - low]
+            unit = unit_at(i)
             phy = int(unit["phy_offset"])
             times[i] = -1 if phy < min_phy_offset else store_time(phy, int(unit["size"]))
         return times[i]
@@ -83,7 +88,7 @@ def search_in_file(cq: ConsumeQueue, store_time, file_no: int, timestamp: int, b
     while lo <= hi:
         mid = (lo + hi) // 2
         t = time_at(mid)
-        if t < 0 and int(units[mid - low]["phy_offset"]) >= min_phy_offset:
+        if t < 0 and int(unit_at(mid)["phy_offset"]) >= min_phy_offset:
             return 0
         if t == timestamp:
             target = mid

@@ -157,6 +157,6 @@ def _verify_checkpoint(store: StoreReader) -> list[Problem]:
 def _last_record(store: StoreReader) -> int:
     walks = store.recovery.walks
     for walk in reversed(walks):
-        if len(walk.fields):
-            return int(store.commitlog.queue.files[walk.file_index].from_offset + walk.fields.position[-1])
+        if len(walk):
+            return int(store.commitlog.queue.files[walk.file_index].from_offset + walk.positions[-1])
     return 0

@@ -65,7 +65,7 @@ class StoreWriter:
         self.consume_queues = ConsumeQueueWriter(root, sizes.consume_queue_file_size, self._files)
         self.index = IndexWriter(root / L.INDEX_DIR, sizes.index_hash_slots, sizes.index_max_entries)
         self._uniq = UniqKeyFactory()
-        self.sync_flush = True  # flush() forces data to disk (SYNC_FLUSH); False: ASYNC_FLUSH
+        self.sync_flush = True  # flush() forces data to disk (SYNC_FLUSH); False: ASYNC_FLUSH (see the property)
         self._closed = False
         self.recovery_actions: list[str] = []  # what opening had to finish, roll back or repair
         load_topic_table(root)  # an unreadable broker topic table fails now, not when closing
@@ -107,6 +107,14 @@ class StoreWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+    @property
+    def sync_flush(self) -> bool:
+        return self._files.sync_evicted
+
+    @sync_flush.setter
+    def sync_flush(self, value: bool) -> None:
+        self._files.sync_evicted = bool(value)  # files let go early are forced to disk like the rest
 
     def queue_next_offset(self, topic: str, queue_id: int) -> int:
         """The queue offset the next message of (topic, queue_id) gets."""

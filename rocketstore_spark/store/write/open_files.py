@@ -1,5 +1,6 @@
 """The store files a writer keeps open while it writes: each created once at its full size, opened once, forced
-to disk together and closed together.
+to disk together and closed together. A write into thousands of queues keeps the most recently used files open,
+not one descriptor per queue (the process's limit); a file let go is forced to disk first when flushes sync.
 
 A MappedFileQueue file shorter than its size makes the whole directory unreadable (for the broker too), so a
 file is never extended in place: :func:`~..files.store_files.create_full_size` makes it whole under a temporary
@@ -10,26 +11,36 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 from ..files.store_files import create_full_size
+
+MAX_OPEN_FILES = 256  # data files (commit log, consume queues) a writer keeps open at once
 
 
 class OpenFiles:
     """File descriptors by path, for the commit-log and consume-queue writers of one store."""
 
-    def __init__(self):
-        self._fds: dict[Path, int] = {}
+    def __init__(self, max_open: Optional[int] = None):
+        self._fds: dict[Path, int] = {}  # least recently used first
+        self.max_open = MAX_OPEN_FILES if max_open is None else max_open
+        self.sync_evicted = True  # SYNC_FLUSH: a file closed before the flush is forced to disk first
 
     def fd(self, path: Path, size: int) -> int:
         """The descriptor of ``path``, creating the file at ``size`` bytes when it does not exist yet."""
-        fd = self._fds.get(path)
+        fd = self._fds.pop(path, None)
         if fd is None:
             if not path.exists():
                 create_full_size(path, size)  # never a short file in the store, whatever kills us
             fd = os.open(path, os.O_RDWR, 0o644)
             if os.fstat(fd).st_size < size:
                 os.ftruncate(fd, size)
-            self._fds[path] = fd
+            while len(self._fds) >= self.max_open:
+                oldest = self._fds.pop(next(iter(self._fds)))
+                if self.sync_evicted:
+                    os.fsync(oldest)
+                os.close(oldest)
+        self._fds[path] = fd  # most recently used last
         return fd
 
     def fsync_all(self) -> None:
@@ -51,4 +62,4 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["OpenFiles", "fsync_directory"]
+__all__ = ["OpenFiles", "fsync_directory", "MAX_OPEN_FILES"]

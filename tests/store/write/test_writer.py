@@ -223,3 +223,24 @@ def test_index_sizes_are_detected_in_a_file_a_writer_stopped_in_the_middle_of(tm
     assert (sizes.index_hash_slots, sizes.index_max_entries) == (64, 256)
     with RocketStore.open(root) as store:
         assert store.sizes.index_sizes_problem == ""
+
+
+def test_a_write_into_more_queues_than_open_files_keeps_a_bounded_set_open(tmp_path, monkeypatch):
+    """Thousands of queues must not exhaust the descriptor limit: the writer keeps the most recent files open."""
+    import os
+
+    from rocketstore_spark.store.write import open_files
+
+    monkeypatch.setattr(open_files, "MAX_OPEN_FILES", 8)
+    n = 60 * 3
+    table = pa.table({"topic": pa.array([f"t{i % 60:02d}" for i in range(n)]),
+                      "queueId": pa.array([0] * n, pa.int32()), "body": pa.array([b"b%d" % i for i in range(n)])})
+    before = len(os.listdir("/proc/self/fd"))
+    with RocketStore.open(tmp_path / "s", mode="a", commit_log_file_size=1 << 20,
+                          consume_queue_file_size=6000) as writer:
+        writer.append(table)
+        assert len(os.listdir("/proc/self/fd")) <= before + 8 + 8  # data files, plus the index and lock
+    with RocketStore.open(tmp_path / "s") as store:
+        assert [store.max_offset(f"t{t:02d}", 0) for t in range(60)] == [3] * 60
+        rows = pa.Table.from_batches(list(store.read_queue("t07", 0, columns=("body",))))
+        assert rows.column("body").to_pylist() == [b"b7", b"b67", b"b127"]

@@ -1,0 +1,103 @@
+"""Searching consume-queue units without reading whole files.
+
+A consume queue's units are written strictly in order, so in every file the valid units
+(``ConsumeQueue.recover``: ``phy_offset >= 0 and size > 0``) are a prefix, followed by the preallocated zeros;
+and the units' commit-log offsets never decrease (blank filler units at the start of a queue point at 0). Both
+properties make a queue's end and any "first unit at or past a commit-log offset" a binary search: a handful of
+20-byte probes, then one small window read, instead of the 6 MB a preallocated file holds.
+
+The broker's recovery scans forward and stops at the first invalid unit; on a queue whose valid units are a
+prefix (everything the broker or this package writes, a torn tail included) the search finds the same unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..format import layout as L
+from .file_reads import OpenFile
+
+WINDOW_UNITS = 1024  # when the search range is this small (20 KiB), read it in one go and finish with numpy
+
+
+def valid_units(units: np.ndarray) -> np.ndarray:
+    """The units recovery keeps (``offset >= 0 && size > 0``)."""
+    return (units["phy_offset"] >= 0) & (units["size"] > 0)
+
+
+def _first_true(read: Callable[[int, int], np.ndarray], test: Callable[[np.ndarray], np.ndarray],
+                lo: int, hi: int) -> int:
+    """The first index in ``[lo, hi)`` whose unit passes ``test`` (``hi`` when none), for a test that is false
+    up to some index and true from there on; ``read(a, b)`` gives the units of ``[a, b)``."""
+    while hi - lo > WINDOW_UNITS:
+        mid = (lo + hi) // 2
+        if test(read(mid, mid + 1))[0]:
+            hi = mid  # the unit at mid passes: the answer is at most mid
+        else:
+            lo = mid + 1
+    if lo >= hi:
+        return hi
+    hits = np.flatnonzero(test(read(lo, hi)))
+    return lo + int(hits[0]) if len(hits) else hi
+
+
+def file_units_reader(handle: OpenFile) -> Callable[[int, int], np.ndarray]:
+    """``read(a, b)``: units ``[a, b)`` of an open consume-queue file (positions local to the file)."""
+
+    def read(a: int, b: int) -> np.ndarray:
+        return handle.read_array(a * L.CQ_STORE_UNIT_SIZE, b - a, L.CQ_UNIT_DTYPE)
+
+    return read
+
+
+@dataclass(frozen=True)
+class FilePrefix:
+    """What the end search learnt about one file: its count of valid units, the last of them (commit-log offset
+    and size; None when there is none), and the largest commit-log offset among them when the search happened
+    to read them all (a young queue's few units: recovery's truncation then needs no second read)."""
+
+    count: int
+    last: Optional[tuple[int, int]]
+    max_phy: Optional[int]
+    phy: Optional[np.ndarray] = None  # the valid units' commit-log offsets, when the search read them all
+
+
+def valid_prefix(handle: OpenFile, units_per_file: int) -> FilePrefix:
+    """How many units at the start of the file are valid: where ``ConsumeQueue.recover`` stops in this file.
+
+    The filesystem's first hole bounds the search (a preallocated file is sparse past its written units); the
+    unit just past that bound is read too, so a filesystem that cannot report holes truthfully costs only
+    the longer search, never a wrong end.
+    """
+    read = file_units_reader(handle)
+    size = units_per_file * L.CQ_STORE_UNIT_SIZE
+    bound = min(units_per_file, -(-handle.data_end(size) // L.CQ_STORE_UNIT_SIZE))
+    if bound <= WINDOW_UNITS:  # a young queue: everything up to the hole and one unit past it, in one read
+        units = read(0, min(bound + 1, units_per_file))
+        ok = valid_units(units)
+        if bound == len(units) or not ok[bound]:
+            bad = np.flatnonzero(~ok)
+            count = int(bad[0]) if len(bad) else len(units)
+            last = (int(units["phy_offset"][count - 1]), int(units["size"][count - 1])) if count else None
+            phy = units["phy_offset"][:count].astype(np.int64)
+            return FilePrefix(count, last, int(phy.max()) if count else None, phy)
+        bound = units_per_file  # data past the reported hole: search the whole file
+    elif bound < units_per_file and valid_units(read(bound, bound + 1))[0]:
+        bound = units_per_file
+    count = bound
+    if not bound or not valid_units(read(bound - 1, bound))[0]:  # a full file costs just that one probe
+        count = _first_true(read, lambda u: ~valid_units(u), 0, bound)
+    last = read(count - 1, count) if count else None
+    return FilePrefix(count, (int(last["phy_offset"][0]), int(last["size"][0])) if count else None, None)
+
+
+def first_at_or_past(read: Callable[[int, int], np.ndarray], lo: int, hi: int, phy_offset: int) -> int:
+    """The first queue offset in ``[lo, hi)`` whose unit points at or past commit-log ``phy_offset`` (``hi``
+    when none); ``read(a, b)`` gives the units of queue offsets ``[a, b)``."""
+    return _first_true(read, lambda u: u["phy_offset"] >= phy_offset, lo, hi)
+
+
+__all__ = ["FilePrefix", "valid_prefix", "first_at_or_past", "valid_units", "WINDOW_UNITS"]

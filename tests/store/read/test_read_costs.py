@@ -1,0 +1,124 @@
+"""What opening a store and finding queue ends cost, counted through the file layer (files opened, bytes and
+pages read), never timed; and the peak resident size of a process over 2,000 preallocated consume-queue files.
+
+The store has the broker's default file sizes: every consume queue is a 6 MB preallocated (sparse) file holding
+a few units, the shape of a young queue on a production broker.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.file_reads import counting
+from rocketstore_spark.store.format import layout as L
+
+TOPICS, QUEUES, PER_QUEUE = 250, 8, 3  # 2,000 consume queues of 3 messages each
+
+
+def many_queues_table(topics: int, queues: int, per_queue: int, body: int = 100) -> pa.Table:
+    n = topics * queues * per_queue
+    i = np.arange(n)
+    return pa.table({"topic": pa.array([f"t{k // (queues * per_queue):04d}" for k in range(n)]),
+                     "queueId": pa.array(((i // per_queue) % queues).astype(np.int32)),
+                     "tags": pa.array(["rare" if k % 97 == 0 else "common" for k in range(n)]),
+                     "body": pa.array([b"x" * body] * n, pa.binary())})
+
+
+@pytest.fixture(scope="module")
+def sparse_store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("many") / "store"
+    with RocketStore.open(root, mode="a") as writer:
+        writer.append(many_queues_table(TOPICS, QUEUES, PER_QUEUE))
+    return root
+
+
+def test_the_store_has_the_production_shape(sparse_store):
+    files = list((sparse_store / L.CONSUMEQUEUE_DIR).glob("*/*/*"))
+    assert len(files) == TOPICS * QUEUES
+    assert {f.stat().st_size for f in files} == {L.DEFAULT_CONSUME_QUEUE_FILE_SIZE}
+    assert sum(f.stat().st_blocks * 512 for f in files) < len(files) * 64 * 1024  # sparse: a page or so each
+
+
+def test_open_and_every_queue_end_read_one_window_per_queue(sparse_store):
+    with counting() as cost, RocketStore.open(sparse_store) as store:
+        ends = {(t, q): store.max_offset(t, q) for t in store.topics() for q in store.queue_ids(t)}
+    assert len(ends) == TOPICS * QUEUES and set(ends.values()) == {PER_QUEUE}
+    queues = len(ends)
+    # the end search: one read up to the file's first hole, which also gives recovery its hints (the units
+    # pointing into the last commit-log file); reading each file whole was 6 MB
+    assert cost.files_opened == cost.reads == queues
+    assert cost.pages_read <= 2 * queues
+    assert cost.bytes_read <= 5 * 1024 * queues
+    assert cost.files_mapped <= 2  # the commit log's file (recovery walks it); no consume-queue file is mapped
+
+
+def test_a_lookup_in_one_queue_reads_only_that_queue(sparse_store):
+    with RocketStore.open(sparse_store) as store:
+        store.max_phy_offset()
+        with counting() as cost:
+            result = store.get_message("t0100", 5, 1, max_nums=2)
+            rows = pa.Table.from_batches(list(store.read_queue("t0007", 3, 0, 3, columns=("queueOffset",))))
+    assert result.messages.num_rows == 2
+    assert rows.column("queueOffset").to_pylist() == [0, 1, 2]
+    # a few units of the two queues: no other queue's file is opened and no file is read past its units
+    assert cost.files_opened <= 8 and cost.bytes_read <= 4 * 1024
+
+
+def test_no_consume_queue_file_is_read_past_its_units(sparse_store):
+    """Not one page of preallocated zeros beyond the first hole is read, across opening, ends, a queue read
+    and a tag-filtered read of every queue."""
+    with counting() as cost, RocketStore.open(sparse_store) as store:
+        for t in store.topics()[:20]:
+            for q in store.queue_ids(t):
+                list(store.read_queue(t, q, None, None, tags="rare", columns=("queueOffset",)))
+    assert cost.bytes_read < 20 * QUEUES * 12 * 1024 + TOPICS * QUEUES * 5 * 1024
+
+
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forked parent (pytest's own size)
+PEAK_RSS_SCRIPT = textwrap.dedent("""
+    import sys
+
+    def peak_kib():
+        with open("/proc/self/status") as fh:
+            return int(fh.read().split("VmHWM:")[1].split()[0])
+
+    from rocketstore_spark.store import RocketStore
+    base = peak_kib()
+    rows = 0
+    with RocketStore.open(sys.argv[1]) as store:
+        ranges = [(t, q, None, None) for t in store.topics() for q in store.queue_ids(t)]
+        ends = sum(store.max_offset(t, q) for t, q, _, _ in ranges)
+        for batch in store.read_queues(ranges, columns=("topic", "queueOffset", "body")):
+            rows += batch.num_rows
+    print(ends, rows, base, peak_kib())
+""")
+
+
+def test_a_process_over_2000_preallocated_queues_stays_small(sparse_store):
+    """Opening the store, every queue's end and a read of every queue, in a fresh process: the peak resident
+    size grows by metadata per queue, not by the 12 GB of preallocated consume-queue files."""
+    out = subprocess.run([sys.executable, "-c", PEAK_RSS_SCRIPT, str(sparse_store)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    ends, rows, base_kib, peak_kib = map(int, out)
+    assert ends == rows == TOPICS * QUEUES * PER_QUEUE
+    assert peak_kib < 300 * 1024
+    assert peak_kib - base_kib < 64 * 1024  # above the imports: per-queue metadata and bounded buffers
+
+
+def test_a_reader_with_a_known_valid_end_loads_only_the_queues_it_names(sparse_store):
+    """What an executor does for a queue partition: no listing of the 2,000 queues, no end search of theirs."""
+    with RocketStore.open(sparse_store) as full:
+        valid_end, sizes = full.max_phy_offset(), full.sizes
+        expected = pa.Table.from_batches(list(full.read_queue("t0042", 6, columns=("body", "queueOffset"))))
+    with counting() as cost, RocketStore.open(sparse_store, valid_end=valid_end, lazy_queues=True,
+                                              consume_queue_file_size=sizes.consume_queue_file_size,
+                                              commit_log_file_size=sizes.commit_log_file_size) as store:
+        got = pa.Table.from_batches(list(store.read_queue("t0042", 6, columns=("body", "queueOffset"))))
+        assert store.topics() == ["t0042"] and not store.has_queue("t9999", 0)
+    assert got.equals(expected)
+    assert cost.files_opened <= 4
