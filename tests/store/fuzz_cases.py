@@ -30,6 +30,13 @@ from pathlib import Path
 from typing import Optional
 
 MESSAGE_MAGICS = {0xDAA320A7: 1, 0xDAA320AB: 2}
+# A DLedger log (dledger-<id>/data/): entries of a 48-byte header (magic 1, size, index, term, pos, channel,
+# chain CRC, body CRC, body length) around one record each
+DLEDGER_PREFIX = "dledger-"
+DLEDGER_MAGIC = 1
+DLEDGER_HEADER = 48
+DLEDGER_FIELDS = (("magic", 0, 4), ("size", 4, 4), ("index", 8, 8), ("term", 16, 8), ("pos", 24, 8),
+                  ("channel", 32, 4), ("chainCrc", 36, 4), ("bodyCrc", 40, 4), ("bodyLength", 44, 4))
 INDEX_HEADER = 40
 CQ_UNIT = 20
 DEFAULT_TIMEOUT_S = 120
@@ -71,6 +78,7 @@ class Catalogue:
     records: list = field(default_factory=list)  # (relative file, record position, field spans)
     cq_units: list = field(default_factory=list)  # (relative file, unit position)
     index_files: list = field(default_factory=list)  # (relative file, entry count)
+    dledger_entries: list = field(default_factory=list)  # (relative file, entry position) in a DLedger log
     files: list = field(default_factory=list)  # every file, relative
     index_slots: Optional[int] = None
 
@@ -89,6 +97,19 @@ def catalogue(root: Path) -> Catalogue:
                 break
             cat.records.append((rel, pos, record_fields(data, pos, MESSAGE_MAGICS[magic])))
             pos += total
+    for rel in (f for f in cat.files if f.startswith(DLEDGER_PREFIX) and "/data/" in f):
+        data = (root / rel).read_bytes()
+        pos = 0
+        while pos + DLEDGER_HEADER <= len(data):  # a DLedger entry: a 48-byte header, then one record
+            magic, size = struct.unpack_from(">ii", data, pos)
+            if magic != DLEDGER_MAGIC or size <= DLEDGER_HEADER or pos + size > len(data):
+                break
+            total, record_magic = struct.unpack_from(">iI", data, pos + DLEDGER_HEADER)
+            if record_magic in MESSAGE_MAGICS and total > 0:
+                cat.records.append((rel, pos + DLEDGER_HEADER,
+                                    record_fields(data, pos + DLEDGER_HEADER, MESSAGE_MAGICS[record_magic])))
+            cat.dledger_entries.append((rel, pos))
+            pos += size
     for rel in (f for f in cat.files if f.startswith("consumequeue/")):
         data = (root / rel).read_bytes()
         cat.cq_units += [(rel, p) for p in range(0, len(data) - CQ_UNIT + 1, CQ_UNIT)
@@ -146,6 +167,10 @@ def damage(rng: random.Random, path: Path, start: int, length: int, how: Optiona
 
 
 def m_record_field(rng, cat, copy):
+    if cat.dledger_entries and rng.random() < 0.3:  # a DLedger store: the entry header around the record too
+        rel, pos = rng.choice(cat.dledger_entries)
+        name, start, width = rng.choice(DLEDGER_FIELDS)
+        return {"field": f"dledger {name}", "entry": pos, **damage(rng, copy / rel, pos + start, width)}
     rel, pos, spans = rng.choice(cat.records)
     name = rng.choice([n for n, (_s, w) in spans.items() if w > 0])
     return {"field": name, "record": pos, **damage(rng, copy / rel, *spans[name])}
@@ -183,7 +208,7 @@ def m_checkpoint(rng, cat, copy):
     return damage(rng, copy / "checkpoint", 8 * rng.randrange(5), 8)
 
 
-def _any_file(rng, cat, kinds=("commitlog/", "consumequeue/", "index/", "checkpoint")):
+def _any_file(rng, cat, kinds=("commitlog/", "consumequeue/", "index/", "checkpoint", DLEDGER_PREFIX)):
     return rng.choice([f for f in cat.files if f.startswith(kinds)])
 
 
@@ -219,7 +244,7 @@ STRAY_NAMES = ("garbage.bin", "{name}~", "{name}.bak", ".nfs0000000000a1b2c3", "
 
 
 def m_stray_file(rng, cat, copy):
-    rel = _any_file(rng, cat, ("commitlog/", "consumequeue/", "index/"))
+    rel = _any_file(rng, cat, ("commitlog/", "consumequeue/", "index/", DLEDGER_PREFIX))
     directory = (copy / rel).parent
     name = Path(rel).name
     nxt = f"{int(name) + (copy / rel).stat().st_size:0{len(name)}d}" if name.isdigit() else "x"

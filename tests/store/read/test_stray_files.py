@@ -206,3 +206,40 @@ def test_index_files_that_fit_no_slot_count_stop_only_key_lookups(golden_copy, g
 
 def test_golden_store_has_no_strays(golden_store):
     assert golden_store.stray_files == []
+
+
+# --- a DLedger log (dledger-<id>/data/) ---------------------------------------------------------------------
+
+def _dledger_answers(store) -> dict:
+    return {"end": store.max_phy_offset(), "rows": sum(b.num_rows for b in store.scan_commitlog(columns=["msgId"])),
+            "queues": {(t, q): (store.min_offset(t, q), store.max_offset(t, q))
+                       for t in store.topics() for q in store.queue_ids(t)}}
+
+
+@pytest.mark.parametrize("name", [".nfs000000000001a2b3", "00000000000000000000.bak", "notes.txt", ".{last}.tmp"])
+def test_stray_entries_in_a_dledger_log_are_skipped_with_a_warning(variant_golden, tmp_path, name):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(variant_golden("dledger") / "store", store)
+    with RocketStore.open(store) as pristine:
+        expected = _dledger_answers(pristine)
+    data = next(store.glob("dledger-*/data"))
+    stray = make_file(data / name.format(last=sorted(p.name for p in data.iterdir())[-1]), b"junk" * 100)
+    with pytest.warns(StrayFileWarning, match=stray.name.replace(".", r"\.")):
+        damaged = RocketStore.open(store)
+    with damaged:
+        assert [s.path for s in damaged.stray_files] == [stray]
+        assert _dledger_answers(damaged) == expected
+
+
+def test_a_short_file_inside_a_dledger_log_is_an_error_naming_it(variant_golden, tmp_path):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(variant_golden("dledger") / "store", store)
+    victim = sorted(next(store.glob("dledger-*/data")).iterdir())[1]
+    victim.write_bytes(victim.read_bytes()[:4096])
+    with pytest.raises(StoreConfigError) as info:
+        RocketStore.open(store)
+    assert str(victim) in str(info.value)
