@@ -38,6 +38,9 @@ class FileWalk:
     end_kind: str  # END_BLANK, END_DATA or END_INVALID
     problem: str = ""
     buffer: Optional[Callable[[], np.ndarray]] = field(default=None, repr=False)  # the file's bytes
+    # where the record that ended the valid ones starts, when not at ``end_position`` (a DLedger entry keeps its
+    # place in the log after its record fails RocketMQ's checks)
+    problem_position: Optional[int] = None
 
     def __len__(self) -> int:
         return len(self.positions)

@@ -151,7 +151,8 @@ class DLedgerLog(CommitLog):
             problem += f" (record at {info.from_offset + int(fields.position[first])})"
             records = records[:first]
         # the walk keeps record starts only; fields are parsed again for the records a caller selects
-        return FileWalk(index, records, pos, end_kind, problem, lambda: self.queue.buffer(index))
+        return FileWalk(index, records, pos, end_kind, problem, lambda: self.queue.buffer(index),
+                        problem_position=int(fields.position[first]) if len(bad) else None)
 
     redispatches_on_recovery = False  # its queues stay cut (see below); the reput service starts at the log's end
 

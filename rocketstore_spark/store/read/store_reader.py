@@ -279,7 +279,8 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 if walk.end_kind != END_BLANK and info.from_offset + walk.end_position < end:
                     raise CorruptRecordError(
                         f"commit log stops early: {walk.problem or 'no record where one was expected'} "
-                        f"before the valid end {end}", info.path, walk.end_position)
+                        f"before the valid end {end}", info.path,
+                        walk.end_position if walk.problem_position is None else walk.problem_position)
             absolute = info.from_offset + walk.positions
             sel = np.flatnonzero((absolute >= start) & (absolute < end))
             buf = self.commitlog.queue.buffer(index)

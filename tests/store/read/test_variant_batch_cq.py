@@ -17,9 +17,9 @@ from tests.store.read.variant_view import (
     compare_offsets,
     compare_scan_with_manifest,
     compare_time_queries,
-    load_view,
     row_as_view,
     sample_queries,
+    variant_fixtures,
     view_by_queue,
     view_line_expected,
 )
@@ -30,20 +30,7 @@ BCQ_UNIT = np.dtype([("phy", ">i8"), ("size", ">i4"), ("tags", ">i8"), ("time", 
                      ("batch", ">i2"), ("compacted", ">i4"), ("reserved", ">i4")])
 
 
-@pytest.fixture(scope="module")
-def golden(variant_golden):
-    return variant_golden("batch-cq")
-
-
-@pytest.fixture(scope="module")
-def view(golden):
-    return load_view(golden)
-
-
-@pytest.fixture(scope="module")
-def store(golden):
-    with RocketStore.open(golden / "store", **sizes_from_args(golden / "sizes.args")) as s:
-        yield s
+golden, view, store = variant_fixtures("batch-cq")
 
 
 def unwrapped(line: dict) -> list:

@@ -9,15 +9,14 @@ import pytest
 
 from rocketstore_spark.errors import CorruptRecordError
 from rocketstore_spark.store import RocketStore
-from tests.conftest import sizes_from_args
 from tests.store.read.variant_view import (
     compare_key_queries,
     compare_offsets,
     compare_queue_reads,
     compare_scan_with_manifest,
     compare_time_queries,
-    load_view,
     sample_queries,
+    variant_fixtures,
     view_by_queue,
 )
 from tests.store.reference import commitlog_file_of, record_layout
@@ -26,20 +25,7 @@ FILE_SIZE = 1048576
 LMQS = ["%LMQ%chat_α", "%LMQ%device_42", "%LMQ%orders-2024", "%LMQ%room-1", "%LMQ%room-2", "%LMQ%sensor|eu"]
 
 
-@pytest.fixture(scope="module")
-def golden(variant_golden):
-    return variant_golden("lmq")
-
-
-@pytest.fixture(scope="module")
-def view(golden):
-    return load_view(golden)
-
-
-@pytest.fixture(scope="module")
-def store(golden):
-    with RocketStore.open(golden / "store", **sizes_from_args(golden / "sizes.args")) as s:
-        yield s
+golden, view, store = variant_fixtures("lmq")
 
 
 def test_detected_as_lmq_and_its_queues_are_topics(store):

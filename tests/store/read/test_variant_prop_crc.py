@@ -10,35 +10,21 @@ import pytest
 from rocketstore_spark.errors import CorruptRecordError, UnsupportedVariantError
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.format.prop_crc import encode_prop_crc
-from tests.conftest import sizes_from_args
 from tests.store.read.variant_view import (
     compare_key_queries,
     compare_offsets,
     compare_queue_reads,
     compare_scan_with_manifest,
     compare_time_queries,
-    load_view,
     sample_queries,
+    variant_fixtures,
 )
 from tests.store.reference import commitlog_file_of, record_layout
 
 FILE_SIZE = 1048576
 
 
-@pytest.fixture(scope="module")
-def golden(variant_golden):
-    return variant_golden("prop-crc")
-
-
-@pytest.fixture(scope="module")
-def view(golden):
-    return load_view(golden)
-
-
-@pytest.fixture(scope="module")
-def store(golden):
-    with RocketStore.open(golden / "store", **sizes_from_args(golden / "sizes.args")) as s:
-        yield s
+golden, view, store = variant_fixtures("prop-crc")
 
 
 def test_detected_as_prop_crc(store):

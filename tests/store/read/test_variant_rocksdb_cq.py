@@ -19,22 +19,15 @@ from tests.store.read.variant_view import (
     compare_scan_with_manifest,
     compare_time_queries,
     load_jsonl,
-    load_view,
     sample_queries,
+    variant_fixtures,
 )
 
 TOPICS = ["LongTopic_abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxy"
           "z0123456789v2-records", "TopicTest", "orders_v1-EU", "rocks_topic"]
 
 
-@pytest.fixture(scope="module")
-def golden(variant_golden):
-    return variant_golden("rocksdb-cq")
-
-
-@pytest.fixture(scope="module")
-def view(golden):
-    return load_view(golden)
+golden, view = variant_fixtures("rocksdb-cq")[:2]  # its store fixture is its own (below)
 
 
 def snapshot(directory) -> list:

@@ -8,8 +8,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
-from rocketstore_spark.store import COLUMNS, RAW_COLUMNS
+from rocketstore_spark.store import COLUMNS, RAW_COLUMNS, RocketStore
+from tests.conftest import sizes_from_args
+from tests.store.read.test_golden_queries import real_matches
 from tests.store.reference import keys_tokens, sha256
 
 ALL = COLUMNS + RAW_COLUMNS
@@ -102,22 +105,12 @@ def compare_scan_with_manifest(store, manifest: list, verify_crc: bool = True) -
     assert not bad, bad[:5]
 
 
-def real_key_matches(manifest_by_offset: dict, q: dict) -> list:
-    """The real store's answer without hash collisions (its client removes them), in commit-log order."""
-    out = []
-    for off in q["commitLogOffsets"]:
-        m = manifest_by_offset[off]
-        if m["topic"] == q["topic"] and (m["uniqKey"] == q["key"] or q["key"] in keys_tokens(m["keys"])):
-            out.append(off)
-    return sorted(out)
-
-
 def compare_key_queries(store, manifest: list, queries: list) -> None:
     by_offset = {m["commitLogOffset"]: m for m in manifest}
     bad = []
     for q in queries:
         got = store.query_by_key(q["topic"], q["key"], columns=["commitLogOffset"]).column(0).to_pylist()
-        if got != real_key_matches(by_offset, q):
+        if got != real_matches(by_offset, q):
             bad.append((q["topic"], q["key"], got, q["commitLogOffsets"]))
     assert not bad, (len(bad), bad[:3])
 
@@ -132,3 +125,23 @@ def compare_time_queries(store, queries: list) -> None:
 def sample_queries(queries: list, every: int) -> list:
     """Every ``every``-th query plus every query of the hot key ``order-42`` (deterministic)."""
     return [q for i, q in enumerate(queries) if i % every == 0 or q["key"] == "order-42"]
+
+
+def variant_fixtures(name: str):
+    """The module fixtures of one variant's golden tests: ``golden`` (the unpacked archive), ``view`` (what the
+    real store answered) and ``store`` (the golden store opened with its sizes). Assign them to module names."""
+
+    @pytest.fixture(scope="module")
+    def golden(variant_golden):
+        return variant_golden(name)
+
+    @pytest.fixture(scope="module")
+    def view(golden):
+        return load_view(golden)
+
+    @pytest.fixture(scope="module")
+    def store(golden):
+        with RocketStore.open(golden / "store", **sizes_from_args(golden / "sizes.args")) as s:
+            yield s
+
+    return golden, view, store
