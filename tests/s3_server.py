@@ -73,10 +73,11 @@ class S3Server:
         return f"s3://{bucket}/{prefix}"
 
     def stop(self) -> None:
+        """Stop the server; its data is a temporary directory, so a server slow to shut down is killed."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=20)

@@ -2,7 +2,6 @@
 inner batches read as one row per message (unwrapped as RocketMQ's client does), every row equal to the real
 store's getMessage answer after that unwrap, lookups as the real store answers them."""
 
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +29,7 @@ BCQ_UNIT = np.dtype([("phy", ">i8"), ("size", ">i4"), ("tags", ">i8"), ("time", 
                      ("batch", ">i2"), ("compacted", ">i4"), ("reserved", ">i4")])
 
 
-golden, view, store = variant_fixtures("batch-cq")
+golden, view, store, copy = variant_fixtures("batch-cq")
 
 
 def unwrapped(line: dict) -> list:
@@ -168,11 +167,6 @@ def test_get_message_inside_a_batch_returns_the_whole_batch(store, view):
 
 # --- damaged copies -----------------------------------------------------------------------------------------
 
-@pytest.fixture
-def copy(golden, tmp_path):
-    target = tmp_path / "store"
-    shutil.copytree(golden / "store", target)
-    return target
 
 
 def last_unit(copy, qid):

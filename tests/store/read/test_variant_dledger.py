@@ -3,7 +3,6 @@ physical offsets as the broker reports them (entry pos + 48), DLedger blank tail
 store's; torn last entries recovered as the real 5.3.3 store recovers them; bad entries are clear errors."""
 
 import copy as copying
-import shutil
 
 import numpy as np
 import pytest
@@ -24,7 +23,7 @@ FILE_SIZE = 1048576
 HEADER = 48
 
 
-golden, view, store = variant_fixtures("dledger")
+golden, view, store, copy = variant_fixtures("dledger")
 
 
 def test_detected_as_dledger_with_its_log(store, golden):
@@ -98,11 +97,6 @@ def test_time_queries(store, view):
 
 # --- torn and damaged copies ---------------------------------------------------------------------------------
 
-@pytest.fixture
-def copy(golden, tmp_path):
-    target = tmp_path / "store"
-    shutil.copytree(golden / "store", target)
-    return target
 
 
 def _zero(store_dir, start: int, end: int) -> None:

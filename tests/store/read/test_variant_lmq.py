@@ -1,7 +1,6 @@
 """The lmq golden store (``enableLmq`` + ``enableMultiDispatch``): ``%LMQ%`` queues read as topics equal to the
 real store's getMessage answers, the parent queues once, lookups as the real store answers them."""
 
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +24,7 @@ FILE_SIZE = 1048576
 LMQS = ["%LMQ%chat_α", "%LMQ%device_42", "%LMQ%orders-2024", "%LMQ%room-1", "%LMQ%room-2", "%LMQ%sensor|eu"]
 
 
-golden, view, store = variant_fixtures("lmq")
+golden, view, store, copy = variant_fixtures("lmq")
 
 
 def test_detected_as_lmq_and_its_queues_are_topics(store):
@@ -108,11 +107,6 @@ def test_time_queries_on_lmqs_and_parents(store, view):
 
 # --- damaged copies -----------------------------------------------------------------------------------------
 
-@pytest.fixture
-def copy(golden, tmp_path):
-    target = tmp_path / "store"
-    shutil.copytree(golden / "store", target)
-    return target
 
 
 def test_an_lmq_offset_property_that_disagrees_with_its_queue_is_an_error(copy, view):

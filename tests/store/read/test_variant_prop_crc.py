@@ -1,7 +1,6 @@
 """The prop-crc golden store (``enabledAppendPropCRC=true``, reopened with ``forceVerifyPropCRC``): detected,
 read equal to the real store's answers, its ``__CRC32#`` property verified."""
 
-import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +23,7 @@ from tests.store.reference import commitlog_file_of, record_layout
 FILE_SIZE = 1048576
 
 
-golden, view, store = variant_fixtures("prop-crc")
+golden, view, store, copy = variant_fixtures("prop-crc")
 
 
 def test_detected_as_prop_crc(store):
@@ -82,11 +81,6 @@ def test_encoded_digits_are_the_stored_ones(view):
 
 # --- a broken property CRC -----------------------------------------------------------------------------------
 
-@pytest.fixture
-def copy(golden, tmp_path):
-    target = tmp_path / "store"
-    shutil.copytree(golden / "store", target)
-    return target
 
 
 def _victim(view):

@@ -4,7 +4,6 @@ clear error."""
 
 import hashlib
 import multiprocessing
-import shutil
 
 import numpy as np
 import pytest
@@ -27,7 +26,7 @@ TOPICS = ["LongTopic_abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvw
           "z0123456789v2-records", "TopicTest", "orders_v1-EU", "rocks_topic"]
 
 
-golden, view = variant_fixtures("rocksdb-cq")[:2]  # its store fixture is its own (below)
+golden, view, _, copy = variant_fixtures("rocksdb-cq", own_store=True)  # its store is below
 
 
 def snapshot(directory) -> list:
@@ -97,11 +96,6 @@ def test_tag_filter_and_get_message(store, view):
 
 # --- locked, newer, damaged -----------------------------------------------------------------------------------
 
-@pytest.fixture
-def copy(golden, tmp_path):
-    target = tmp_path / "store"
-    shutil.copytree(golden / "store", target)
-    return target
 
 
 def _hold_lock(path, ready, done):

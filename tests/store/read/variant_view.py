@@ -4,6 +4,7 @@ and with ``manifest.jsonl``: shared by the per-variant golden tests."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -127,9 +128,11 @@ def sample_queries(queries: list, every: int) -> list:
     return [q for i, q in enumerate(queries) if i % every == 0 or q["key"] == "order-42"]
 
 
-def variant_fixtures(name: str):
+def variant_fixtures(name: str, own_store: bool = False):
     """The module fixtures of one variant's golden tests: ``golden`` (the unpacked archive), ``view`` (what the
-    real store answered) and ``store`` (the golden store opened with its sizes). Assign them to module names."""
+    real store answered), ``store`` (the golden store opened with its sizes) and ``copy`` (a private copy of the
+    store for a test that damages it). Assign them to module names; ``own_store``: the module defines its own
+    ``store`` (None is returned in its place)."""
 
     @pytest.fixture(scope="module")
     def golden(variant_golden):
@@ -139,9 +142,14 @@ def variant_fixtures(name: str):
     def view(golden):
         return load_view(golden)
 
-    @pytest.fixture(scope="module")
     def store(golden):
         with RocketStore.open(golden / "store", **sizes_from_args(golden / "sizes.args")) as s:
             yield s
 
-    return golden, view, store
+    @pytest.fixture
+    def copy(golden, tmp_path):
+        target = tmp_path / "store"
+        shutil.copytree(golden / "store", target)
+        return target
+
+    return golden, view, None if own_store else pytest.fixture(scope="module")(store), copy
