@@ -19,6 +19,7 @@ from ...errors import CorruptRecordError, UnsupportedVariantError
 from ..format import layout as L
 from ..format.inner_batch import BCQ_STORE_UNIT_SIZE, BCQ_UNIT_DTYPE
 from .mapped_file_queue import MappedFileQueue, detect_file_size, list_offset_files
+from .unit_search import first_at_or_past
 
 RECOVERY_FILES = 3  # BatchConsumeQueue.recover starts from the third-last file
 
@@ -93,6 +94,11 @@ class BatchConsumeQueue:
         for name in ("phy_offset", "size", "tags_code"):
             out[name] = raw[name]
         return out
+
+    def first_at_or_past(self, phy_offset: int, lo: int, hi: int) -> int:
+        """The first queue offset in ``[lo, hi)`` whose message's record is at or past commit-log ``phy_offset``
+        (``hi`` when none): the same binary search as a file-based consume queue's, over message offsets."""
+        return first_at_or_past(self.units, lo, hi, phy_offset) if lo < hi else hi
 
     def file_of_units(self) -> np.ndarray:
         """Per unit, the index of the batch consume-queue file holding it."""

@@ -234,10 +234,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 continue
             # units point forward through the commit log (leading filler units at 0): binary search the first
             # live one, reading a handful of units instead of the whole file
-            if hasattr(cq, "first_at_or_past"):  # a file-based consume queue reads a handful of units
-                return cq.first_at_or_past(oldest, lo, hi)
-            phy = cq.units(lo, hi)["phy_offset"]  # a batch consume queue's units (in message offsets)
-            return lo + int(np.searchsorted(phy, oldest, side="left"))
+            return cq.first_at_or_past(oldest, lo, hi)
         return cq.max_offset
 
     def max_offset(self, topic: str, queue_id: int) -> int:
