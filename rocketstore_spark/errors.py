@@ -52,6 +52,11 @@ class StoreFormatError(RocketStoreError):
         super().__init__(message + where)
 
 
+class RemoteReadError(StoreFormatError):
+    """Reading a remote store's object failed after the retries (server unreachable, access denied, an object
+    that vanished or shrank under the read); ``path`` is the object's URI, ``offset`` where the read started."""
+
+
 class CorruptRecordError(StoreFormatError):
     """A commit-log record fails RocketMQ's own checks (magic, length arithmetic, body CRC)."""
 

@@ -29,12 +29,15 @@ from ..store import register_topics as add_topics
 from .common import (
     COMMIT_LOG_SIZE,
     CONSUME_QUEUE_SIZE,
+    FS,
     INDEX_ENTRIES,
     INDEX_SLOTS,
+    STORE_HELP,
     VARIANT,
     console,
     err,
     format_ms,
+    fs_given,
     message_table,
     parse_time,
     progress_bar,
@@ -46,22 +49,22 @@ app = typer.Typer(help="Inspect, query, verify, generate and recover Apache Rock
 
 
 @app.command()
-def inspect(store: Path = typer.Argument(..., help="store directory"),
+def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
             index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-            variant: Optional[str] = VARIANT):
+            variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
     """Storage variant, sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint,
     recovery status."""
     from .report import describe_store
 
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
     try:
-        s = RocketStore.open(store, variant=variant, **sizes)
+        s = RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes)
     except UnsupportedVariantError:
         # a variant rocketstore cannot read yet is still reported, then the error (exit status 2)
-        root = resolve_store_root(store)
+        root = resolve_store_root(store, fs_given(fs))
         found = detect_variant(root, variant).as_dict()
         if as_json:
             console.print_json(json.dumps({"path": str(root), "variant": found}))
@@ -110,7 +113,7 @@ def inspect(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def dump(store: Path = typer.Argument(..., help="store directory"),
+def dump(store: Path = typer.Argument(..., help=STORE_HELP),
          topic: Optional[str] = typer.Option(None, help="topic (all topics when omitted)"),
          queue: Optional[int] = typer.Option(None, help="queue id"),
          from_offset: Optional[int] = typer.Option(None, "--from", help="first queue offset"),
@@ -123,14 +126,14 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
          consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-         variant: Optional[str] = VARIANT):
+         variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
     """Messages of a topic/queue (or everything) as a table or JSON lines."""
     from .report import iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, variant=variant, **sizes) as s, progress_bar() as bar:
+    with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -148,7 +151,7 @@ def dump(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def query(store: Path = typer.Argument(..., help="store directory"),
+def query(store: Path = typer.Argument(..., help=STORE_HELP),
           topic: Optional[str] = typer.Option(None, help="topic (needed for --key, --uniq-key, --queue, --time)"),
           key: Optional[str] = typer.Option(None, help="a KEYS token"),
           uniq_key: Optional[str] = typer.Option(None, help="a UNIQ_KEY (client message id)"),
@@ -160,7 +163,7 @@ def query(store: Path = typer.Argument(..., help="store directory"),
           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-          variant: Optional[str] = VARIANT):
+          variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
     A table on a terminal (bodies abbreviated, like ``dump``); JSON lines with ``--json`` or when piped."""
@@ -168,7 +171,7 @@ def query(store: Path = typer.Argument(..., help="store directory"),
 
     as_json = as_json or not sys.stdout.isatty()
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, variant=variant, **sizes) as s:
+    with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
             rows = [row] if row else []
@@ -207,14 +210,14 @@ def query(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def verify(store: Path = typer.Argument(..., help="store directory"),
+def verify(store: Path = typer.Argument(..., help=STORE_HELP),
            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-           variant: Optional[str] = VARIANT):
+           variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, variant=variant, **sizes) as s, progress_bar() as bar:
+    with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         tasks = {}
 
         def report(phase, done, total):
@@ -329,18 +332,18 @@ def staging(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def lag(store: Path = typer.Argument(..., help="store directory"),
+def lag(store: Path = typer.Argument(..., help=STORE_HELP),
         offsets: str = typer.Option(..., help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
                                               'or a streaming checkpoint directory'),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-        variant: Optional[str] = VARIANT):
+        variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
     """How many messages each queue is behind the given committed offsets (a query's progress)."""
     from .report import consumer_lag, load_offsets
 
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with RocketStore.open(store, variant=variant, **sizes) as s:
+    with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
     for r in rows:

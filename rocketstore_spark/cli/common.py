@@ -34,6 +34,24 @@ VARIANT = typer.Option(None, "--variant", help="storage variant: default, or fea
                        "dledger, rocksdb-cq, batch-cq, lmq, prop-crc joined by ',' (detected when absent)")
 
 
+STORE_HELP = "store directory, or a remote store's URI (s3://bucket/path, gs://, hdfs://, abfs://; see --fs)"
+# A remote store's filesystem settings (FsOptions): --fs endpoint=host:9000 --fs anonymous=true
+FS = typer.Option(None, "--fs", help="filesystem setting of a remote store (s3://, gs://, hdfs://, abfs://) as "
+                  "name=value, repeatable: endpoint, region, anonymous, scheme, accessKey, secretKey, retries, "
+                  "connectTimeout, requestTimeout (credentials otherwise from the standard chain)")
+
+
+def fs_given(values) -> dict:
+    """``--fs name=value`` pairs as the store API's ``fs_options``."""
+    out = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"expected name=value, found {item!r}", param_hint="--fs")
+        out[name.strip()] = value.strip()
+    return out
+
+
 def sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) -> dict:
     given = dict(commit_log_file_size=commit_log_file_size, consume_queue_file_size=consume_queue_file_size,
                  index_hash_slots=index_hash_slots, index_max_entries=index_max_entries)

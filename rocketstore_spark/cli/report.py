@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 import pyarrow.compute as pc
 
 from ..errors import RocketStoreError, StoreFormatError
-from ..store import RocketStore, broker_managed, load_topic_table, staged_jobs, topics_path
+from ..store import RocketStore, broker_managed, is_remote, load_topic_table, scandir, staged_jobs, topics_path
 
 
 def describe_store(s: RocketStore) -> dict:
@@ -73,11 +73,18 @@ def topic_table_status(s: RocketStore) -> dict:
 
 
 def _disk_bytes(root: Path) -> int:
+    """Bytes the store takes: allocated blocks locally (preallocated files are sparse), object sizes remotely."""
+    if is_remote(root):
+        return _listed_bytes(root)
     total = 0
     for dirpath, _dirs, files in os.walk(root):
         for name in files:
             total += os.stat(os.path.join(dirpath, name)).st_blocks * 512
     return total
+
+
+def _listed_bytes(directory) -> int:
+    return sum(_listed_bytes(e.path) if e.is_dir() else e.stat().st_size for e in scandir(directory))
 
 
 def iter_messages(s: RocketStore, topic: Optional[str], queue: Optional[int], start: Optional[int],

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import Subscription, local_store_path, parse_variant, resolve_store_root
+from ..store import FsOptions, Subscription, glob_remote, is_remote, parse_variant, resolve_store_root, store_path
 from ..store.format import layout as L
 
 EARLIEST = "earliest"
@@ -40,6 +40,13 @@ class StoreRef:
 
     path: str
     broker: str
+    fs_options: tuple = ()  # (name, value) pairs for a remote store's filesystem (FsOptions), sorted
+
+
+def parse_fs_options(opts: Mapping[str, str]) -> tuple:
+    """The ``fs.*`` options, validated now (at ``load()``), as sorted (name, value) pairs."""
+    given = {k: v for k, v in opts.items() if k.lower().startswith(FS_PREFIX)}
+    return tuple(sorted(FsOptions.parse(given).as_dict().items()))
 
 
 @dataclass(frozen=True)
@@ -79,11 +86,18 @@ class ReadOptions:
         return True
 
 
+FS_PREFIX = "fs."  # filesystem settings of remote stores: fs.endpoint, fs.region, ... (see FsOptions)
+
+
 def canonical(options: Mapping[str, str], allowed) -> dict[str, str]:
-    """Map lower-cased option names back to their documented spelling; reject unknown ones."""
+    """Map lower-cased option names back to their documented spelling; reject unknown ones. ``fs.*`` options
+    pass through as given (:func:`parse_fs_options` validates them)."""
     by_lower = {name.lower(): name for name in allowed}
     out = {}
     for key, value in options.items():
+        if key.lower().startswith(FS_PREFIX):
+            out[key] = value
+            continue
         name = by_lower.get(key.lower())
         if name is None:
             raise InvalidArgumentError(
@@ -151,19 +165,22 @@ def parse_offsets(name: str, value, multi_store: bool) -> Offsets:
     return parsed
 
 
-def resolve_paths(value: str) -> list[str]:
-    """A store directory, a comma-separated list or a glob → existing store directories."""
+def resolve_paths(value: str, fs_options: tuple = ()) -> list[str]:
+    """A store directory or URI, a comma-separated list or a glob of them → existing store directories."""
     if not value or not str(value).strip():
         raise InvalidArgumentError("no store path: use .load('/path/to/store') or .option('path', ...)")
     out = []
     for part in (p.strip() for p in str(value).split(",")):
         if not part:
             continue
-        local = str(local_store_path(part))  # a remote URI fails here, at load(), saying why
-        matches = sorted(glob.glob(local)) if glob.has_magic(local) else [local]
+        location = store_path(part, dict(fs_options))  # a remote one: its filesystem set up here
+        if is_remote(location):
+            matches = glob_remote(location) if glob.has_magic(str(location)) else [str(location)]
+        else:
+            matches = sorted(glob.glob(str(location))) if glob.has_magic(str(location)) else [str(location)]
         if not matches:
             raise StoreNotFoundError(f"the glob {part!r} matches no store directory")
-        out.extend(str(resolve_store_root(m)) for m in matches)
+        out.extend(str(resolve_store_root(m, dict(fs_options))) for m in matches)
     return out
 
 
@@ -177,11 +194,13 @@ def broker_name_of(path: str) -> str:
 def parse_read_options(options: Mapping[str, str], stream: bool = False) -> ReadOptions:
     """Validate every read option (see the README's option table)."""
     opts = canonical(options, READ_OPTIONS + (STREAM_OPTIONS if stream else ()))
-    paths = resolve_paths(opts.get("path") or opts.get("paths") or "")
+    fs_options = parse_fs_options(opts)
+    paths = resolve_paths(opts.get("path") or opts.get("paths") or "", fs_options)
     if "brokerName" in opts and len(paths) > 1:
         raise InvalidArgumentError("option brokerName names a single store, but the path gives "
                                    f"{len(paths)} stores; their directory names are used as broker names")
-    stores = tuple(StoreRef(p, opts["brokerName"] if "brokerName" in opts else broker_name_of(p)) for p in paths)
+    stores = tuple(StoreRef(p, opts["brokerName"] if "brokerName" in opts else broker_name_of(p),
+                            fs_options if is_remote(p) else ()) for p in paths)
     brokers = [s.broker for s in stores]
     if len(set(brokers)) != len(brokers):
         raise InvalidArgumentError(f"two stores have the same broker name {brokers}; rename a directory")

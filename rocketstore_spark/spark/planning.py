@@ -7,17 +7,15 @@ dataclasses (paths and offsets) and never cross a consume-queue file boundary.
 from __future__ import annotations
 
 import logging
-import os
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Optional
 
 import numpy as np
 from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError
-from ..store import RocketStore, Subscription, decode_msg_id, dledger_logs
+from ..store import RocketStore, Subscription, as_path, decode_msg_id, dledger_logs, forget_listings, scandir
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
 
@@ -36,6 +34,7 @@ class StoreHandle:
     # only in memory, so executors recover it again rather than trusting the valid end alone
     recover: bool = False
     variant: Optional[str] = None  # as the driver found it, so executors read the store the same way
+    fs_options: tuple = ()  # a remote store's filesystem settings (see StoreRef)
 
     def open(self, lazy_queues: bool = False) -> RocketStore:
         """The store; ``lazy_queues`` (queue reads) loads only the queues a task names, not all thousands."""
@@ -43,7 +42,7 @@ class StoreHandle:
         return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
                                 index_hash_slots=slots, index_max_entries=entries,
                                 valid_end=None if self.recover else self.valid_end, variant=self.variant,
-                                lazy_queues=lazy_queues and not self.recover)
+                                lazy_queues=lazy_queues and not self.recover, fs_options=dict(self.fs_options))
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ def handle_sizes(s) -> tuple:
 
 def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
     return StoreHandle(ref.path, ref.broker, store.max_phy_offset(), handle_sizes(store.sizes),
-                       recover=store.abort_present, variant=store.variant.name)
+                       recover=store.abort_present, variant=store.variant.name, fs_options=ref.fs_options)
 
 
 # path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
@@ -119,16 +118,16 @@ _MAX_PLANNED_STORES = 8  # stores whose maps stay open in the planning worker
 
 def fingerprint(path: str) -> tuple:
     """Names, sizes and modification times of every file recovery looks at (a change means recover again)."""
-    root = Path(path)
+    forget_listings(path)  # a remote store: list it as it is now
+    root = as_path(path)
     seen = []
     for sub in [L.COMMITLOG_DIR, L.INDEX_DIR] + [str(p.relative_to(root)) for p in dledger_logs(root)]:
-        if (root / sub).is_dir():
-            seen.extend((sub, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(root / sub))
+        seen.extend((sub, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in scandir(root / sub))
     base = root / L.CONSUMEQUEUE_DIR
-    for topic in (os.scandir(base) if base.is_dir() else []):
-        for queue in (os.scandir(topic.path) if topic.is_dir() else []):
+    for topic in scandir(base):
+        for queue in (scandir(topic.path) if topic.is_dir() else []):
             if queue.is_dir():
-                seen.extend((topic.name, queue.name, e.name, e.stat().st_mtime_ns) for e in os.scandir(queue.path))
+                seen.extend((topic.name, queue.name, e.name, e.stat().st_mtime_ns) for e in scandir(queue.path))
     for name in (L.ABORT_FILE, L.CHECKPOINT_FILE):
         if (root / name).exists():
             seen.append((name, (root / name).stat().st_mtime_ns))
@@ -146,7 +145,7 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     if cached is not None and cached[0] == key:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    store = RocketStore.open(ref.path, variant=opts.variant, **opts.sizes)
+    store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

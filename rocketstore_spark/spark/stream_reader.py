@@ -47,10 +47,12 @@ def open_live(ref: StoreRef, opts: ReadOptions, tail: Optional[LiveTail] = None)
     """A store opened without recovery: streaming trusts consume-queue tails checked record by record. With a
     tail (whose sizes are known) the store loads only the queues it is asked about."""
     if tail is None:
-        return RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62, variant=opts.variant)
+        return RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62, variant=opts.variant,
+                                fs_options=dict(ref.fs_options))
     sizes = dict(opts.sizes, commit_log_file_size=tail.sizes.commit_log_file_size,
                  consume_queue_file_size=tail.sizes.consume_queue_file_size)
-    return RocketStore.open(ref.path, **sizes, valid_end=1 << 62, lazy_queues=True, variant=opts.variant)
+    return RocketStore.open(ref.path, **sizes, valid_end=1 << 62, lazy_queues=True, variant=opts.variant,
+                            fs_options=dict(ref.fs_options))
 
 
 def live_ends(store: RocketStore, opts: ReadOptions) -> dict:
@@ -116,7 +118,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if ref.broker not in self._tails:
             variant = detect_variant(resolve_store_root(ref.path), self.opts.variant)
             self._tails[ref.broker] = None if variant.features else \
-                LiveTail.open(ref.path, self.opts.wants_topic, **self.opts.sizes)
+                LiveTail.open(ref.path, self.opts.wants_topic, fs_options=dict(ref.fs_options), **self.opts.sizes)
         return self._tails[ref.broker]
 
     def _latest(self) -> Offsets:
@@ -219,7 +221,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 continue
             with open_live(ref, self.opts, self._tail(ref)) as store:
                 handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
-                                     handle_sizes(store.sizes), variant=store.variant.name)
+                                     handle_sizes(store.sizes), variant=store.variant.name,
+                                     fs_options=ref.fs_options)
                 per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
                 ranges = []
                 for topic, qid, lo, hi in work:

@@ -14,10 +14,13 @@ from __future__ import annotations
 from typing import Optional
 
 from ..errors import InvalidArgumentError
+from .files.byte_source import as_path, forget_listings, glob_remote, is_remote, scandir
 from .files.consume_queue import Subscription
+from .files.file_reads import counting
 from .files.locking import StoreLock
+from .files.remote_fs import FsOptions
 from .files.sizes import StoreSizes
-from .files.store_location import local_store_path
+from .files.store_location import local_store_path, store_path
 from .files.topic_config import (
     broker_managed,
     existing_queue_counts,
@@ -51,7 +54,8 @@ class RocketStore(StoreReader):
     @classmethod
     def open(cls, path, mode: str = MODE_READ, *, commit_log_file_size=None, consume_queue_file_size=None,
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
-             valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, **writer_options):
+             valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, fs_options=None,
+             **writer_options):
         """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
@@ -59,6 +63,11 @@ class RocketStore(StoreReader):
         ``variant`` names the storage variant (``"default"``, or features such as ``"prop-crc,lmq"``, see
         :mod:`.files.variant`) where the files leave it open; it is detected otherwise and reported as
         ``store.variant``. Writers append only to default-layout stores.
+
+        ``path`` may be a remote URI (``s3://bucket/archive/broker-a/store``, also ``s3a``, ``gs``, ``hdfs``,
+        ``abfs``), read through ``pyarrow.fs`` with ``fs_options`` such as ``{"endpoint": "host:9000",
+        "region": "eu-west-1", "anonymous": True}`` (see :class:`FsOptions`); credentials come from the standard
+        chain unless given. Writers need a local directory.
         """
         if mode == MODE_APPEND:
             return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
@@ -72,13 +81,14 @@ class RocketStore(StoreReader):
         return super().open(path, commit_log_file_size=commit_log_file_size,
                             consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
                             index_max_entries=index_max_entries, check_crc_on_recover=check_crc_on_recover,
-                            valid_end=valid_end, variant=variant, lazy_queues=lazy_queues)
+                            valid_end=valid_end, variant=variant, lazy_queues=lazy_queues, fs_options=fs_options)
 
 
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreSizes", "Subscription", "StoreLock",
            "DEFAULT_BATCH_ROWS", "DEFAULT_STORE_HOST", "COLUMNS", "RAW_COLUMNS", "arrow_schema", "resolve_store_root",
            "stage", "publish_staged", "discard_staged", "new_job_id", "existing_queue_counts",
-           "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path",
+           "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path", "store_path", "FsOptions",
+           "is_remote", "forget_listings", "counting", "glob_remote", "scandir", "as_path",
            # storage variants: detection, and the writers' refusal of non-default stores
            "StoreVariant", "detect_variant", "parse_variant", "VARIANT_FEATURES", "refuse_variant_writes",
            "dledger_logs",

@@ -209,7 +209,12 @@ def test_every_store_command_takes_the_sizes_including_a_harness_size_file(tmp_p
     assert len(rows) == 64  # the hot key: the real store's answer is capped at 64 too
 
 
-def test_a_remote_uri_gets_a_short_error_saying_what_to_do():
-    out = run("inspect", "s3://bucket/archive/store", check=False)
+def test_a_remote_uri_gets_a_short_error_naming_it():
+    out = run("inspect", "s3://no-such-bucket/archive/store", "--fs", "endpoint=127.0.0.1:9", "--fs", "retries=0",
+              "--fs", "scheme=http", "--fs", "region=us-east-1", "--fs", "connectTimeout=1", check=False)
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "local or mounted directory" in out.stderr and "copy" in out.stderr
+    assert "s3://no-such-bucket/archive" in out.stderr and "failed after 1 attempt(s)" in out.stderr
+    assert "bad --fs" in run("inspect", "s3://b/store", "--fs", "endpoint", check=False).stderr.replace("'", "") \
+        or "name=value" in run("inspect", "s3://b/store", "--fs", "endpoint", check=False).stderr
+
+

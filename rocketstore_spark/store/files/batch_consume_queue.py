@@ -18,6 +18,7 @@ import numpy as np
 from ...errors import CorruptRecordError, UnsupportedVariantError
 from ..format import layout as L
 from ..format.inner_batch import BCQ_STORE_UNIT_SIZE, BCQ_UNIT_DTYPE
+from .byte_source import as_path
 from .mapped_file_queue import MappedFileQueue, detect_file_size, list_offset_files
 from .unit_search import first_at_or_past
 
@@ -32,7 +33,7 @@ class BatchConsumeQueue:
     def __init__(self, topic: str, queue_id: int, directory: Path):
         self.topic = topic
         self.queue_id = queue_id
-        directory = Path(directory)
+        directory = as_path(directory)
         size = detect_file_size(list_offset_files(directory), None, f"batch consume-queue ({directory})",
                                 "batch consume-queue file size") or BCQ_STORE_UNIT_SIZE
         if size % BCQ_STORE_UNIT_SIZE:
@@ -47,6 +48,7 @@ class BatchConsumeQueue:
         files = self.files.files
         parts, self._file_of_unit = [], []
         for index in range(len(files)):
+            self.files.ensure(index, 0, files[index].length)
             units = np.frombuffer(self.files.buffer(index), dtype=BCQ_UNIT_DTYPE)
             if index >= len(files) - RECOVERY_FILES:
                 bad = np.flatnonzero((units["phy_offset"] < 0) | (units["size"] <= 0) | (units["base_offset"] < 0)

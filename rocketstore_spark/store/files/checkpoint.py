@@ -9,6 +9,7 @@ from typing import Optional
 
 from ...errors import StoreFormatError
 from ..format import layout as L
+from .byte_source import as_path
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Checkpoint:
 
 def read_checkpoint(path: Path) -> Optional[Checkpoint]:
     """The checkpoint at ``path`` (None when the file is absent)."""
-    path = Path(path)
+    path = as_path(path)
     if not path.exists():
         return None
     data = path.read_bytes()

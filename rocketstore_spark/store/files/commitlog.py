@@ -22,6 +22,7 @@ END_DATA = "end"  # no record starts here: zeros or an unknown magic code (end o
 END_INVALID = "invalid"  # a record starts here but fails RocketMQ's checks
 
 
+FIRST_RECORD_HEAD = 256  # bytes holding a record's fixed fields up to its store timestamp (IPv6 hosts included)
 WALK_CHUNK = 1 << 15  # records checked (and hints chained) per step: bounds what a walk holds at once
 
 
@@ -101,6 +102,7 @@ class CommitLog:
         """
         buf = self.queue.buffer(index)
         size = len(buf)
+        fetch = self.queue.sequential(index, start)
         runs = []
         pos = start
         end_kind = END_BLANK
@@ -111,6 +113,8 @@ class CommitLog:
         while pos + 8 <= size:
             if h < len(hints) and hints[h] == pos:
                 chain = hints[h:h + WALK_CHUNK]
+                if chain[-1] + 8 > fetch.ready:
+                    fetch.need(int(chain[-1]) + 8)
                 nexts = chain + read_be(buf, chain, 4)
                 breaks = np.flatnonzero(nexts[:-1] != chain[1:])
                 stop = int(breaks[0]) + 1 if len(breaks) else len(chain)
@@ -120,6 +124,8 @@ class CommitLog:
                     break  # a non-positive or oversized TOTALSIZE: parse_records reports that record
                 released = self._release(index, released, int(chain[stop - 1]))
                 continue
+            if pos + 8 > fetch.ready:
+                fetch.need(pos + 8)
             total, magic = _HEAD.unpack_from(mv, pos)
             if magic == L.BLANK_MAGIC_CODE:
                 break
@@ -134,6 +140,9 @@ class CommitLog:
                 h += 1
         del mv
         positions = np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
+        if len(positions):  # the records' bodies (and the header of one that ended the walk) are read below
+            fetch.need(max(pos, int(positions[-1]) + 8))
+            self.queue.ensure_records(index, positions[-1:])
         self._release(index, released, size)
         problem, released = "", start
         for a in range(0, len(positions), WALK_CHUNK):
@@ -185,6 +194,7 @@ class CommitLog:
     def first_store_timestamp(self, index: int) -> int:
         """Store timestamp of the first record of file ``index`` (0 when it does not start with a record);
         what ``CommitLog.isMappedFileMatchedRecover`` compares with the checkpoint."""
+        self.queue.ensure(index, 0, FIRST_RECORD_HEAD)
         buf = self.queue.buffer(index)
         magic = int(np.frombuffer(buf[4:8].tobytes(), ">i4")[0])
         if magic not in (L.MESSAGE_MAGIC_CODE, L.MESSAGE_MAGIC_CODE_V2):
@@ -206,6 +216,7 @@ class CommitLog:
                     check_crc: bool = False, what: str = "", fixed=None) -> RecordBatchFields:
         """Parse the records at ``positions`` of file ``index``; any that fails is a CorruptRecordError.
         ``fixed``: the optional fixed fields to read (see :func:`~.codec.parse_records`; None: all)."""
+        self.queue.ensure_records(index, positions, expected_sizes)
         buf = self.queue.buffer(index)
         if check_crc and fixed is not None:
             fixed = tuple(fixed) + ("body_crc",)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...errors import CorruptRecordError
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records, read_be
-from .commitlog import END_BLANK, END_DATA, END_INVALID, CommitLog, FileWalk
+from .commitlog import END_BLANK, END_DATA, END_INVALID, FIRST_RECORD_HEAD, CommitLog, FileWalk
 from .mapped_file_queue import MappedFileQueue
 
 ENTRY_HEADER = struct.Struct(">iiqqqiiii")
@@ -98,6 +98,7 @@ class DLedgerLog(CommitLog):
         is lost to the broker too. ``continue_chain`` checks index continuity with the previous file's walk."""
         buf = self.queue.buffer(index)
         info = self.queue.files[index]
+        fetch = self.queue.sequential(index, start)
         mv = memoryview(buf)
         if not continue_chain:
             self._last = None
@@ -110,6 +111,9 @@ class DLedgerLog(CommitLog):
             while h < len(entries) and entries[h] < pos:
                 h += 1
             if h < len(entries) and entries[h] == pos:
+                last = int(entries[min(h + window, len(entries)) - 1]) + ENTRY_HEADER_SIZE + 8
+                if last > fetch.ready:
+                    fetch.need(last)
                 run = self._header_run(buf, entries[h:h + window], info.from_offset)
                 window = min(window * 2, MAX_WINDOW) if run == window else MIN_WINDOW
                 if run:
@@ -117,6 +121,8 @@ class DLedgerLog(CommitLog):
                     pos = int(entries[h + run - 1]) + int(read_be(buf, entries[h + run - 1:h + run] + 4, 4)[0])
                     h += run
                     continue
+            if pos + ENTRY_HEADER_SIZE + 8 > fetch.ready:
+                fetch.need(pos + ENTRY_HEADER_SIZE + 8)
             magic, size = struct.unpack_from(">ii", mv, pos)
             if magic == DLEDGER_BLANK_MAGIC:
                 end_kind = END_BLANK
@@ -135,6 +141,9 @@ class DLedgerLog(CommitLog):
             positions.append(np.array([pos + ENTRY_HEADER_SIZE], np.int64))
             pos += size
         records = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+        if len(records):  # the records (the entries' bodies) are parsed below
+            fetch.need(max(pos, int(records[-1]) + 8))
+            self.queue.ensure_records(index, records[-1:])
         fields = parse_records(buf, records)
         if check_crc:
             self.check_crcs(buf, fields)
@@ -194,6 +203,7 @@ class DLedgerLog(CommitLog):
 
     def first_store_timestamp(self, index: int) -> int:
         """Store timestamp of the first record of file ``index`` (in the first entry's body)."""
+        self.queue.ensure(index, 0, ENTRY_HEADER_SIZE + FIRST_RECORD_HEAD)
         buf = self.queue.buffer(index)
         if len(buf) < ENTRY_HEADER_SIZE or ENTRY_HEADER.unpack_from(memoryview(buf), 0)[0] != DLEDGER_MAGIC:
             return 0

@@ -27,6 +27,8 @@ class ReadStats:
     bytes_read: int = 0  # bytes returned by them
     pages_read: int = 0  # distinct 4 KiB pages each read touched, summed over reads
     files_mapped: int = 0  # whole files memory-mapped (the commit log, index files)
+    remote_requests: int = 0  # ranged GETs of a remote store's objects (retries not counted)
+    remote_bytes: int = 0  # bytes those returned
 
     def snapshot(self) -> "ReadStats":
         return ReadStats(**{f.name: getattr(self, f.name) for f in fields(self)})

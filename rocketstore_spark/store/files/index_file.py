@@ -7,8 +7,6 @@ slot/entry structure, and asks for the options when that is ambiguous.
 
 from __future__ import annotations
 
-import mmap
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from ...errors import IndexSizesAmbiguousError, StoreConfigError, StoreFormatErr
 from ..format import layout as L
 from ..format.codec import read_be
 from ..format.java_hash import index_key_hash
+from .byte_source import as_path, map_file, scandir
 from .strays import note, stray_reason
 
 INDEX_NAME_DIGITS = 17  # yyyyMMddHHmmssSSS (UtilAll.timeMillisToHumanString)
@@ -51,10 +50,10 @@ class IndexFile:
     """One index file, memory-mapped read-only."""
 
     def __init__(self, path: Path, slots: int, max_entries: int):
-        self.path = Path(path)
+        self.path = as_path(path)
         self.slots = slots
         self.max_entries = max_entries
-        self._mm = None
+        self._map = None
         self.slot_table = np.zeros(0, dtype=">i4")
         self.entries = np.zeros(0, dtype=L.INDEX_ENTRY_DTYPE)
         self.header = read_index_header(self.path)
@@ -69,9 +68,8 @@ class IndexFile:
         if self.header.index_count > max_entries + 1:
             raise StoreFormatError(
                 f"index header indexCount {self.header.index_count} is outside 0..{max_entries + 1}", self.path, 36)
-        with open(self.path, "rb") as fh:
-            self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        buf = np.frombuffer(self._mm, dtype=np.uint8)
+        self._map = map_file(self.path, length)
+        buf = self._map.array
         slot_end = L.INDEX_HEADER_SIZE + slots * L.INDEX_SLOT_SIZE
         self.slot_table = np.frombuffer(buf[L.INDEX_HEADER_SIZE:slot_end].data, dtype=">i4")
         self.entries = np.frombuffer(buf[slot_end:].data, dtype=L.INDEX_ENTRY_DTYPE)
@@ -79,6 +77,15 @@ class IndexFile:
     @property
     def name(self) -> str:
         return self.path.name
+
+    def used_entries(self) -> np.ndarray:
+        """Entries ``1 .. indexCount - 1`` (the broker never uses entry 0), read now (fetched, when remote)."""
+        count = self.header.index_count
+        if count <= 1 or self._map is None:
+            return self.entries[:0]
+        first = L.INDEX_HEADER_SIZE + self.slots * L.INDEX_SLOT_SIZE + L.INDEX_ENTRY_SIZE
+        self._map.ensure(first, first + (count - 1) * L.INDEX_ENTRY_SIZE)
+        return self.entries[1:count]
 
     def is_time_matched(self, begin: int, end: int) -> bool:
         """``IndexFile.isTimeMatched``: does [begin, end] overlap the file's time range?"""
@@ -92,6 +99,8 @@ class IndexFile:
         if count <= 1:
             return
         key_hash = index_key_hash(key)
+        slot_at = L.INDEX_HEADER_SIZE + (key_hash % self.slots) * L.INDEX_SLOT_SIZE
+        self._map.ensure(slot_at, slot_at + L.INDEX_SLOT_SIZE)  # a remote file: one small ranged read
         slot_value = int(self.slot_table[key_hash % self.slots])
         if slot_value <= L.INDEX_INVALID or slot_value > count:
             return
@@ -101,6 +110,8 @@ class IndexFile:
             if current >= len(self.entries):
                 raise StoreFormatError(f"index chain points at entry {current} past the file's "
                                        f"{len(self.entries)} entries", self.path)
+            entry_at = L.INDEX_HEADER_SIZE + self.slots * L.INDEX_SLOT_SIZE + current * L.INDEX_ENTRY_SIZE
+            self._map.ensure(entry_at, entry_at + L.INDEX_ENTRY_SIZE)
             entry = self.entries[current]
             time_diff = int(entry["time_diff"])
             if time_diff < 0:
@@ -118,21 +129,13 @@ class IndexFile:
 
     def close(self) -> None:
         self.slot_table = self.entries = None
-        if self._mm is not None:
-            close_map(self._mm)
-
-
-def close_map(mm: mmap.mmap) -> None:
-    """Close ``mm`` unless arrays still reference it (then it closes with the last of them)."""
-    try:
-        mm.close()
-    except BufferError:
-        pass
+        if self._map is not None:
+            self._map.close()
 
 
 def read_index_header(path: Path) -> IndexHeader:
     """The header of an index file; a file shorter than a header reads as an empty one (all zero)."""
-    with open(path, "rb") as fh:
+    with as_path(path).open("rb") as fh:
         head = fh.read(L.INDEX_HEADER_SIZE)
     return IndexHeader(*L.INDEX_HEADER.unpack_from(head.ljust(L.INDEX_HEADER_SIZE, b"\0"), 0))
 
@@ -142,16 +145,14 @@ def list_index_files(directory: Path, strays: Optional[list] = None) -> list[Pat
     (hidden names, names that are not 17-digit times, sub-directories, files too short for a header) are
     skipped and appended to ``strays`` when given."""
     paths = []
-    if not Path(directory).is_dir():
-        return paths
-    for entry in os.scandir(directory):
+    for entry in scandir(directory):
         reason = stray_reason(entry, INDEX_NAME_DIGITS)
         if reason is None and entry.stat().st_size < L.INDEX_HEADER_SIZE:
             reason = f"{entry.stat().st_size}-byte file, too short for an index header"
         if reason:
             note(strays, entry.path, reason)
         else:
-            paths.append(Path(entry.path))
+            paths.append(as_path(entry.path))
     return sorted(paths)
 
 
@@ -173,31 +174,34 @@ def _consistent(paths: list[Path], candidates: np.ndarray, length: int) -> np.nd
     crashed store may show. Files are memory-mapped: only the header, a few slots and entries are touched."""
     buf = None
     for path in paths:
-        with open(path, "rb") as fh:
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mapped = map_file(path)
         try:
-            # a file with no keys yet (zero-filled, or just rolled to) says nothing about the sizes; its header
-            # is read without a numpy view, so that no exported pointer outlives the map when it is skipped
-            count = int.from_bytes(mm[36:40], "big", signed=True) if len(mm) >= L.INDEX_HEADER_SIZE else 0
+            # a file with no keys yet (zero-filled, or just rolled to) says nothing about the sizes
+            mapped.ensure(0, L.INDEX_HEADER_SIZE)
+            count = int(read_be(mapped.array, np.array([36]), 4)[0]) if mapped.size >= L.INDEX_HEADER_SIZE else 0
             if count <= 1:
                 continue
-            buf = np.frombuffer(mm, dtype=np.uint8)
+            buf = mapped.array
             newest = count - 1
             entry_pos = L.INDEX_HEADER_SIZE + candidates * L.INDEX_SLOT_SIZE + newest * L.INDEX_ENTRY_SIZE
             fits = entry_pos + L.INDEX_ENTRY_SIZE <= length
             cands, entry_pos = candidates[fits], entry_pos[fits]
+            mapped.ensure_ranges(entry_pos, entry_pos + L.INDEX_ENTRY_SIZE)
             key_hash = read_be(buf, entry_pos, 4)
             ok = key_hash >= 0
             bucket = np.where(ok, key_hash % np.maximum(cands, 1), 0)
+            mapped.ensure_ranges(L.INDEX_HEADER_SIZE + bucket * L.INDEX_SLOT_SIZE,
+                                 L.INDEX_HEADER_SIZE + bucket * L.INDEX_SLOT_SIZE + L.INDEX_SLOT_SIZE)
             head = read_be(buf, L.INDEX_HEADER_SIZE + bucket * L.INDEX_SLOT_SIZE, 4)
             head_pos = L.INDEX_HEADER_SIZE + cands * L.INDEX_SLOT_SIZE + head * L.INDEX_ENTRY_SIZE
             ahead = ok & (head > newest) & (head_pos + L.INDEX_ENTRY_SIZE <= length)
+            mapped.ensure_ranges(head_pos[ahead], head_pos[ahead] + 4)
             head_hash = read_be(buf, np.where(ahead, head_pos, 0), 4)
             ok &= (head == newest) | (ahead & (head_hash >= 0) & (head_hash % np.maximum(cands, 1) == bucket))
             candidates = cands[ok]
         finally:
             buf = None  # the views must die before the map closes (an error's traceback may still hold some)
-            close_map(mm)
+            mapped.close()
         if len(candidates) <= 1:
             break
     return candidates
@@ -208,7 +212,7 @@ def _fully_consistent(paths: list[Path], slots: int, length: int) -> bool:
     a stopped writer wrote past the header's count included, see :func:`_consistent`)."""
     entries_count = (length - L.INDEX_HEADER_SIZE - slots * L.INDEX_SLOT_SIZE) // L.INDEX_ENTRY_SIZE
     for path in paths:
-        with open(path, "rb") as fh:
+        with as_path(path).open("rb") as fh:
             head = fh.read(L.INDEX_HEADER_SIZE + slots * L.INDEX_SLOT_SIZE)
             count = int.from_bytes(head[36:40], "big", signed=True)
             if count <= 1:

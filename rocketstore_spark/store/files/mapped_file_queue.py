@@ -1,14 +1,13 @@
 """``MappedFileQueue``: a directory of fixed-size files named by the byte offset of their first byte.
 
 Used for the commit log (one directory) and for every consume queue (one directory per topic/queue).
-The commit log's files are memory-mapped read-only on demand; consume queues read windows of theirs through
-:meth:`MappedFileQueue.open_file` instead (see :mod:`.file_reads`). Nothing here ever writes.
+The commit log's files are mapped read-only on demand (:func:`~.byte_source.map_file`: a memory map locally,
+fetched ranges remotely; readers call :meth:`MappedFileQueue.ensure` before touching bytes); consume queues read
+windows of theirs through :meth:`MappedFileQueue.open_file` instead. Nothing here ever writes.
 """
 
 from __future__ import annotations
 
-import mmap
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,8 @@ import numpy as np
 
 from ...errors import StoreConfigError, StoreFormatError
 from ..format.layout import FILE_NAME_DIGITS
-from .file_reads import OpenFile, count_mapped_file
+from .byte_source import LocalFileMap, as_path, is_remote, map_file, open_file, scandir
+from .remote_map import SEQUENTIAL_STEP
 from .strays import note, stray_reason
 
 RESIDENT_BUDGET = 128 << 20  # bytes a reader reads through one file's map before letting its pages go
@@ -34,7 +34,7 @@ class MappedFileInfo:
 
     @property
     def path(self) -> Path:
-        return Path(self.location)
+        return as_path(self.location)
 
 
 def list_offset_files(directory: Path, strays: Optional[list] = None) -> list[MappedFileInfo]:
@@ -42,9 +42,7 @@ def list_offset_files(directory: Path, strays: Optional[list] = None) -> list[Ma
     that are not offsets, sub-directories) and zero-length files at the end of the sequence (``MappedFileQueue``
     deletes such a last file when it loads) are skipped and appended to ``strays`` when given."""
     infos = []
-    if not os.path.isdir(directory):
-        return infos
-    for entry in os.scandir(directory):
+    for entry in scandir(directory):
         reason = stray_reason(entry, FILE_NAME_DIGITS)
         if reason:
             note(strays, entry.path, reason)
@@ -92,7 +90,8 @@ class MappedFileQueue:
         self._directory = directory
         self.file_size = file_size
         self.files = list_offset_files(self.directory, strays) if files is None else files
-        self._maps: dict[int, tuple[mmap.mmap, np.ndarray]] = {}
+        self._maps: dict = {}  # file index -> LocalFileMap or RemoteFileMap
+        self.remote = is_remote(self.directory)
         self._touched: dict[int, int] = {}  # bytes read through each map since its pages were last released
         for i, f in enumerate(self.files):
             if f.length != file_size:
@@ -109,7 +108,7 @@ class MappedFileQueue:
     @property
     def directory(self) -> Path:
         if not isinstance(self._directory, Path):
-            self._directory = Path(self._directory)
+            self._directory = as_path(self._directory)
         return self._directory
 
     @property
@@ -129,28 +128,51 @@ class MappedFileQueue:
         return (offset - self.min_offset) // self.file_size
 
     def buffer(self, index: int) -> np.ndarray:
-        """The whole file ``index`` as a read-only uint8 array backed by a memory map."""
-        cached = self._maps.get(index)
-        if cached is None:
+        """The whole file ``index`` as a read-only uint8 array; bytes in a range are valid once :meth:`ensure`-d
+        (always, for a local file: it is a memory map)."""
+        return self._map(index).array
+
+    def _map(self, index: int):
+        mapped = self._maps.get(index)
+        if mapped is None:
             info = self.files[index]
-            with open(info.path, "rb") as fh:
-                mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            count_mapped_file()
-            cached = (mm, np.frombuffer(mm, dtype=np.uint8))
-            self._maps[index] = cached
-        return cached[1]
+            mapped = self._maps[index] = map_file(info.location, info.length)
+        return mapped
+
+    def ensure(self, index: int, start: int, end: int, ahead: int = 0) -> None:
+        """Make bytes ``[start, end)`` of file ``index`` readable through :meth:`buffer` (a fetch for a remote
+        file; ``ahead`` more bytes are prefetched for a sequential reader). Free for a local file."""
+        self._map(index).ensure(start, end, ahead)
+
+    def ensure_records(self, index: int, positions: np.ndarray, sizes=None) -> None:
+        """Make the records starting at ``positions`` of file ``index`` readable; without their ``sizes``, each
+        record's TOTALSIZE is read first (clipped to the file: a garbled length is the parser's to report)."""
+        mapped = self._map(index)
+        if isinstance(mapped, LocalFileMap) or len(positions) == 0:
+            return
+        starts = np.asarray(positions, dtype=np.int64)
+        if sizes is None:
+            mapped.ensure_ranges(starts, starts + 8)
+            head = mapped.array
+            valid = (starts >= 0) & (starts + 4 <= len(head))
+            sizes = np.zeros(len(starts), np.int64)
+            at = starts[valid]
+            sizes[valid] = (head[at].astype(np.int64) << 24 | head[at + 1].astype(np.int64) << 16
+                            | head[at + 2].astype(np.int64) << 8 | head[at + 3].astype(np.int64))
+            sizes = np.where((sizes > 0) & (sizes < 1 << 31), sizes, 8)
+        mapped.ensure_ranges(starts, starts + np.asarray(sizes, dtype=np.int64))
+
+    def sequential(self, index: int, start: int) -> "SequentialFetch":
+        """A forward reader's fetch window over file ``index`` from ``start`` (see :class:`SequentialFetch`)."""
+        return SequentialFetch(self, index, start)
 
     def release(self, index: int, start: int, end: int) -> None:
         """Drop this process's pages of file ``index`` in ``[start, end)`` (``MADV_DONTNEED``): the map stays
-        valid and its bytes come back from the page cache when touched again, but a walk over a whole 1 GiB
-        file no longer keeps the file resident in the process."""
-        cached = self._maps.get(index)
-        if cached is None or not hasattr(mmap, "MADV_DONTNEED"):
-            return
-        first = start - start % mmap.PAGESIZE
-        last = min(end - end % mmap.PAGESIZE, len(cached[0]))
-        if last > first:
-            cached[0].madvise(mmap.MADV_DONTNEED, first, last - first)
+        valid and its bytes come back when touched again, but a walk over a whole 1 GiB file no longer keeps the
+        file resident in the process."""
+        mapped = self._maps.get(index)
+        if mapped is not None:
+            mapped.release(start, end)
 
     def note_read(self, index: int, nbytes: int) -> None:
         """Count ``nbytes`` read from file ``index`` through its map; past :data:`RESIDENT_BUDGET` the file's
@@ -160,10 +182,30 @@ class MappedFileQueue:
             self._touched[index] = 0
             self.release(index, 0, self.file_size)
 
-    def open_file(self, index: int) -> OpenFile:
+    def open_file(self, index: int):
         """File ``index`` opened for windowed reads (counted; close it, or use it in a ``with``)."""
-        return OpenFile(self.files[index].location)
+        return open_file(self.files[index].location)
 
     def close(self) -> None:
         """Drop the maps (arrays handed out keep their own reference alive)."""
-        self._maps.clear()
+        maps, self._maps = self._maps, {}
+        for mapped in maps.values():
+            mapped.close()
+
+
+class SequentialFetch:
+    """What a walk going forward through one file may read: ``[start, ready)``. A walk checks ``ready`` before
+    touching bytes past it and calls :meth:`need`; a local file is readable whole (``ready`` is its length), a
+    remote one is fetched :data:`~.remote_map.SEQUENTIAL_STEP` at a time with the next step prefetched."""
+
+    def __init__(self, queue: MappedFileQueue, index: int, start: int):
+        self.queue, self.index = queue, index
+        self.size = queue.files[index].length
+        self.ready = start if queue.remote else self.size
+
+    def need(self, upto: int) -> None:
+        """Make everything before ``upto`` (clipped to the file) readable."""
+        if upto > self.ready:
+            end = min(max(upto, self.ready + SEQUENTIAL_STEP), self.size)
+            self.queue.ensure(self.index, self.ready, end, ahead=SEQUENTIAL_STEP)
+            self.ready = end

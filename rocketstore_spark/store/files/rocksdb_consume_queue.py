@@ -39,6 +39,7 @@ from ..format.rocksdb_cq import (
     parse_offset_key,
     queue_prefix,
 )
+from .byte_source import as_path, is_remote, scandir
 
 LOCK_FILE = "LOCK"  # RocksDB's lock file: a running broker holds an fcntl write lock on it
 OPTIONS_PREFIX = "OPTIONS-"
@@ -78,8 +79,8 @@ def _newer(written: str, reader: str) -> bool:
 def check_not_locked(directory: Path) -> None:
     """A broker that has the database open holds a write lock on ``LOCK``: reading it then is refused."""
     lock = directory / LOCK_FILE
-    if not lock.is_file():
-        return
+    if is_remote(lock) or not lock.is_file():
+        return  # an object store has no locks: a copy there is never open in a broker
     with open(lock, "rb") as fh:
         try:
             fcntl.lockf(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)  # a read lock on a read-only descriptor
@@ -96,7 +97,7 @@ class RocksDBConsumeQueueStore:
     """The ``consumequeue/`` database, opened read-only through a directory of links to its files."""
 
     def __init__(self, directory: Path):
-        self.directory = Path(directory)
+        self.directory = as_path(directory)
         check_not_locked(self.directory)
         try:
             from rocksdict import AccessType, Options, Rdict
@@ -106,9 +107,13 @@ class RocksDBConsumeQueueStore:
         self._shadow = Path(tempfile.mkdtemp(prefix="rocketstore-rocksdb-"))
         # removed on close, or when the reader is collected or the process exits (executors cache open stores)
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._shadow), True)
-        for entry in os.scandir(self.directory):
+        for entry in scandir(self.directory):
             if entry.is_file() and entry.name != LOCK_FILE:
-                os.symlink(entry.path, self._shadow / entry.name)
+                if is_remote(self.directory):  # RocksDB reads local files: the database is copied (read-only)
+                    with (self.directory / entry.name).open("rb") as src, open(self._shadow / entry.name, "wb") as out:
+                        shutil.copyfileobj(src, out, 8 << 20)
+                else:
+                    os.symlink(entry.path, self._shadow / entry.name)
         try:
             families = Rdict.list_cf(str(self._shadow), Options(raw_mode=True))
             self.db = Rdict(str(self._shadow), Options(raw_mode=True),

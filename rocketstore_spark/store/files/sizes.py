@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from ...errors import IndexSizesAmbiguousError, StoreConfigError
 from ..format import layout as L
+from .byte_source import as_path, scandir
 from .index_file import detect_index_sizes, list_index_files
 from .mapped_file_queue import MappedFileInfo, detect_file_size, list_offset_files
 from .strays import note
@@ -78,20 +78,20 @@ def cq_directories(root: Path, strays: Optional[list] = None) -> list[QueueDir]:
     """Every ``consumequeue/<topic>/<queueId>`` directory, sorted by topic then queue directory name. Other
     entries (files at those levels, hidden names, queue directories whose names are not numbers) are skipped
     and appended to ``strays`` when given."""
-    base = root / L.CONSUMEQUEUE_DIR
+    base = as_path(root) / L.CONSUMEQUEUE_DIR
     if not base.is_dir():
         return []
     out = []
     # scandir's entry types come with the listing: no stat per directory (thousands of queues)
-    for topic in sorted(os.scandir(base), key=lambda e: e.name):
+    for topic in sorted(scandir(base), key=lambda e: e.name):
         if topic.name.startswith(".") or not topic.is_dir():
-            note(strays, Path(topic.path), "not a topic directory (topics are directories with no leading dot)")
+            note(strays, topic.path, "not a topic directory (topics are directories with no leading dot)")
             continue
-        for queue in sorted(os.scandir(topic.path), key=lambda e: e.name):
+        for queue in sorted(scandir(topic.path), key=lambda e: e.name):
             if queue.is_dir() and queue.name.isdigit():
                 out.append(QueueDir(queue.path, topic.name, queue.name))
             else:
-                note(strays, Path(queue.path), "not a queue directory (queues are directories named by a number)")
+                note(strays, queue.path, "not a queue directory (queues are directories named by a number)")
     return out
 
 
@@ -114,6 +114,7 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
     index_hash_slots = _positive("index_hash_slots", index_hash_slots)
     index_max_entries = _positive("index_max_entries", index_max_entries)
 
+    root = as_path(root)
     cl = detect_file_size(list_offset_files(log_dir or root / L.COMMITLOG_DIR), commit_log_file_size,
                           "commit-log", "commit_log_file_size")
     cq = consume_queue_file_size

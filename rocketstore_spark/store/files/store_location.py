@@ -1,8 +1,9 @@
-"""Where a store lives: a local (or mounted) directory, given as a path or a ``file://`` URI — or a remote URI
-(object storage, HDFS), which this version neither reads nor writes.
+"""Where a store lives: a local (or mounted) directory, given as a path or a ``file://`` URI, or a remote URI
+(``s3://``, ``s3a://``, ``gs://``, ``hdfs://``, ``abfs://``), which is read through ``pyarrow.fs`` (see
+:mod:`.remote_fs`) and never written.
 
-Spark users name data by URI (``s3a://bucket/...``, ``hdfs://nn/...``), so a remote URI gets an error that says
-why and what to do instead, rather than "no such directory" for a path the local filesystem mangled.
+Writers get an error for a remote URI that says why and what to do instead, rather than "no such directory" for
+a path the local filesystem mangled.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ...errors import UnsupportedLocationError
+from .remote_fs import REMOTE_SCHEMES, FsOptions, register
+from .remote_path import RemotePath
 
 LOCAL_SCHEME = "file"
 # "scheme:/" or "scheme://": a pathlib.Path collapses the double slash, so both spellings must be recognised
@@ -23,6 +26,22 @@ def location_scheme(location) -> str | None:
     """The URI scheme of ``location`` in lower case, or None for a plain path."""
     match = _SCHEME.match(os.fspath(location))
     return match.group(1).lower() if match else None
+
+
+def store_path(location, fs_options=None) -> Path:
+    """The directory ``location`` names, for reading: a local ``Path``, or a :class:`RemotePath` whose bucket's
+    filesystem is registered with ``fs_options`` (see :class:`~.remote_fs.FsOptions`) and whose listings are
+    fresh (a store opened again sees the objects as they are now)."""
+    text = os.fspath(location) if not isinstance(location, RemotePath) else str(location)
+    scheme = location_scheme(text)
+    if scheme not in REMOTE_SCHEMES:
+        return local_store_path(text)
+    parsed = urlparse(text if "://" in text else text.replace(":/", "://", 1))
+    if not parsed.netloc:
+        raise UnsupportedLocationError(f"{text}: expected {scheme}://<bucket or host>/<path to the store>")
+    filesystem = register(scheme, parsed.netloc, FsOptions.parse(fs_options))
+    filesystem.forget()
+    return RemotePath(f"{scheme}://{parsed.netloc}/{parsed.path.strip('/')}".rstrip("/"))
 
 
 def local_store_path(location, *, writing: bool = False) -> Path:
@@ -44,10 +63,13 @@ def local_store_path(location, *, writing: bool = False) -> Path:
             f"only from its local disk, and the all-or-nothing commit needs POSIX record locks and atomic renames, "
             f"which {scheme}:// does not offer. Write to a local or NFS directory, then copy the finished store "
             f"(aws s3 sync, gsutil rsync, hdfs dfs -put, azcopy)")
+    if scheme in REMOTE_SCHEMES:
+        raise UnsupportedLocationError(
+            f"{text}: this operation needs a local or mounted directory (remote stores are read through "
+            f"RocketStore.open / spark.read / the CLI's read commands); copy the store to a local directory")
     raise UnsupportedLocationError(
-        f"{text}: this version reads stores only from a local or mounted directory, not from {scheme}://; copy "
-        f"the store to a directory every executor mounts at the same path (a shared volume or NFS), or mount the "
-        f"bucket (s3fs, gcsfuse, blobfuse, an HDFS NFS gateway) and pass that path")
+        f"{text}: unknown scheme {scheme}://; expected a local path, file://, or one of "
+        + ", ".join(f"{s}://" for s in REMOTE_SCHEMES))
 
 
-__all__ = ["local_store_path", "location_scheme"]
+__all__ = ["local_store_path", "location_scheme", "store_path"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from ...errors import StrayFileWarning
+from .byte_source import as_path
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def stray_reason(entry: os.DirEntry, name_digits: int) -> Optional[str]:
 def note(strays: Optional[list], path, reason: str) -> None:
     """Record a skipped entry in ``strays`` (when the caller collects them)."""
     if strays is not None:
-        strays.append(StrayFile(Path(path), reason))
+        strays.append(StrayFile(as_path(path), reason))
 
 
 def warn_strays(strays: list) -> None:

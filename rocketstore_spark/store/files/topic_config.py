@@ -33,6 +33,7 @@ from typing import Mapping, Optional
 
 from ...errors import StoreFormatError
 from ..format import layout as L
+from .byte_source import as_path
 from .store_files import write_text_atomically
 
 CONFIG_DIR = "config"
@@ -43,7 +44,7 @@ SINGLE_TAG = "SINGLE_TAG"  # TopicFilterType.SINGLE_TAG
 
 
 def topics_path(root) -> Path:
-    return Path(root) / CONFIG_DIR / TOPICS_FILE
+    return as_path(root) / CONFIG_DIR / TOPICS_FILE
 
 
 def _read_table(path: Path) -> Optional[dict]:
@@ -90,7 +91,7 @@ def configured_queue_counts(root) -> dict[str, int]:
 
 def queue_dir_counts(root) -> dict[str, int]:
     """Topic → highest queue id + 1 among its consume-queue directories."""
-    base = Path(root) / L.CONSUMEQUEUE_DIR
+    base = as_path(root) / L.CONSUMEQUEUE_DIR
     counts = {}
     for topic in base.iterdir() if base.is_dir() else ():
         ids = [int(q.name) for q in topic.iterdir() if q.is_dir() and q.name.isdigit()] if topic.is_dir() else []

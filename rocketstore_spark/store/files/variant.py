@@ -31,6 +31,7 @@ from ..format import layout as L
 from ..format.codec import parse_records
 from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR
 from ..format.prop_crc import has_prop_crc
+from .byte_source import as_path
 from .mapped_file_queue import list_offset_files
 
 DLEDGER = "dledger"
@@ -103,18 +104,18 @@ def parse_variant(text) -> Optional[tuple]:
 
 def dledger_logs(root: Path) -> list[Path]:
     """Every ``dledger-<selfId>/data`` directory of the store."""
-    return sorted(p / DLEDGER_DATA_DIR for p in Path(root).glob(DLEDGER_DIR_PREFIX + "*")
+    return sorted(p / DLEDGER_DATA_DIR for p in as_path(root).glob(DLEDGER_DIR_PREFIX + "*")
                   if (p / DLEDGER_DATA_DIR).is_dir())
 
 
 def is_rocksdb_dir(directory: Path) -> bool:
-    directory = Path(directory)
+    directory = as_path(directory)
     return any((directory / m).is_file() for m in ROCKSDB_MARKERS) or any(directory.glob("MANIFEST-*"))
 
 
 def lmq_queue_names(root: Path) -> list[str]:
     """The ``%LMQ%`` topics that have a consume-queue directory."""
-    base = Path(root) / L.CONSUMEQUEUE_DIR
+    base = as_path(root) / L.CONSUMEQUEUE_DIR
     if not base.is_dir() or is_rocksdb_dir(base):
         return []
     return sorted(p.name for p in base.iterdir() if p.is_dir() and p.name.startswith(LMQ_PREFIX))
@@ -123,7 +124,7 @@ def lmq_queue_names(root: Path) -> list[str]:
 def _first_record_has_prop_crc(path: Path, dledger: bool) -> Optional[bool]:
     """Whether the first record of a log file ends with the ``__CRC32#`` property (None: no record there)."""
     start = DLEDGER_ENTRY_HEADER_SIZE if dledger else 0
-    with open(path, "rb") as fh:
+    with as_path(path).open("rb") as fh:
         fh.seek(start)
         total = int.from_bytes(fh.read(4), "big", signed=True)
         if total <= 0 or start + total > path.stat().st_size:  # no record (zeros) or a garbled length
@@ -145,7 +146,7 @@ def records_have_prop_crc(log_dir: Path, dledger: bool) -> bool:
 def detect_variant(root, explicit=None) -> StoreVariant:
     """The variant of the store at ``root`` from its files, or ``explicit`` (a :func:`parse_variant` value),
     which must agree with the files on the :data:`STRUCTURAL` features and may add the others."""
-    root = Path(root)
+    root = as_path(root)
     found, evidence = set(), []
     logs = dledger_logs(root)
     dledger_data = None
@@ -196,7 +197,7 @@ def refuse_variant_writes(path, variant=None) -> None:
 
 def commit_log_dir(root: Path, variant: StoreVariant) -> Path:
     """Where the store's records are: ``commitlog/`` or the DLedger log."""
-    return variant.dledger_data if variant.has(DLEDGER) else Path(root) / L.COMMITLOG_DIR
+    return variant.dledger_data if variant.has(DLEDGER) else as_path(root) / L.COMMITLOG_DIR
 
 
 __all__ = ["StoreVariant", "detect_variant", "parse_variant", "FEATURES", "DEFAULT", "LMQ_PREFIX", "DLEDGER",

@@ -21,6 +21,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..files.byte_source import as_path, forget_listings
 from ..files.commitlog import END_BLANK, CommitLog
 from ..files.mapped_file_queue import MappedFileQueue, list_offset_files
 from ..files.sizes import StoreSizes, detect_sizes
@@ -36,7 +37,7 @@ class LiveTail:
     """Queue ends of the live store at ``root``; :meth:`ends` is called once per trigger."""
 
     def __init__(self, root: Path, sizes: StoreSizes, wants_topic: Callable[[str], bool] = lambda t: True):
-        self.root = Path(root)
+        self.root = as_path(root)
         self.sizes = sizes
         self.wants_topic = wants_topic
         self._ends: dict[tuple[str, int], int] = {}
@@ -47,6 +48,7 @@ class LiveTail:
 
     def ends(self) -> dict:
         """topic → str(queue id) → next offset whose units and records are complete (wanted topics only)."""
+        forget_listings(self.root)  # a remote store being synced: list what is there now
         if self._position is None or not self._follow():
             self._check_all()
         out: dict = {}
@@ -55,9 +57,10 @@ class LiveTail:
         return out
 
     @classmethod
-    def open(cls, path, wants_topic: Callable[[str], bool] = lambda t: True, **sizes) -> "LiveTail":
+    def open(cls, path, wants_topic: Callable[[str], bool] = lambda t: True, fs_options=None,
+             **sizes) -> "LiveTail":
         """A tail follower for the store at ``path`` (sizes detected as :meth:`StoreReader.open` does)."""
-        root = resolve_store_root(path)
+        root = resolve_store_root(path, fs_options)
         return cls(root, detect_sizes(root, **sizes), wants_topic)
 
     # --- the first call (and fallbacks): every queue -----------------------------------------------------
@@ -170,6 +173,7 @@ def _data_beyond(commitlog: CommitLog, index: int, start: int, distance: int) ->
     if at < 0:
         return False
     pos = target - commitlog.queue.files[at].from_offset
+    commitlog.queue.ensure(at, pos, pos + 256)
     return bool(commitlog.queue.buffer(at)[pos:pos + 256].any())
 
 

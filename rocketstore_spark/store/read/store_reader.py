@@ -15,12 +15,13 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptRecordError, InvalidArgumentError, StoreNotFoundError
+from ..files.byte_source import as_path
 from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
 from ..files.index_file import list_index_files
 from ..files.sizes import QueueDir, StoreSizes, cq_listing, detect_sizes
-from ..files.store_location import local_store_path
+from ..files.store_location import store_path
 from ..files.strays import StrayFile, warn_strays
 from ..files.variant import ROCKSDB_CQ, StoreVariant, commit_log_dir, detect_variant, dledger_logs
 from ..format import layout as L
@@ -32,9 +33,10 @@ from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_recor
 from .variant_reads import VariantReads
 
 
-def resolve_store_root(path) -> Path:
-    """The store directory for ``path`` (a broker home holding ``store/`` is accepted too)."""
-    root = local_store_path(path)
+def resolve_store_root(path, fs_options=None) -> Path:
+    """The store directory for ``path`` (a broker home holding ``store/`` is accepted too); a remote URI's
+    filesystem is set up with ``fs_options``."""
+    root = store_path(path, fs_options)
     if not root.exists():
         raise StoreNotFoundError(f"store path {root} does not exist; expected a RocketMQ store directory "
                                  "(the broker's storePathRootDir, holding commitlog/ and consumequeue/)")
@@ -56,7 +58,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
                  valid_end: Optional[int] = None, variant: Optional[StoreVariant] = None, listing=None,
                  lazy_queues: bool = False, strays: Optional[list] = None):
-        self.root = Path(root)
+        self.root = as_path(root)
         self.sizes = sizes
         self.variant = detect_variant(self.root) if variant is None else variant
         self.check_crc_on_recover = check_crc_on_recover
@@ -78,7 +80,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
             listing = []
         try:
             for directory, queue_files in cq_listing(self.root, self.stray_files) if listing is None else listing:
-                topic = directory.topic if isinstance(directory, QueueDir) else Path(directory).parent.name
+                topic = directory.topic if isinstance(directory, QueueDir) else as_path(directory).parent.name
                 key = (topic, int(directory.name))
                 self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size,
                                                  queue_files, hint_from, strays=self.stray_files)
@@ -97,8 +99,9 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None,
-             variant=None, lazy_queues: bool = False):
-        """Open the store at ``path`` for reading.
+             variant=None, lazy_queues: bool = False, fs_options=None):
+        """Open the store at ``path`` (a local path or a remote URI, see :mod:`..files.remote_fs`; ``fs_options``
+        configure its filesystem) for reading.
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
         ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end; with
@@ -107,7 +110,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         :func:`~..files.variant.parse_variant`) names the storage variant where the files leave it open; by
         default it is detected.
         """
-        root = resolve_store_root(path)
+        root = resolve_store_root(path, fs_options)
         found = detect_variant(root, variant)
         lazy = lazy_queues and valid_end is not None and consume_queue_file_size is not None
         strays: list = []  # listed once: size detection and the queues share the listing and what it skipped
@@ -269,7 +272,8 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 # units of the consume queues mark record starts: chains of them are taken in vectorised steps
                 # and only the records no queue points at are walked one by one
                 base = info.from_offset
-                hints = np.concatenate([np.zeros(0, np.int64)] + [
+                # remotely, a request per queue costs more than walking the records one by one
+                hints = None if self.commitlog.queue.remote else np.concatenate([np.zeros(0, np.int64)] + [
                     q.phy_offsets_between(base, base + self.sizes.commit_log_file_size) - base
                     for q in self._queues.values()])
                 walk = self.commitlog.walk_file(index, check_crc=verify_crc, hints=hints)
@@ -314,6 +318,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         if phy_offset < self.min_phy_offset() or phy_offset + size > self.commitlog.queue.end_offset:
             return False
         file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        self.commitlog.queue.ensure_records(int(file_idx[0]), pos, np.array([size]))
         buf = self.commitlog.queue.buffer(int(file_idx[0]))
         fields = parse_records(buf, pos)
         if not fields.valid[0] or int(fields.total_size[0]) != size:
@@ -346,6 +351,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         if phy_offset < self.min_phy_offset() or phy_offset + size > self.recovery.valid_end:
             return -1
         file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        self.commitlog.queue.ensure_records(int(file_idx[0]), pos, np.array([size]))
         buf = self.commitlog.queue.buffer(int(file_idx[0]))
         p = int(pos[0])
         if p + L.BORN_HOST_POSITION + L.IPV6_HOST_LENGTH + 8 > len(buf):
@@ -356,6 +362,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
 
     def _parse_one(self, phy_offset: int):
         file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
+        self.commitlog.queue.ensure_records(int(file_idx[0]), pos)
         return parse_records(self.commitlog.queue.buffer(int(file_idx[0])), pos)
 
 

@@ -99,7 +99,7 @@ def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
         count = f.header.index_count
         if count <= 1:
             continue
-        entries = f.entries[1:count]
+        entries = f.used_entries()
         phy = entries["phy_offset"].astype(np.int64)
         inside = (phy >= store.min_phy_offset()) & (phy < store.max_phy_offset())
         for i in np.flatnonzero(~inside)[:3]:

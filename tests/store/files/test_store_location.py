@@ -1,9 +1,10 @@
-"""Store locations: local paths and file:// URIs open; remote URIs are refused with the reason and what to do."""
+"""Store locations: local paths and file:// URIs open; writers refuse remote URIs saying why and what to do;
+unknown schemes and bad filesystem options are refused (remote reads: ``test_remote_store.py``)."""
 
 import pytest
 
 from rocketstore_spark.errors import InvalidArgumentError, UnsupportedLocationError
-from rocketstore_spark.store import RocketStore, local_store_path
+from rocketstore_spark.store import FsOptions, RocketStore, local_store_path
 from rocketstore_spark.store.files.store_location import location_scheme
 
 REMOTE = ["s3://bucket/archive/broker-a/store", "s3a://bucket/store", "gs://bucket/store", "hdfs://nn:8020/store",
@@ -22,12 +23,33 @@ def test_paths_and_file_uris_name_local_directories(tmp_path, monkeypatch):
         local_store_path("file://otherhost/data/store")
 
 
-@pytest.mark.parametrize("uri", REMOTE)
-def test_a_remote_uri_is_refused_for_reading_with_what_to_do(uri):
-    with pytest.raises(UnsupportedLocationError, match="local or mounted directory") as err:
+@pytest.mark.parametrize("uri", ["ftp://host/store", "webdav:/host/store"])
+def test_an_unknown_scheme_is_refused_naming_the_schemes_read(uri):
+    with pytest.raises(UnsupportedLocationError, match="unknown scheme") as err:
         RocketStore.open(uri)
-    assert uri in str(err.value) and "copy" in str(err.value)
-    assert isinstance(err.value, InvalidArgumentError)
+    assert uri in str(err.value) and "s3://" in str(err.value) and "hdfs://" in str(err.value)
+
+
+def test_filesystem_options_are_validated_and_secrets_never_shown():
+    with pytest.raises(InvalidArgumentError, match="unknown filesystem option 'fs.endpiont'"):
+        FsOptions.parse({"fs.endpiont": "x"})
+    with pytest.raises(InvalidArgumentError, match="fs.anonymous has a bad value 'maybe'"):
+        FsOptions.parse({"fs.anonymous": "maybe"})
+    with pytest.raises(InvalidArgumentError, match="together"):
+        FsOptions.parse({"fs.accessKey": "AKIA"})
+    with pytest.raises(InvalidArgumentError, match=r"fs.secretKey has a bad value \*\*\*"):
+        FsOptions.parse({"fs.accessKey": "AKIA", "fs.secretKey": object.__new__(BadText)})
+    options = FsOptions.parse({"fs.endpoint": "http://127.0.0.1:9000", "fs.accessKey": "AKIA",
+                               "fs.secretKey": "TOP-SECRET", "fs.retries": "2", "connectTimeout": 1})
+    assert options.retries == 2 and options.connect_timeout == 1.0
+    assert "TOP-SECRET" not in repr(options) and "AKIA" not in repr(options)
+    with pytest.raises(InvalidArgumentError):
+        FsOptions.parse({"fs.retries": "-1"})
+
+
+class BadText:
+    def __str__(self):
+        raise ValueError("no text")
 
 
 @pytest.mark.parametrize("uri", REMOTE)

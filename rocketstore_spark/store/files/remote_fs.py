@@ -1,0 +1,315 @@
+"""Stores on object storage and HDFS: one filesystem per (scheme, bucket), its listings, and retried range reads.
+
+A remote store is named by URI (``s3://bucket/archive/broker-a/store``); inside the file layer it is a
+:class:`~.remote_path.RemotePath` whose ``exists``/``is_dir``/``iterdir``/``stat``/``open`` go to the bucket's
+:class:`RemoteFilesystem` (``pyarrow.fs``), registered when the store is opened.
+
+Cost model: a directory is listed once per open of the store (``consumequeue/`` with one recursive listing for
+all its queues) and its entries answer every later ``stat``/``is_dir``; bytes come by ranged GETs
+(:meth:`RemoteFilesystem.read_range`), retried on transient errors, and an error that outlasts the retries names
+the object, the offset and what the server said. Credentials come from the options or the provider's standard
+chain (environment, profile, instance metadata) and are never part of a message.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Optional
+
+from ...errors import InvalidArgumentError, RemoteReadError, StoreNotFoundError, UnsupportedLocationError
+from .file_reads import STATS
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+GCS_SCHEMES = ("gs", "gcs")
+HDFS_SCHEMES = ("hdfs", "viewfs")
+AZURE_SCHEMES = ("abfs", "abfss")
+REMOTE_SCHEMES = S3_SCHEMES + GCS_SCHEMES + HDFS_SCHEMES + AZURE_SCHEMES
+
+DEFAULT_RETRIES = 4  # attempts after the first, for every request (the client's own retries come on top)
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
+RETRY_BACKOFF_S = 0.2  # first pause between attempts; doubled each time
+
+
+@dataclass(frozen=True)
+class FsOptions:
+    """Filesystem settings of a remote store: Spark options ``fs.<name>``, CLI ``--fs name=value``, the store
+    API's ``fs_options={"name": value}``. Secrets never appear in ``repr`` (so in no log or error either)."""
+
+    endpoint: Optional[str] = None  # host:port or URL of an S3-compatible server (MinIO, SeaweedFS, Ceph)
+    region: Optional[str] = None
+    anonymous: bool = False  # unsigned requests (public buckets, test servers)
+    scheme: Optional[str] = None  # http or https for the endpoint (default: the endpoint URL's, else https)
+    access_key: Optional[str] = field(default=None, repr=False)  # prefer the environment / instance profile
+    secret_key: Optional[str] = field(default=None, repr=False)
+    session_token: Optional[str] = field(default=None, repr=False)
+    retries: int = DEFAULT_RETRIES
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S  # seconds
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S  # seconds
+
+    NAMES = {"endpoint": "endpoint", "region": "region", "anonymous": "anonymous", "scheme": "scheme",
+             "accesskey": "access_key", "access_key": "access_key", "secretkey": "secret_key",
+             "secret_key": "secret_key", "sessiontoken": "session_token", "session_token": "session_token",
+             "retries": "retries", "connecttimeout": "connect_timeout", "connect_timeout": "connect_timeout",
+             "requesttimeout": "request_timeout", "request_timeout": "request_timeout"}
+
+    @classmethod
+    def parse(cls, given) -> "FsOptions":
+        """From a mapping of names (``endpoint`` or ``fs.endpoint``, camelCase or snake_case) to values (text
+        from Spark and the CLI, or Python values); an unknown name or a bad value is an error naming it."""
+        if isinstance(given, FsOptions):
+            return given
+        values = {}
+        for key, value in (given or {}).items():
+            name = key[3:] if key.lower().startswith("fs.") else key
+            target = cls.NAMES.get(name.lower())
+            if target is None:
+                raise InvalidArgumentError(
+                    f"unknown filesystem option {key!r}; expected one of fs.endpoint, fs.region, fs.anonymous, "
+                    "fs.scheme, fs.accessKey, fs.secretKey, fs.sessionToken, fs.retries, fs.connectTimeout, "
+                    "fs.requestTimeout")
+            values[target] = _convert(key, target, value)
+        options = cls(**values)
+        if options.scheme not in (None, "http", "https"):
+            raise InvalidArgumentError(f"fs.scheme must be http or https, found {options.scheme!r}")
+        if (options.access_key is None) != (options.secret_key is None):
+            raise InvalidArgumentError("pass fs.accessKey and fs.secretKey together (or neither, to use the "
+                                       "standard credential chain)")
+        return options
+
+    def as_dict(self) -> dict:
+        """The options as ``parse`` takes them (for partitions sent to executors)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) != getattr(FsOptions, k)}
+
+
+def _convert(key: str, target: str, value):
+    try:
+        if target == "anonymous":
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false"):
+                    raise ValueError(value)
+                return value.lower() == "true"
+            return bool(value)
+        if target == "retries":
+            number = int(value)
+            if number < 0:
+                raise ValueError(value)
+            return number
+        if target in ("connect_timeout", "request_timeout"):
+            number = float(value)
+            if number <= 0:
+                raise ValueError(value)
+            return number
+        return str(value)
+    except (TypeError, ValueError) as e:
+        shown = "***" if target in ("access_key", "secret_key", "session_token") else repr(value)
+        raise InvalidArgumentError(f"filesystem option {key} has a bad value {shown}") from e
+
+
+@dataclass
+class RemoteEntry:
+    """One listed object or directory, shaped like ``os.DirEntry`` for the file layer's listings."""
+
+    name: str
+    path: str  # the full URI
+    size: int
+    directory: bool
+    mtime_ns: int = 0
+
+    def is_dir(self) -> bool:
+        return self.directory
+
+    def is_file(self) -> bool:
+        return not self.directory
+
+    def stat(self):
+        return SimpleNamespace(st_size=self.size, st_mtime_ns=self.mtime_ns, st_blocks=(self.size + 511) // 512,
+                               st_mode=0o40755 if self.directory else 0o100644)
+
+
+class RemoteFilesystem:
+    """One bucket (or HDFS namenode) and the listings made of it since the store was last opened."""
+
+    def __init__(self, scheme: str, authority: str, options: FsOptions):
+        self.scheme, self.authority, self.options = scheme, authority, options
+        self.fs = _connect(scheme, authority, options)
+        self._listings: dict[str, dict[str, RemoteEntry]] = {}
+        self._lock = threading.Lock()
+
+    def uri(self, key: str) -> str:
+        return f"{self.scheme}://{self.authority}/{key}".rstrip("/")
+
+    def object_path(self, key: str) -> str:
+        """What pyarrow calls the object: ``bucket/key`` for object stores, ``/key`` on HDFS."""
+        return "/" + key if self.scheme in HDFS_SCHEMES else f"{self.authority}/{key}".rstrip("/")
+
+    def forget(self) -> None:
+        """Drop every listing: the next question lists again (a store re-opened, a streaming trigger)."""
+        with self._lock:
+            self._listings.clear()
+
+    def list_dir(self, key: str) -> Optional[dict[str, RemoteEntry]]:
+        """The entries of directory ``key`` by name (None when it is no directory). ``consumequeue/`` and
+        ``batchconsumequeue/`` are listed recursively in one go: every queue directory is then known."""
+        with self._lock:
+            if key in self._listings:
+                return self._listings[key]
+        from pyarrow import fs as pafs
+
+        recursive = key.rsplit("/", 1)[-1] in ("consumequeue", "batchconsumequeue")
+        selector = pafs.FileSelector(self.object_path(key), recursive=recursive, allow_not_found=True)
+        infos = self.call(lambda: self.fs.get_file_info(selector), key)
+        base = self.object_path(key).rstrip("/") + "/"
+        tree: dict[str, dict[str, RemoteEntry]] = {key: {}}
+        for info in infos:
+            rel = info.path[len(base):] if info.path.startswith(base) else info.base_name
+            parent, _, name = (key + "/" + rel).rpartition("/")
+            is_dir = info.type == pafs.FileType.Directory
+            entry = RemoteEntry(name, self.uri(parent + "/" + name), 0 if is_dir else int(info.size or 0), is_dir,
+                                int(info.mtime_ns or 0))
+            tree.setdefault(parent, {})[name] = entry
+            if is_dir:
+                tree.setdefault(parent + "/" + name, {})
+            # object stores imply the directories of a key: add those a recursive listing did not return
+            while recursive and parent != key and parent.rpartition("/")[0] not in tree:
+                up, _, dname = parent.rpartition("/")
+                tree.setdefault(up, {})[dname] = RemoteEntry(dname, self.uri(parent), 0, True)
+                parent = up
+        if not infos and not self._exists_as_dir(key):
+            return None
+        with self._lock:
+            if recursive:
+                self._listings.update(tree)
+            else:
+                self._listings[key] = tree[key]
+            return self._listings[key]
+
+    def _exists_as_dir(self, key: str) -> bool:
+        from pyarrow import fs as pafs
+
+        info = self.call(lambda: self.fs.get_file_info(self.object_path(key)), key)
+        return info.type == pafs.FileType.Directory
+
+    def entry(self, key: str) -> Optional[RemoteEntry]:
+        """The entry of ``key`` from its directory's listing (None when absent)."""
+        parent, _, name = key.rpartition("/")
+        if not name:
+            return RemoteEntry("", self.uri(key), 0, True) if self.list_dir(key) is not None else None
+        listing = self.list_dir(parent) if parent else None
+        if listing is None and not parent:
+            listing = {}
+            found = self._exists_as_dir(key)
+            return RemoteEntry(name, self.uri(key), 0, True) if found else None
+        return None if listing is None else listing.get(name)
+
+    def read_range(self, key: str, start: int, length: int, handle=None) -> bytes:
+        """``length`` bytes of object ``key`` from ``start``, retried; a short answer (the object shrank or
+        vanished under the read) is an error naming the object and offset."""
+        def get():
+            f = handle if handle is not None else self.fs.open_input_file(self.object_path(key))
+            return f.read_at(length, start)
+
+        data = self.call(get, key, start)
+        STATS.remote_requests += 1
+        STATS.remote_bytes += len(data)
+        if len(data) != length:
+            raise RemoteReadError(f"expected {length} bytes from offset {start} of {self.uri(key)}, found "
+                                  f"{len(data)} (the object is shorter than when it was listed: changed or "
+                                  "truncated under the read)", self.uri(key), start)
+        return data
+
+    def open_input(self, key: str):
+        return self.call(lambda: self.fs.open_input_file(self.object_path(key)), key)
+
+    def call(self, request, key: str, offset: Optional[int] = None):
+        """Run ``request`` with bounded retries of transient errors; a missing object fails at once."""
+        pause = RETRY_BACKOFF_S
+        for attempt in range(self.options.retries + 1):
+            try:
+                return request()
+            except FileNotFoundError as e:
+                raise StoreNotFoundError(f"{self.uri(key)} does not exist (removed or never uploaded?): "
+                                         f"{_redacted(e)}") from e
+            except (OSError, ValueError) as e:  # pyarrow reports network and HTTP errors as OSError
+                if attempt == self.options.retries or _permanent(e):
+                    where = f" at offset {offset}" if offset is not None else ""
+                    raise RemoteReadError(
+                        f"reading {self.uri(key)}{where} failed after {attempt + 1} attempt(s): {_redacted(e)}",
+                        self.uri(key), offset) from e
+                time.sleep(pause)
+                pause *= 2
+        raise AssertionError("unreachable")
+
+
+def _permanent(error: Exception) -> bool:
+    text = str(error).lower()
+    return any(s in text for s in ("access denied", "accessdenied", "403", "nosuchbucket", "invalidaccesskey",
+                                    "signaturedoesnotmatch"))
+
+
+def _redacted(error: Exception) -> str:
+    text = " ".join(str(error).split())
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        secret = os.environ.get(name)
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _connect(scheme: str, authority: str, options: FsOptions):
+    from pyarrow import fs as pafs
+
+    try:
+        if scheme in S3_SCHEMES:
+            # unsigned test servers store aws-chunked upload bodies verbatim; reads are unaffected either way
+            os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
+            endpoint, scheme_given = options.endpoint, options.scheme
+            if endpoint and "://" in endpoint:
+                scheme_given, endpoint = scheme_given or endpoint.split("://", 1)[0], endpoint.split("://", 1)[1]
+            kwargs = dict(endpoint_override=endpoint, scheme=scheme_given or "https", region=options.region,
+                          anonymous=options.anonymous, connect_timeout=options.connect_timeout,
+                          request_timeout=options.request_timeout,
+                          retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2))
+            if options.access_key:
+                kwargs.update(access_key=options.access_key, secret_key=options.secret_key,
+                              session_token=options.session_token)
+            if not options.region and not endpoint:
+                kwargs["region"] = pafs.resolve_s3_region(authority)
+            return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
+        if scheme in GCS_SCHEMES:
+            return pafs.GcsFileSystem(anonymous=options.anonymous, endpoint_override=options.endpoint,
+                                      scheme=options.scheme, retry_time_limit=options.request_timeout)
+        if scheme in HDFS_SCHEMES:
+            host, _, port = authority.partition(":")
+            return pafs.HadoopFileSystem(host or "default", int(port or 0))
+        account = authority.split("@", 1)[1].split(".", 1)[0] if "@" in authority else authority
+        return pafs.AzureFileSystem(account_name=account)
+    except (OSError, ValueError, ImportError, AttributeError) as e:
+        raise UnsupportedLocationError(f"cannot reach {scheme}://{authority}: {_redacted(e)}") from e
+
+
+_FILESYSTEMS: dict[tuple[str, str], RemoteFilesystem] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def register(scheme: str, authority: str, options: FsOptions) -> RemoteFilesystem:
+    """The filesystem of ``scheme://authority`` with ``options`` (one per process; new options replace it)."""
+    with _REGISTRY_LOCK:
+        found = _FILESYSTEMS.get((scheme, authority))
+        if found is None or found.options != options:
+            found = _FILESYSTEMS[(scheme, authority)] = RemoteFilesystem(scheme, authority, options)
+        return found
+
+
+def filesystem_of(scheme: str, authority: str) -> RemoteFilesystem:
+    found = _FILESYSTEMS.get((scheme, authority))
+    if found is None:  # a path that reached a process without its store being opened there: default settings
+        found = register(scheme, authority, FsOptions())
+    return found
+
+
+__all__ = ["FsOptions", "RemoteFilesystem", "RemoteEntry", "register", "filesystem_of", "REMOTE_SCHEMES"]

@@ -1,0 +1,158 @@
+"""A remote file read as if memory-mapped: the byte ranges a reader asks for, fetched into a sparse local file.
+
+The commit-log and index readers index a file's bytes as one array (a memory map, locally). For a remote file,
+:class:`RemoteFileMap` maps a sparse, already-unlinked temporary file of the object's length and fills only the
+ranges :meth:`RemoteFileMap.ensure` is asked for, by ranged GETs: a sequential walk in steps of
+:data:`SEQUENTIAL_STEP` with the next step fetched in the background while the current one is decoded, scattered
+records (a consume-queue-ordered read, a lookup) as exact ranges, neighbours closer than :data:`COALESCE_GAP`
+joined into one request. Nothing is downloaded whole. Pages the reader has passed are dropped from the process
+like local maps' (``MADV_DONTNEED``: they stay in the temporary file, which disappears with the map), so memory
+stays bounded; the local disk holds what was fetched, at most the object's size.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Optional
+
+import numpy as np
+
+SEQUENTIAL_STEP = 32 << 20  # bytes a walk fetches per request (and prefetches ahead)
+COALESCE_GAP = 16 << 10  # scattered ranges closer than this are fetched as one
+PARALLEL_REQUESTS = 8  # scattered ranges in flight at once
+CACHE_DIR_ENV = "ROCKETSTORE_CACHE_DIR"  # where the sparse files live (default: the temp dir)
+
+_POOL = ThreadPoolExecutor(max_workers=PARALLEL_REQUESTS, thread_name_prefix="rocketstore-fetch")
+
+
+class RemoteFileMap:
+    """One remote object as a uint8 array whose ranges are valid once :meth:`ensure`-d (see module docstring)."""
+
+    def __init__(self, rfs, key: str, size: int):
+        self._rfs, self._key, self.size = rfs, key, size
+        self._handle = rfs.open_input(key)
+        fd, name = tempfile.mkstemp(prefix="rocketstore-remote-", dir=os.environ.get(CACHE_DIR_ENV) or None)
+        os.unlink(name)  # gone when the last map or array referring to it is
+        try:
+            os.ftruncate(fd, max(size, 1))
+            self._mm = mmap.mmap(fd, max(size, 1), mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        self._fd = None
+        self.array = np.frombuffer(self._mm, dtype=np.uint8)[:size]
+        self.array.flags.writeable = False
+        self._have: list[tuple[int, int]] = []  # fetched [start, end) ranges, sorted and disjoint
+        self._lock = threading.Lock()
+        self._pending: Optional[tuple[int, int, Future]] = None
+        self.bytes_fetched = 0
+        self.requests = 0
+
+    # --- what is present -----------------------------------------------------------------------------
+
+    def _missing(self, start: int, end: int) -> list[tuple[int, int]]:
+        gaps, at = [], start
+        with self._lock:
+            for a, b in self._have:
+                if b <= at:
+                    continue
+                if a >= end:
+                    break
+                if a > at:
+                    gaps.append((at, a))
+                at = max(at, b)
+                if at >= end:
+                    break
+        if at < end:
+            gaps.append((at, end))
+        return gaps
+
+    def _add(self, start: int, end: int) -> None:
+        with self._lock:
+            merged = []
+            for a, b in self._have:
+                if b < start or a > end:
+                    merged.append((a, b))
+                else:
+                    start, end = min(a, start), max(b, end)
+            merged.append((start, end))
+            merged.sort()
+            self._have = merged
+
+    # --- fetching ------------------------------------------------------------------------------------
+
+    def _fetch(self, start: int, end: int) -> None:
+        data = self._rfs.read_range(self._key, start, end - start, self._handle)
+        self._mm[start:end] = data
+        self.bytes_fetched += end - start
+        self.requests += 1
+        self._add(start, end)
+
+    def _wait_pending(self, start: int, end: int) -> None:
+        pending = self._pending
+        if pending is not None and pending[0] < end and start < pending[1]:
+            self._pending = None
+            pending[2].result()  # its error, if any, surfaces here
+
+    def ensure(self, start: int, end: int, ahead: int = 0) -> None:
+        """Make ``[start, end)`` (clipped to the file) readable; with ``ahead``, fetch the following ``ahead``
+        bytes in the background (a sequential reader asks for them next)."""
+        start, end = max(start, 0), min(end, self.size)
+        if end > start:
+            self._wait_pending(start, end)
+            for a, b in self._missing(start, end):
+                self._fetch(a, b)
+        if ahead and end < self.size and self._pending is None:
+            nxt = (end, min(end + ahead, self.size))
+            if self._missing(*nxt):
+                self._pending = (nxt[0], nxt[1], _POOL.submit(self._fetch_missing, *nxt))
+
+    def _fetch_missing(self, start: int, end: int) -> None:
+        for a, b in self._missing(start, end):
+            self._fetch(a, b)
+
+    def ensure_ranges(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        """Make every ``[starts[i], ends[i])`` readable: missing ranges coalesced, fetched in parallel."""
+        if len(starts) == 0:
+            return
+        order = np.argsort(starts, kind="stable")
+        s = np.clip(np.asarray(starts, np.int64)[order], 0, self.size)
+        e = np.clip(np.asarray(ends, np.int64)[order], 0, self.size)
+        e = np.maximum.accumulate(e)
+        # a new group starts where a range begins more than COALESCE_GAP past everything before it
+        new = np.concatenate(([True], s[1:] > e[:-1] + COALESCE_GAP))
+        group_start = s[new]
+        group_end = np.maximum.reduceat(e, np.flatnonzero(new))
+        gaps = [g for a, b in zip(group_start.tolist(), group_end.tolist()) if b > a for g in self._missing(a, b)]
+        if len(gaps) == 1:
+            self._fetch(*gaps[0])
+        elif gaps:
+            for f in [_POOL.submit(self._fetch, a, b) for a, b in gaps]:
+                f.result()
+
+    def release(self, start: int, end: int) -> None:
+        """Drop this process's pages of ``[start, end)`` (the temporary file keeps the bytes)."""
+        first = start - start % mmap.PAGESIZE
+        last = min(end - end % mmap.PAGESIZE, len(self._mm))
+        if last > first and hasattr(mmap, "MADV_DONTNEED"):
+            self._mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+    def close(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending[2].cancel()
+            try:
+                pending[2].result()
+            except BaseException:  # noqa: BLE001 - the reader is done with the file; its error no longer matters
+                pass
+        self.array = None
+        try:
+            self._mm.close()
+        except BufferError:  # arrays handed out still use it: it closes with the last of them
+            pass
+
+
+__all__ = ["RemoteFileMap", "SEQUENTIAL_STEP", "CACHE_DIR_ENV"]
