@@ -116,7 +116,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         """The broker's LiveTail; None for storage variants whose queues it does not follow (DLedger's log,
         RocksDB or batch consume queues, LMQ's extra units): those re-check every queue per trigger."""
         if ref.broker not in self._tails:
-            variant = detect_variant(resolve_store_root(ref.path), self.opts.variant)
+            variant = detect_variant(resolve_store_root(ref.path, dict(ref.fs_options)), self.opts.variant)
             self._tails[ref.broker] = None if variant.features else \
                 LiveTail.open(ref.path, self.opts.wants_topic, fs_options=dict(ref.fs_options), **self.opts.sizes)
         return self._tails[ref.broker]

@@ -296,11 +296,13 @@ _FILESYSTEMS: dict[tuple[str, str], RemoteFilesystem] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
-def register(scheme: str, authority: str, options: FsOptions) -> RemoteFilesystem:
-    """The filesystem of ``scheme://authority`` with ``options`` (one per process; new options replace it)."""
+def register(scheme: str, authority: str, options: Optional[FsOptions]) -> RemoteFilesystem:
+    """The filesystem of ``scheme://authority`` with ``options`` (one per process; new options replace it;
+    None keeps the registered ones, or uses the defaults)."""
     with _REGISTRY_LOCK:
         found = _FILESYSTEMS.get((scheme, authority))
-        if found is None or found.options != options:
+        if found is None or (options is not None and found.options != options):
+            options = options if options is not None else FsOptions()
             found = _FILESYSTEMS[(scheme, authority)] = RemoteFilesystem(scheme, authority, options)
         return found
 
@@ -308,7 +310,7 @@ def register(scheme: str, authority: str, options: FsOptions) -> RemoteFilesyste
 def filesystem_of(scheme: str, authority: str) -> RemoteFilesystem:
     found = _FILESYSTEMS.get((scheme, authority))
     if found is None:  # a path that reached a process without its store being opened there: default settings
-        found = register(scheme, authority, FsOptions())
+        found = register(scheme, authority, None)
     return found
 
 

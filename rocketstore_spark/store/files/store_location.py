@@ -39,7 +39,7 @@ def store_path(location, fs_options=None) -> Path:
     parsed = urlparse(text if "://" in text else text.replace(":/", "://", 1))
     if not parsed.netloc:
         raise UnsupportedLocationError(f"{text}: expected {scheme}://<bucket or host>/<path to the store>")
-    filesystem = register(scheme, parsed.netloc, FsOptions.parse(fs_options))
+    filesystem = register(scheme, parsed.netloc, None if fs_options is None else FsOptions.parse(fs_options))
     filesystem.forget()
     return RemotePath(f"{scheme}://{parsed.netloc}/{parsed.path.strip('/')}".rstrip("/"))
 
