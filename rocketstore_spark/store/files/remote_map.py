@@ -17,13 +17,13 @@ import os
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Optional
 
 import numpy as np
 
 SEQUENTIAL_STEP = 32 << 20  # bytes a walk fetches per request (and prefetches ahead)
 COALESCE_GAP = 16 << 10  # scattered ranges closer than this are fetched as one
 PARALLEL_REQUESTS = 8  # scattered ranges in flight at once
+PREFETCH_DEPTH = 2  # sequential steps fetched ahead of a walk (two requests in flight keep the link busy)
 CACHE_DIR_ENV = "ROCKETSTORE_CACHE_DIR"  # where the sparse files live (default: the temp dir)
 
 _POOL = ThreadPoolExecutor(max_workers=PARALLEL_REQUESTS, thread_name_prefix="rocketstore-fetch")
@@ -39,15 +39,17 @@ class RemoteFileMap:
         os.unlink(name)  # gone when the last map or array referring to it is
         try:
             os.ftruncate(fd, max(size, 1))
-            self._mm = mmap.mmap(fd, max(size, 1), mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
+            self._mm = mmap.mmap(fd, max(size, 1), mmap.MAP_SHARED, mmap.PROT_READ)
+        except BaseException:
             os.close(fd)
-        self._fd = None
+            raise
+        self._fd = fd  # fetched bytes are written with pwrite (no page faults here); the map sees them
         self.array = np.frombuffer(self._mm, dtype=np.uint8)[:size]
         self.array.flags.writeable = False
         self._have: list[tuple[int, int]] = []  # fetched [start, end) ranges, sorted and disjoint
         self._lock = threading.Lock()
-        self._pending: Optional[tuple[int, int, Future]] = None
+        self._pending: list[tuple[int, int, Future]] = []  # background fetches, in file order
+        self._scheduled_to = 0  # where the background fetches end
         self.bytes_fetched = 0
         self.requests = 0
 
@@ -86,15 +88,14 @@ class RemoteFileMap:
 
     def _fetch(self, start: int, end: int) -> None:
         data = self._rfs.read_range(self._key, start, end - start, self._handle)
-        self._mm[start:end] = data
+        os.pwrite(self._fd, data, start)
         self.bytes_fetched += end - start
         self.requests += 1
         self._add(start, end)
 
     def _wait_pending(self, start: int, end: int) -> None:
-        pending = self._pending
-        if pending is not None and pending[0] < end and start < pending[1]:
-            self._pending = None
+        for pending in [p for p in self._pending if p[0] < end and start < p[1]]:
+            self._pending.remove(pending)
             pending[2].result()  # its error, if any, surfaces here
 
     def ensure(self, start: int, end: int, ahead: int = 0) -> None:
@@ -105,10 +106,14 @@ class RemoteFileMap:
             self._wait_pending(start, end)
             for a, b in self._missing(start, end):
                 self._fetch(a, b)
-        if ahead and end < self.size and self._pending is None:
-            nxt = (end, min(end + ahead, self.size))
-            if self._missing(*nxt):
-                self._pending = (nxt[0], nxt[1], _POOL.submit(self._fetch_missing, *nxt))
+        if ahead:
+            self._pending = [p for p in self._pending if not p[2].done() or p[2].exception() is not None]
+            at = max(end, self._scheduled_to)
+            while len(self._pending) < PREFETCH_DEPTH and at < self.size:
+                nxt = (at, min(at + ahead, self.size))
+                if self._missing(*nxt):
+                    self._pending.append((nxt[0], nxt[1], _POOL.submit(self._fetch_missing, *nxt)))
+                at = self._scheduled_to = nxt[1]
 
     def _fetch_missing(self, start: int, end: int) -> None:
         for a, b in self._missing(start, end):
@@ -141,13 +146,16 @@ class RemoteFileMap:
             self._mm.madvise(mmap.MADV_DONTNEED, first, last - first)
 
     def close(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending[2].cancel()
+        pending, self._pending = self._pending, []
+        for _, _, future in pending:
+            future.cancel()
             try:
-                pending[2].result()
+                future.result()
             except BaseException:  # noqa: BLE001 - the reader is done with the file; its error no longer matters
                 pass
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         self.array = None
         try:
             self._mm.close()

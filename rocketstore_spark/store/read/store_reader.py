@@ -8,6 +8,7 @@ needed. The writer (:mod:`.appender`) and the job tools build on this class; use
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -52,6 +53,9 @@ def resolve_store_root(path, fs_options=None) -> Path:
     return root
 
 
+REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
+
+
 class StoreReader(VariantReads, QueueReads, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
@@ -79,11 +83,21 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         if self.variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
             listing = []
         try:
-            for directory, queue_files in cq_listing(self.root, self.stray_files) if listing is None else listing:
+            def open_queue(entry):
+                directory, queue_files = entry
                 topic = directory.topic if isinstance(directory, QueueDir) else as_path(directory).parent.name
-                key = (topic, int(directory.name))
-                self._queues[key] = ConsumeQueue(key[0], key[1], directory, sizes.consume_queue_file_size,
-                                                 queue_files, hint_from, strays=self.stray_files)
+                return ConsumeQueue(topic, int(directory.name), directory, sizes.consume_queue_file_size,
+                                    queue_files, hint_from, strays=self.stray_files)
+
+            entries = cq_listing(self.root, self.stray_files) if listing is None else listing
+            # a remote queue's end search is a dozen round trips: many queues search at once (I/O, not the GIL)
+            if self.commitlog.queue.remote:
+                with ThreadPoolExecutor(REMOTE_QUEUE_OPENS) as pool:
+                    opened = list(pool.map(open_queue, entries))
+            else:
+                opened = map(open_queue, entries)
+            for cq in opened:
+                self._queues[(cq.topic, cq.queue_id)] = cq
             self._open_variant_queues()
         except BaseException:
             self.close()  # the queues opened so far hold memory maps
