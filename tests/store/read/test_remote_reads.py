@@ -150,3 +150,45 @@ def test_a_production_shaped_store_reads_the_same_from_s3(s3_server, tmp_path):
             pa.Table.from_batches(list(here.read_queues(ranges))))
         assert pa.Table.from_batches(list(remote.scan_commitlog())).equals(
             pa.Table.from_batches(list(here.scan_commitlog())))
+
+
+def test_a_prefix_being_synced_is_followed_by_the_streaming_tail(s3_server, golden_copy):
+    """A broker's store copied to S3 again and again (``aws s3 sync``): each call of the tail sees the objects as
+    they are now, and the new messages' queue ends."""
+    from pyarrow import fs as pafs
+
+    from rocketstore_spark.store import LiveTail
+
+    def sync():
+        pafs.copy_files(str(golden_copy), "remote-sync/store", source_filesystem=pafs.LocalFileSystem(),
+                        destination_filesystem=s3_server.filesystem())
+
+    s3_server.filesystem().create_dir("remote-sync")
+    sync()
+    tail = LiveTail.open("s3://remote-sync/store", fs_options=s3_options(s3_server))
+    before = tail.ends()
+    with RocketStore.open(golden_copy) as here:
+        assert before == {t: {str(q): here.max_offset(t, q) for q in here.queue_ids(t)} for t in here.topics()
+                          if t in before}
+    with RocketStore.open(golden_copy, mode="a") as writer:
+        writer.append(pa.table({"topic": ["synced"] * 5, "queueId": pa.array([0, 1, 0, 1, 0], pa.int32()),
+                                "body": [b"x%d" % i for i in range(5)]}))
+    sync()
+    after = tail.ends()
+    assert after["synced"] == {"0": 3, "1": 2}
+    assert {t: e for t, e in after.items() if t != "synced"} == before
+    with RocketStore.open("s3://remote-sync/store", fs_options=s3_options(s3_server)) as remote:
+        assert [b"x0", b"x2", b"x4"] == pa.Table.from_batches(list(remote.read_queue("synced", 0))) \
+            .column("body").to_pylist()
+
+
+def test_an_object_that_shrinks_under_a_read_is_named_with_the_offset(s3_server, golden_store_path):
+    uri = s3_server.upload(golden_store_path, "remote-shrink", "store")
+    with RocketStore.open(uri, fs_options=s3_options(s3_server)) as remote:
+        remote.max_phy_offset()
+        victim = remote.commitlog.queue.files[5]
+        with s3_server.filesystem().open_output_stream(f"remote-shrink/store/commitlog/{victim.path.name}") as out:
+            out.write(b"\0" * 1024)  # a half-synced copy: the object is replaced by a short one
+        with pytest.raises(RemoteReadError, match="shorter than when it was listed") as err:
+            list(remote.scan_commitlog())
+        assert f"{uri}/commitlog/{victim.path.name}" in str(err.value) and err.value.offset is not None
