@@ -7,6 +7,7 @@ second run), everything binds to 127.0.0.1, and its usage telemetry is off: the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -16,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 START_TIMEOUT_S = 90
 LOOPBACK = "127.0.0.1"
@@ -50,6 +52,7 @@ class S3Server:
     endpoint: str  # host:port of the S3 gateway
     process: subprocess.Popen
     log_path: Path
+    identities: Optional[list] = None  # when set, requests are signed with the first identity's key
 
     def filesystem(self):
         """A pyarrow S3 filesystem on this server (anonymous, plain HTTP)."""
@@ -59,8 +62,11 @@ class S3Server:
         # and SeaweedFS stores such a body as it came (chunk headers and trailer in the object): checksums only
         # when an operation requires them. Set before the client is built; reads are not affected.
         os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
-        return fs.S3FileSystem(endpoint_override=self.endpoint, scheme="http", anonymous=True,
-                               allow_bucket_creation=True, allow_bucket_deletion=True, region="us-east-1")
+        credentials = dict(anonymous=True) if not self.identities else dict(
+            access_key=self.identities[0]["credentials"][0]["accessKey"],
+            secret_key=self.identities[0]["credentials"][0]["secretKey"])
+        return fs.S3FileSystem(endpoint_override=self.endpoint, scheme="http", allow_bucket_creation=True,
+                               allow_bucket_deletion=True, region="us-east-1", **credentials)
 
     def upload(self, local: Path, bucket: str, prefix: str) -> str:
         """Copy the directory ``local`` to ``s3://bucket/prefix``; returns that URI."""
@@ -83,8 +89,9 @@ class S3Server:
                 self.process.wait(timeout=20)
 
 
-def start_s3_server(data_dir: Path) -> S3Server:
-    """Start ``weed server`` with an S3 gateway in ``data_dir`` and wait until a bucket can be created."""
+def start_s3_server(data_dir: Path, identities: Optional[list] = None) -> S3Server:
+    """Start ``weed server`` with an S3 gateway in ``data_dir`` and wait until a bucket can be created.
+    ``identities`` (SeaweedFS's S3 identity list) make it require signed requests: anonymous ones are denied."""
     data_dir.mkdir(parents=True, exist_ok=True)
     (master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc, iam) = free_ports(9)
     args = [weed_binary(), "server", f"-dir={data_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
@@ -94,12 +101,16 @@ def start_s3_server(data_dir: Path) -> S3Server:
             f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
             "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
             f"-iam.port={iam}"]
+    if identities is not None:
+        config = data_dir / "s3.json"
+        config.write_text(json.dumps({"identities": identities}))
+        args.append(f"-s3.config={config}")
     log_path = data_dir / "weed.log"
     log = open(log_path, "wb")
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                start_new_session=True)
     log.close()
-    server = S3Server(f"{LOOPBACK}:{s3}", process, log_path)
+    server = S3Server(f"{LOOPBACK}:{s3}", process, log_path, identities)
     deadline = time.monotonic() + START_TIMEOUT_S
     last_error = None
     while time.monotonic() < deadline:

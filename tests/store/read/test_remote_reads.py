@@ -192,3 +192,32 @@ def test_an_object_that_shrinks_under_a_read_is_named_with_the_offset(s3_server,
         with pytest.raises(RemoteReadError, match="shorter than when it was listed") as err:
             list(remote.scan_commitlog())
         assert f"{uri}/commitlog/{victim.path.name}" in str(err.value) and err.value.offset is not None
+
+
+def test_access_denied_fails_at_once_and_credentials_never_show(tmp_path, golden_store_path, monkeypatch):
+    from tests.s3_server import start_s3_server
+
+    secret = "Secret-Key-Never-Shown-123"
+    server = start_s3_server(tmp_path / "weed", identities=[{
+        "name": "reader", "credentials": [{"accessKey": "READERKEY", "secretKey": secret}],
+        "actions": ["Admin", "Read", "List", "Write"]}])
+    try:
+        uri = server.upload(golden_store_path, "remote-private", "store")
+        anonymous = {**s3_options(server), "retries": 3}
+        started = time.monotonic()
+        with pytest.raises((RemoteReadError, StoreNotFoundError)) as err:
+            RocketStore.open(uri, fs_options=anonymous)
+        assert time.monotonic() - started < 5  # denied is not retried
+        assert "s3://remote-private/store" in str(err.value) and "denied" in str(err.value).lower()
+        wrong = {**s3_options(server), "anonymous": False, "access_key": "READERKEY", "secret_key": "wrong-" + secret}
+        with pytest.raises((RemoteReadError, StoreNotFoundError)) as err:
+            RocketStore.open(uri, fs_options=wrong)
+        assert secret not in str(err.value) and "wrong-" not in str(err.value)
+        signed = {**s3_options(server), "anonymous": False, "access_key": "READERKEY", "secret_key": secret}
+        with RocketStore.open(uri, fs_options=signed) as remote, RocketStore.open(golden_store_path) as here:
+            assert remote.max_phy_offset() == here.max_phy_offset()
+            topic = here.topics()[2]
+            assert pa.Table.from_batches(list(remote.read_queue(topic, 0))).equals(
+                pa.Table.from_batches(list(here.read_queue(topic, 0))))
+    finally:
+        server.stop()
