@@ -17,6 +17,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Optional
 
@@ -281,15 +282,18 @@ def _connect(scheme: str, authority: str, options: FsOptions):
                 kwargs["region"] = pafs.resolve_s3_region(authority)
             return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
         if scheme in GCS_SCHEMES:
-            return pafs.GcsFileSystem(anonymous=options.anonymous, endpoint_override=options.endpoint,
-                                      scheme=options.scheme, retry_time_limit=options.request_timeout)
+            kwargs = dict(anonymous=options.anonymous, endpoint_override=options.endpoint, scheme=options.scheme,
+                          retry_time_limit=timedelta(seconds=options.request_timeout))
+            return pafs.GcsFileSystem(**{k: v for k, v in kwargs.items() if v is not None})
         if scheme in HDFS_SCHEMES:
             host, _, port = authority.partition(":")
             return pafs.HadoopFileSystem(host or "default", int(port or 0))
         account = authority.split("@", 1)[1].split(".", 1)[0] if "@" in authority else authority
         return pafs.AzureFileSystem(account_name=account)
     except (OSError, ValueError, ImportError, AttributeError) as e:
-        raise UnsupportedLocationError(f"cannot reach {scheme}://{authority}: {_redacted(e)}") from e
+        needs = (" (pyarrow's HDFS client needs a JVM and libhdfs: set JAVA_HOME, HADOOP_HOME and the Hadoop "
+                 "CLASSPATH, as for any pyarrow HDFS access)") if scheme in HDFS_SCHEMES else ""
+        raise UnsupportedLocationError(f"cannot reach {scheme}://{authority}: {_redacted(e)}{needs}") from e
 
 
 _FILESYSTEMS: dict[tuple[str, str], RemoteFilesystem] = {}

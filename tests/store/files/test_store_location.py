@@ -70,3 +70,17 @@ def test_a_file_uri_store_opens_for_reading_and_writing(golden_store_path, tmp_p
         writer.append(pa.table({"topic": ["t"], "body": [b"x"]}))
     with RocketStore.open(tmp_path / "new") as store:
         assert store.max_offset("t", 0) == 1
+
+
+def test_every_remote_scheme_has_its_filesystem(monkeypatch):
+    """gs:// and abfs:// build pyarrow's clients (no request is made); hdfs:// needs a JVM and libhdfs, and says
+    so when they are missing."""
+    from rocketstore_spark.store.files.remote_fs import FsOptions as Options
+    from rocketstore_spark.store.files.remote_fs import _connect
+
+    assert type(_connect("gs", "bucket", Options.parse({"anonymous": "true"}))).__name__ == "GcsFileSystem"
+    assert type(_connect("abfs", "container@account.dfs.core.windows.net", Options())).__name__ == \
+        "AzureFileSystem"
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent-jvm")
+    with pytest.raises(UnsupportedLocationError, match="hdfs://nn:8020.*needs a JVM and libhdfs"):
+        _connect("hdfs", "nn:8020", Options())
