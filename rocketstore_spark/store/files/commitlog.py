@@ -42,6 +42,9 @@ class FileWalk:
     # where the record that ended the valid ones starts, when not at ``end_position`` (a DLedger entry keeps its
     # place in the log after its record fails RocketMQ's checks)
     problem_position: Optional[int] = None
+    # makes the records at the given positions readable before they are parsed again (a remote file's map may
+    # have been let go since the walk); None: always readable
+    ensure: Optional[Callable[[np.ndarray], None]] = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -54,16 +57,22 @@ class FileWalk:
     def fields_at(self, idx=None, fixed=None) -> RecordBatchFields:
         """Fields of the records ``positions[idx]`` (all when None; they passed the walk's checks)."""
         positions = self.positions if idx is None else self.positions[idx]
+        if self.ensure is not None:
+            self.ensure(positions)
         return parse_records(self.buffer(), positions, fixed)
 
     def stored_phy_offsets(self) -> np.ndarray:
         """Each record's PHYSICALOFFSET field (what dispatch and re-dispatch compare), read in steps."""
+        if self.ensure is not None:
+            self.ensure(self.positions)
         buf = self.buffer()
         return np.concatenate([np.zeros(0, np.int64)] + [
             read_be(buf, self.positions[a:a + WALK_CHUNK] + L.PHYSICAL_OFFSET_POSITION, 8)
             for a in range(0, len(self.positions), WALK_CHUNK)])
 
     def stored_sysflags(self, idx) -> np.ndarray:
+        if self.ensure is not None:
+            self.ensure(self.positions[idx])
         return read_be(self.buffer(), self.positions[idx] + L.SYSFLAG_POSITION, 4)
 
 
@@ -159,7 +168,8 @@ class CommitLog:
                 problem = PROBLEM_DESCRIPTIONS.get(int(fields.problem[first]), "invalid record")
                 positions = positions[:a + first]
                 break
-        return FileWalk(index, positions, pos, end_kind, problem, lambda: self.queue.buffer(index))
+        return FileWalk(index, positions, pos, end_kind, problem, lambda: self.queue.buffer(index),
+                        ensure=self.queue.records_ensurer(index))
 
     def _release(self, index: int, start: int, end: int) -> int:
         """Let go of the pages of file ``index`` in ``[start, end)`` once a walk has passed them (see

@@ -161,6 +161,7 @@ class DLedgerLog(CommitLog):
             records = records[:first]
         # the walk keeps record starts only; fields are parsed again for the records a caller selects
         return FileWalk(index, records, pos, end_kind, problem, lambda: self.queue.buffer(index),
+                        ensure=self.queue.records_ensurer(index),
                         problem_position=int(fields.position[first]) if len(bad) else None)
 
     redispatches_on_recovery = False  # its queues stay cut (see below); the reput service starts at the log's end

@@ -21,6 +21,7 @@ from .byte_source import LocalFileMap, as_path, is_remote, map_file, open_file, 
 from .remote_map import SEQUENTIAL_STEP
 from .strays import note, stray_reason
 
+MAX_REMOTE_MAPS = 4  # remote files a queue keeps fetched data of (recovery walks the last three)
 RESIDENT_BUDGET = 128 << 20  # bytes a reader reads through one file's map before letting its pages go
 
 
@@ -137,7 +138,15 @@ class MappedFileQueue:
         if mapped is None:
             info = self.files[index]
             mapped = self._maps[index] = map_file(info.location, info.length)
+            if self.remote and len(self._maps) > MAX_REMOTE_MAPS:
+                # a remote file's map holds what was fetched (on local disk): a reader that moved on lets the
+                # oldest go (arrays handed out keep their bytes; a later read fetches again)
+                self._maps.pop(next(iter(self._maps))).close()
         return mapped
+
+    def records_ensurer(self, index: int):
+        """``ensure(positions)`` for file ``index``'s records, or None for a local queue (always readable)."""
+        return None if not self.remote else lambda positions: self.ensure_records(index, positions)
 
     def ensure(self, index: int, start: int, end: int, ahead: int = 0) -> None:
         """Make bytes ``[start, end)`` of file ``index`` readable through :meth:`buffer` (a fetch for a remote
