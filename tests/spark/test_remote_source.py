@@ -70,3 +70,18 @@ def test_bad_filesystem_options_fail_at_load(spark, s3_stores):
     with pytest.raises(Exception, match="does not exist"):
         _ = read(spark, f"{base}/broker-q/store", options).schema
     assert issubclass(InvalidArgumentError, ValueError)
+
+
+@pytest.mark.slow
+def test_pushed_down_lookups_on_s3_equal_the_local_ones(pushdown, s3_stores, manifest):
+    spark = pushdown
+    base, local, options = s3_stores
+    some = next(m for m in manifest if m["inConsumeQueue"] and m["topic"] == "TopicTest" and m["uniqKey"])
+    for where in (f"uniqKey = '{some['uniqKey']}'", f"msgId = '{some['msgId']}'",
+                  f"commitLogOffset = {some['commitLogOffset']}",
+                  "topic = 'TopicTest' AND queueId = 1 AND queueOffset >= 3 AND queueOffset < 9",
+                  "tags = 'TagB'"):
+        remote = read(spark, f"{base}/broker-a/store", options, includeSystemTopics="true").where(where)
+        here = read(spark, str(local / "broker-a" / "store"), {}, includeSystemTopics="true").where(where)
+        assert remote.count() > 0, where
+        assert_df_equality(remote, here, ignore_row_order=True)
