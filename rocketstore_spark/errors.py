@@ -37,11 +37,8 @@ class UnsupportedVariantError(StoreConfigError):
         super().__init__(message)
 
 
-class StoreFormatError(RocketStoreError):
-    """Bytes on disk do not follow the RocketMQ format.
-
-    ``path`` and ``offset`` locate the problem; ``offset`` is a byte position inside ``path``.
-    """
+class LocatedError(RocketStoreError):
+    """An error at a place in a file or object: ``path`` and ``offset`` (a byte position inside ``path``)."""
 
     def __init__(self, message: str, path: Optional[os.PathLike | str] = None, offset: Optional[int] = None):
         self.path = None if path is None else os.fspath(path)
@@ -52,7 +49,11 @@ class StoreFormatError(RocketStoreError):
         super().__init__(message + where)
 
 
-class RemoteReadError(StoreFormatError):
+class StoreFormatError(LocatedError):
+    """Bytes on disk do not follow the RocketMQ format; ``path`` and ``offset`` locate the problem."""
+
+
+class RemoteReadError(LocatedError):
     """Reading a remote store's object failed after the retries (server unreachable, access denied, an object
     that vanished or shrank under the read); ``path`` is the object's URI, ``offset`` where the read started."""
 
