@@ -58,6 +58,8 @@ def scandir(directory: PathLike) -> list:
 class RemoteOpenFile:
     """A remote object opened for windowed reads: the interface of :class:`~.file_reads.OpenFile`."""
 
+    round_trips_cost = True  # searches read bigger windows in fewer requests (see unit_search.valid_prefix)
+
     def __init__(self, path: RemotePath):
         self.path = path
         self._rfs, self._key = path._remote()

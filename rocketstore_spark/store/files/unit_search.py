@@ -21,6 +21,7 @@ from ..format import layout as L
 from .file_reads import OpenFile
 
 WINDOW_UNITS = 1024  # when the search range is this small (20 KiB), read it in one go and finish with numpy
+REMOTE_FIRST_WINDOW = 4096  # units (80 KiB) an object-store queue's end search reads first
 
 
 def valid_units(units: np.ndarray) -> np.ndarray:
@@ -75,15 +76,19 @@ def valid_prefix(handle: OpenFile, units_per_file: int) -> FilePrefix:
     read = file_units_reader(handle)
     size = units_per_file * L.CQ_STORE_UNIT_SIZE
     bound = min(units_per_file, -(-handle.data_end(size) // L.CQ_STORE_UNIT_SIZE))
+    if bound == units_per_file and getattr(handle, "round_trips_cost", False):
+        # an object store reports no holes and every probe is a round trip: a young queue (most of thousands)
+        # ends within the first window, found by one read
+        units = read(0, min(REMOTE_FIRST_WINDOW, units_per_file))
+        bad = np.flatnonzero(~valid_units(units))
+        if len(bad) or len(units) == units_per_file:
+            return _prefix_of(units, int(bad[0]) if len(bad) else len(units))
     if bound <= WINDOW_UNITS:  # a young queue: everything up to the hole and one unit past it, in one read
         units = read(0, min(bound + 1, units_per_file))
         ok = valid_units(units)
         if bound == len(units) or not ok[bound]:
             bad = np.flatnonzero(~ok)
-            count = int(bad[0]) if len(bad) else len(units)
-            last = (int(units["phy_offset"][count - 1]), int(units["size"][count - 1])) if count else None
-            phy = units["phy_offset"][:count].astype(np.int64)
-            return FilePrefix(count, last, int(phy.max()) if count else None, phy)
+            return _prefix_of(units, int(bad[0]) if len(bad) else len(units))
         bound = units_per_file  # data past the reported hole: search the whole file
     elif bound < units_per_file and valid_units(read(bound, bound + 1))[0]:
         bound = units_per_file
@@ -92,6 +97,13 @@ def valid_prefix(handle: OpenFile, units_per_file: int) -> FilePrefix:
         count = _first_true(read, lambda u: ~valid_units(u), 0, bound)
     last = read(count - 1, count) if count else None
     return FilePrefix(count, (int(last["phy_offset"][0]), int(last["size"][0])) if count else None, None)
+
+
+def _prefix_of(units: np.ndarray, count: int) -> FilePrefix:
+    """The prefix of ``count`` valid units, all read (``units`` starts at the file's first unit)."""
+    last = (int(units["phy_offset"][count - 1]), int(units["size"][count - 1])) if count else None
+    phy = units["phy_offset"][:count].astype(np.int64)
+    return FilePrefix(count, last, int(phy.max()) if count else None, phy)
 
 
 def first_at_or_past(read: Callable[[int, int], np.ndarray], lo: int, hi: int, phy_offset: int) -> int:

@@ -140,7 +140,13 @@ def test_a_production_shaped_store_reads_the_same_from_s3(s3_server, tmp_path):
         "--index-max-entries", 2000)
     uri = s3_server.upload(local, "remote-production", "broker-p/store")
     fs = s3_options(s3_server)
-    with RocketStore.open(uri, fs_options=fs) as remote, RocketStore.open(local) as here:
+    cq_files = len(list((local / "consumequeue").glob("*/*/*")))
+    with counting() as opening:
+        remote = RocketStore.open(uri, fs_options=fs)
+    # each queue's end: one read per consume-queue file it searches (a young queue's whole file, or the first
+    # window of an old one), not a binary search of round trips
+    assert opening.reads <= cq_files and opening.remote_requests <= cq_files + 20  # + headers, first records
+    with remote, RocketStore.open(local) as here:
         assert len(here.topics()) > 30 and len(here.commitlog.queue.files) > 2
         assert remote.topics() == here.topics()
         ranges = [(t, q, None, None) for t in here.topics() for q in here.queue_ids(t)]
