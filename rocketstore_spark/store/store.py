@@ -27,7 +27,14 @@ from .files.topic_config import (
     topics_path,
 )
 from .files.variant import FEATURES as VARIANT_FEATURES
-from .files.variant import StoreVariant, detect_variant, dledger_logs, parse_variant, refuse_variant_writes
+from .files.variant import (
+    BrokerSettings,
+    StoreVariant,
+    detect_variant,
+    dledger_logs,
+    parse_variant,
+    refuse_variant_writes,
+)
 from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
@@ -51,7 +58,9 @@ class RocketStore(StoreReader):
     @classmethod
     def open(cls, path, mode: str = MODE_READ, *, commit_log_file_size=None, consume_queue_file_size=None,
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
-             valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, **writer_options):
+             valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, batch_topics=None,
+             batch_consume_queue_file_size=None, force_verify_prop_crc=None, dledger_self_id=None,
+             **writer_options):
         """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
@@ -59,7 +68,14 @@ class RocketStore(StoreReader):
         ``variant`` names the storage variant (``"default"``, or features such as ``"prop-crc,lmq"``, see
         :mod:`.files.variant`) where the files leave it open; it is detected otherwise and reported as
         ``store.variant``. Writers append only to default-layout stores.
+
+        The broker settings the files leave open (:class:`BrokerSettings`, the flags of a variant harness's
+        ``store.args``): ``batch_topics`` (topics with ``queue.type=BatchCQ``, a list or comma-separated),
+        ``batch_consume_queue_file_size`` (``mapperFileSizeBatchConsumeQueue``), ``force_verify_prop_crc``
+        (``forceVerifyPropCRC``), ``dledger_self_id`` (the ``dledger-<selfId>`` log to read).
         """
+        settings = BrokerSettings.of(batch_topics, batch_consume_queue_file_size, force_verify_prop_crc,
+                                     dledger_self_id)
         if mode == MODE_APPEND:
             return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
                                     consume_queue_file_size=consume_queue_file_size,
@@ -72,7 +88,7 @@ class RocketStore(StoreReader):
         return super().open(path, commit_log_file_size=commit_log_file_size,
                             consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
                             index_max_entries=index_max_entries, check_crc_on_recover=check_crc_on_recover,
-                            valid_end=valid_end, variant=variant, lazy_queues=lazy_queues)
+                            valid_end=valid_end, variant=variant, lazy_queues=lazy_queues, settings=settings)
 
 
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreSizes", "Subscription", "StoreLock",
@@ -80,8 +96,8 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "stage", "publish_staged", "discard_staged", "new_job_id", "existing_queue_counts",
            "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path",
            # storage variants: detection, and the writers' refusal of non-default stores
-           "StoreVariant", "detect_variant", "parse_variant", "VARIANT_FEATURES", "refuse_variant_writes",
-           "dledger_logs",
+           "StoreVariant", "BrokerSettings", "detect_variant", "parse_variant", "VARIANT_FEATURES",
+           "refuse_variant_writes", "dledger_logs",
            # the CLI's store tools: verification, staged jobs, the broker's topic table
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]

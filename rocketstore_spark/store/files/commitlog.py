@@ -69,12 +69,15 @@ class FileWalk:
 class CommitLog:
     """Read-only access to ``commitlog/`` as a :class:`MappedFileQueue`."""
 
-    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False):
+    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False,
+                 force_verify_prop_crc: Optional[bool] = None):
         self.queue = queue
         self.file_size = queue.file_size
         # a prop-crc store is checked as its broker with forceVerifyPropCRC checks it: a record must carry the
-        # __CRC32# property; elsewhere the property is checked where a record carries one
+        # __CRC32# property; elsewhere the property is checked where a record carries one. The broker's setting,
+        # when given, decides instead (see check_record_crcs)
         self.prop_crc_required = prop_crc_required
+        self.force_verify_prop_crc = force_verify_prop_crc
 
     #: whether opening adds consume-queue units for records past the consume queues after an abnormal exit (the
     #: default store does; a DLedger store's recovery re-indexes them but leaves its queues cut, see DLedgerLog)
@@ -86,7 +89,7 @@ class CommitLog:
 
     def check_crcs(self, buf: np.ndarray, fields: RecordBatchFields) -> np.ndarray:
         """Body CRCs, and the ``__CRC32#`` property CRCs (see :mod:`..format.prop_crc`); the failure mask."""
-        return check_record_crcs(buf, fields, self.prop_crc_required)
+        return check_record_crcs(buf, fields, self.prop_crc_required, self.force_verify_prop_crc)
 
     def walk_file(self, index: int, start: int = 0, check_crc: bool = True,
                   hints: Optional[np.ndarray] = None) -> FileWalk:

@@ -49,8 +49,9 @@ RECOVER_FROM_LAST_FILES = 3  # DLedgerMmapFileStore.recover starts at mappedFile
 class DLedgerLog(CommitLog):
     """Read-only access to a DLedger data directory as a commit log of records wrapped in entries."""
 
-    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False):
-        super().__init__(queue, prop_crc_required)
+    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False,
+                 force_verify_prop_crc: Optional[bool] = None):
+        super().__init__(queue, prop_crc_required, force_verify_prop_crc)
         self._last = None  # (index, term) of the last entry walked in order, for DLedger's continuity checks
 
     def _entry_problem(self, header: tuple, absolute: int, room: int) -> str:

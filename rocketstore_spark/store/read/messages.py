@@ -172,7 +172,7 @@ class MessageLookups:
             if f.header.begin_timestamp < begin:
                 break
         want = tuple(dict.fromkeys(columns + ("topic", "uniqKey", "keys")))
-        table = self.read_records_at(sorted(set(offsets)), want)
+        table = self.read_records_at(sorted(offsets), want)  # an offset twice: indexed twice (re-index)
         is_key = pc.or_(pc.fill_null(pc.equal(table.column("uniqKey"), key), False),
                         _has_key(table.column("keys"), key))
         keep = pc.and_(pc.equal(table.column("topic"), topic), is_key)

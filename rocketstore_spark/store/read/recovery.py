@@ -78,31 +78,45 @@ def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Option
     return result
 
 
-def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue]) -> list[tuple[FileWalk, np.ndarray]]:
-    """Records the real store would dispatch on opening: past every consume queue's end, before the valid end.
+def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], queue_of=None
+                         ) -> list[tuple[FileWalk, np.ndarray]]:
+    """Records the real store would dispatch on opening, before the valid end: ``recoverAbnormally`` dispatches
+    every record from the file it starts at, and each queue skips what it already holds. Without ``queue_of``
+    these are the records past every consume queue's end; with it (``queue_of(topic, queue_id, queue offset,
+    physical offset)`` → whether that queue lacks the record) also records that only their own queue lacks (a
+    queue whose tail was lost while others kept theirs, a queue lost as a whole).
 
     Returns (walk, indices into walk.positions) per scanned file, in commit-log order.
     """
+    from ..format.columns import build_batch
+
     dispatched_end = max((q.last_unit_end() for q in queues), default=0)
     out = []
     for walk in result.walks:
         if not len(walk):
             continue
-        idx = np.flatnonzero(walk.stored_phy_offsets() >= dispatched_end)
+        phy = walk.stored_phy_offsets()
+        idx = np.arange(len(walk)) if queue_of is not None else np.flatnonzero(phy >= dispatched_end)
         tran = walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK
         idx = idx[(tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)]
+        if queue_of is not None and len(idx):
+            fields = walk.fields_at(idx, ("queue_id", "queue_offset"))
+            topics = build_batch(walk.buffer(), fields, ("topic",)).column(0).to_pylist()
+            lacks = [phy[i] >= dispatched_end or queue_of(t, q, o, phy[i]) for i, t, q, o in zip(
+                idx.tolist(), topics, fields.queue_id.tolist(), fields.queue_offset.tolist())]
+            idx = idx[np.asarray(lacks, dtype=bool)]
         if len(idx):
             out.append((walk, idx))
     return out
 
 
 def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: int):
-    """What re-dispatch indexes for the recovered records past ``indexed_end``, in ``buildIndex`` order:
+    """What re-dispatch indexes for the recovered records at or past ``indexed_end``, in ``buildIndex`` order:
     (topic, key, physical offset, store time) for the UNIQ_KEY then each KEYS token; ROLLBACK is skipped."""
     from ..format.columns import build_batch
 
     for walk in result.walks:
-        idx = np.flatnonzero(walk.stored_phy_offsets() > indexed_end)
+        idx = np.flatnonzero(walk.stored_phy_offsets() >= indexed_end)  # buildIndex skips only < endPhyOffset
         idx = idx[(walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK) != L.TRANSACTION_ROLLBACK_TYPE]
         if not len(idx):
             continue

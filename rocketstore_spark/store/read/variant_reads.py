@@ -23,18 +23,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import CorruptRecordError, StoreFormatError
+from ...errors import CorruptRecordError, StoreConfigError, StoreFormatError
 from ..files.batch_consume_queue import BatchConsumeQueue
 from ..files.commitlog import CommitLog
 from ..files.consume_queue import ConsumeQueue
 from ..files.dledger_log import DLedgerLog
 from ..files.mapped_file_queue import MappedFileQueue
 from ..files.rocksdb_consume_queue import RocksDBConsumeQueue, RocksDBConsumeQueueStore
+from ..files.topic_config import batch_cq_topics
 from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, PROP_CRC, ROCKSDB_CQ, StoreVariant, commit_log_dir
 from ..format import layout as L
 from ..format.codec import RecordBatchFields
 from ..format.columns import arrow_schema, parse_properties, property_values, single_property, view_array
-from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR, BCQ_STORE_UNIT_SIZE, inner_messages, is_inner_batch
+from ..format.inner_batch import (
+    BATCH_CONSUMEQUEUE_DIR,
+    BCQ_STORE_UNIT_SIZE,
+    PROPERTY_INNER_BASE,
+    PROPERTY_INNER_NUM,
+    inner_messages,
+    is_inner_batch,
+)
 
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET
@@ -64,7 +72,8 @@ class VariantReads:
         files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size,
                                 strays=self.stray_files)
         log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
-        return log(files, prop_crc_required=self.variant.has(PROP_CRC))
+        return log(files, prop_crc_required=self.variant.has(PROP_CRC),
+                   force_verify_prop_crc=self.settings.force_verify_prop_crc)
 
     def _open_variant_queues(self) -> None:
         """Add the queues of a rocksdb-cq store (the RocksDB database's) and of a batch-cq store."""
@@ -95,7 +104,50 @@ class VariantReads:
                     raise StoreFormatError(f"{key[0]}/{key[1]} has both a consume queue and a batch consume queue; "
                                            "expected one (the topic's queue.type decides which the broker uses)",
                                            directory)
-                self._queues[key] = BatchConsumeQueue(key[0], key[1], directory)
+                self._queues[key] = BatchConsumeQueue(key[0], key[1], directory,
+                                                      self.settings.batch_consume_queue_file_size)
+
+    def batch_topics(self) -> frozenset:
+        """Topics whose queues are batch consume queues (``queue.type=BatchCQ``): those with a
+        ``batchconsumequeue/`` directory, those ``config/topics.json`` marks, and those the caller names."""
+        on_disk = {topic for (topic, _), cq in self._queues.items() if getattr(cq, "is_batch", False)}
+        return frozenset(on_disk) | batch_cq_topics(self.root) | self.settings.batch_topics
+
+    def _dispatch_queue(self, topic: str, queue_id: int, row: dict):
+        """The queue re-dispatch creates for a record of a queue the store has none of yet
+        (``ConsumeQueueStore.findOrCreateConsumeQueue``: a batch consume queue for a BatchCQ topic). An inner
+        batch of a topic nothing marks as BatchCQ is an error: only the broker's topic table can tell."""
+        batch = self.batch_topics()
+        if topic not in batch and is_inner_batch(np.array([row["sysFlag"]]))[0]:
+            raise StoreConfigError(
+                f"re-dispatch after the crash would create queue {topic}/{queue_id} for the inner batch at commit-log "
+                f"offset {row['commitLogOffset']}, and nothing says whether {topic!r} is a BatchCQ topic (expected "
+                f"it in the batch topics {sorted(batch)}: no batchconsumequeue/ directory and no config/topics.json "
+                "entry with queue.type=BatchCQ, found neither); name it with batchTopics (--batch-topics), and the "
+                "batch consume-queue file size with batchConsumeQueueFileSize (--bcq-size)")
+        if topic in batch:
+            return BatchConsumeQueue(topic, queue_id, self.root / BATCH_CONSUMEQUEUE_DIR / topic / str(queue_id),
+                                     self.settings.batch_consume_queue_file_size)
+        return ConsumeQueue(topic, queue_id, self.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id),
+                            self.sizes.consume_queue_file_size)
+
+    @staticmethod
+    def _redispatch_batch(cq, row: dict, tags_code: int, store_time: int) -> None:
+        """A recovered record's unit in batch consume queue ``cq`` (``DispatchRequest`` as
+        ``checkMessageAndReturnSize`` builds it): base offset and batch size from ``INNER_BASE`` / ``INNER_NUM``
+        when the record has both (an inner batch), else its QUEUEOFFSET and 1 (``setBatchSizeIfNeeded``)."""
+        props = dict(row["properties"])
+        base, count = row["queueOffset"], 1
+        if PROPERTY_INNER_NUM in props and PROPERTY_INNER_BASE in props:
+            try:
+                base, count = int(props[PROPERTY_INNER_BASE]), int(props[PROPERTY_INNER_NUM])
+            except ValueError as e:
+                path, at = cq.unit_location(cq.max_offset)
+                raise CorruptRecordError(
+                    f"record at commit-log offset {row['commitLogOffset']} of batch topic {cq.topic}: expected "
+                    f"integer {PROPERTY_INNER_BASE}/{PROPERTY_INNER_NUM}, found {props[PROPERTY_INNER_BASE]!r}/"
+                    f"{props[PROPERTY_INNER_NUM]!r}", path, at) from e
+        cq.dispatch(row["commitLogOffset"], row["storeSize"], tags_code, store_time, base, count)
 
     def is_batch_queue(self, topic: str, queue_id: int) -> bool:
         """Whether (topic, queue_id) is a batch consume queue (queue offsets count inner messages)."""
