@@ -60,7 +60,7 @@ class RocketStore(StoreReader):
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
              valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, batch_topics=None,
              batch_consume_queue_file_size=None, force_verify_prop_crc=None, dledger_self_id=None,
-             **writer_options):
+             dledger_peers=None, **writer_options):
         """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
@@ -72,10 +72,11 @@ class RocketStore(StoreReader):
         The broker settings the files leave open (:class:`BrokerSettings`, the flags of a variant harness's
         ``store.args``): ``batch_topics`` (topics with ``queue.type=BatchCQ``, a list or comma-separated),
         ``batch_consume_queue_file_size`` (``mapperFileSizeBatchConsumeQueue``), ``force_verify_prop_crc``
-        (``forceVerifyPropCRC``), ``dledger_self_id`` (the ``dledger-<selfId>`` log to read).
+        (``forceVerifyPropCRC``), ``dledger_self_id`` (the ``dledger-<selfId>`` log to read), ``dledger_peers``
+        (``dLegerPeers``: several peers serve only the committed entries).
         """
         settings = BrokerSettings.of(batch_topics, batch_consume_queue_file_size, force_verify_prop_crc,
-                                     dledger_self_id)
+                                     dledger_self_id, dledger_peers)
         if mode == MODE_APPEND:
             return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
                                     consume_queue_file_size=consume_queue_file_size,

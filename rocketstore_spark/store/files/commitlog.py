@@ -79,9 +79,10 @@ class CommitLog:
         self.prop_crc_required = prop_crc_required
         self.force_verify_prop_crc = force_verify_prop_crc
 
-    #: whether opening adds consume-queue units for records past the consume queues after an abnormal exit (the
-    #: default store does; a DLedger store's recovery re-indexes them but leaves its queues cut, see DLedgerLog)
-    redispatches_on_recovery = True
+    def redispatch_from(self, abnormal: bool) -> Optional[int]:
+        """From which commit-log offset opening dispatches recovered records into the queues that lack them
+        (None: no re-dispatch): after an abnormal exit, every record recovery walked (``recoverAbnormally``)."""
+        return 0 if abnormal else None
 
     def queues_end_after_recovery(self, valid_end: int, walks: list, abnormal: bool) -> int:
         """Where recovery truncates the consume queues: the commit log's valid end."""

@@ -65,16 +65,20 @@ class BrokerSettings:
       ``__CRC32#`` property (required) instead of the body CRC, False the body CRC only, as
       ``checkMessageAndReturnSize`` does; None checks both (the property required in a prop-crc store).
     * ``dledger_self_id`` (``--dledger-self``, ``dLegerSelfId``): which ``dledger-<selfId>`` log to read.
+    * ``dledger_peers`` (``--dledger-peers``, ``dLegerPeers``): with several peers only the entries the group
+      committed (the checkpoint's ``committedIndex``) are served, as such a broker serves them; one peer (or
+      none given) serves every entry, as a one-node group's leader commits them all.
     """
 
     batch_topics: frozenset = frozenset()
     batch_consume_queue_file_size: Optional[int] = None
     force_verify_prop_crc: Optional[bool] = None
     dledger_self_id: Optional[str] = None
+    dledger_peers: Optional[str] = None
 
     @staticmethod
     def of(batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
-           dledger_self_id=None) -> "BrokerSettings":
+           dledger_self_id=None, dledger_peers=None) -> "BrokerSettings":
         """Checked values: topics as a comma-separated text or a list, a positive multiple of 46 bytes."""
         if isinstance(batch_topics, str):
             batch_topics = batch_topics.split(",")
@@ -89,14 +93,19 @@ class BrokerSettings:
         if dledger_self_id is not None and (not str(dledger_self_id).strip() or "/" in str(dledger_self_id)):
             raise InvalidArgumentError(f"dledger self id must be a non-empty name (the n0 of dledger-n0), found "
                                        f"{dledger_self_id!r}")
+        if dledger_peers is not None and not str(dledger_peers).strip():
+            raise InvalidArgumentError("dledger peers must name at least one peer (n0-host:port;n1-host:port), "
+                                       "found an empty text")
         return BrokerSettings(topics, None if size is None else int(size), force_verify_prop_crc,
-                              None if dledger_self_id is None else str(dledger_self_id).strip())
+                              None if dledger_self_id is None else str(dledger_self_id).strip(),
+                              None if dledger_peers is None else str(dledger_peers).strip())
 
     def as_options(self) -> dict:
         """The settings given, as keyword arguments of ``RocketStore.open``."""
         out = {"batch_topics": ",".join(sorted(self.batch_topics)) or None,
                "batch_consume_queue_file_size": self.batch_consume_queue_file_size,
-               "force_verify_prop_crc": self.force_verify_prop_crc, "dledger_self_id": self.dledger_self_id}
+               "force_verify_prop_crc": self.force_verify_prop_crc, "dledger_self_id": self.dledger_self_id,
+               "dledger_peers": self.dledger_peers}
         return {k: v for k, v in out.items() if v is not None}
 
 

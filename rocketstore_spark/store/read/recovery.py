@@ -78,13 +78,14 @@ def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Option
     return result
 
 
-def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], queue_of=None
+def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], queue_of=None, start: int = 0
                          ) -> list[tuple[FileWalk, np.ndarray]]:
     """Records the real store would dispatch on opening, before the valid end: ``recoverAbnormally`` dispatches
     every record from the file it starts at, and each queue skips what it already holds. Without ``queue_of``
     these are the records past every consume queue's end; with it (``queue_of(topic, queue_id, queue offset,
     physical offset)`` → whether that queue lacks the record) also records that only their own queue lacks (a
-    queue whose tail was lost while others kept theirs, a queue lost as a whole).
+    queue whose tail was lost while others kept theirs, a queue lost as a whole). Only records at or past
+    ``start`` count (a DLedger store dispatches from its committed position).
 
     Returns (walk, indices into walk.positions) per scanned file, in commit-log order.
     """
@@ -96,7 +97,8 @@ def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], que
         if not len(walk):
             continue
         phy = walk.stored_phy_offsets()
-        idx = np.arange(len(walk)) if queue_of is not None else np.flatnonzero(phy >= dispatched_end)
+        idx = np.flatnonzero((phy >= (start if queue_of is not None else max(dispatched_end, start)))
+                             & (phy < result.valid_end))
         tran = walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK
         idx = idx[(tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)]
         if queue_of is not None and len(idx):

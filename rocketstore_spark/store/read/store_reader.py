@@ -158,13 +158,15 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
             else:
                 self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
                                          self.check_crc_on_recover)
-                if self._recovery.mode == MODE_ABNORMAL and self.commitlog.redispatches_on_recovery:
-                    self._redispatch(self._recovery)
+                start = self.commitlog.redispatch_from(self._recovery.mode == MODE_ABNORMAL)
+                if start is not None:
+                    self._redispatch(self._recovery, start)
         return self._recovery
 
-    def _redispatch(self, result: RecoveryResult) -> None:
-        """Add the consume-queue units abnormal recovery would write for records past the queues' end."""
-        for walk, idx in undispatched_records(result, list(self._queues.values()), self._queue_lacks):
+    def _redispatch(self, result: RecoveryResult, start: int) -> None:
+        """Add the consume-queue units opening would write for recovered records at or past ``start`` that their
+        queues lack."""
+        for walk, idx in undispatched_records(result, list(self._queues.values()), self._queue_lacks, start):
             buf = self.commitlog.queue.buffer(walk.file_index)
             cols = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
                     "storeTimestamp", "sysFlag")

@@ -27,6 +27,7 @@ from ...errors import CorruptRecordError, StoreConfigError, StoreFormatError
 from ..files.batch_consume_queue import BatchConsumeQueue
 from ..files.commitlog import CommitLog
 from ..files.consume_queue import ConsumeQueue
+from ..files.dledger_checkpoint import peer_count
 from ..files.dledger_log import DLedgerLog
 from ..files.mapped_file_queue import MappedFileQueue
 from ..files.rocksdb_consume_queue import RocksDBConsumeQueue, RocksDBConsumeQueueStore
@@ -71,9 +72,18 @@ class VariantReads:
     def _open_commit_log(self) -> CommitLog:
         files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size,
                                 strays=self.stray_files)
-        log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
-        return log(files, prop_crc_required=self.variant.has(PROP_CRC),
-                   force_verify_prop_crc=self.settings.force_verify_prop_crc)
+        if self.variant.has(DLEDGER):
+            return DLedgerLog(files, prop_crc_required=self.variant.has(PROP_CRC),
+                              force_verify_prop_crc=self.settings.force_verify_prop_crc,
+                              committed_only=peer_count(self.settings.dledger_peers) > 1)
+        return CommitLog(files, prop_crc_required=self.variant.has(PROP_CRC),
+                         force_verify_prop_crc=self.settings.force_verify_prop_crc)
+
+    def dledger_committed(self):
+        """(committedIndex, committedPos) of a DLedger store as its recovery derives them from
+        ``dledger-<selfId>/checkpoint`` (None for other stores, or when the checkpoint gives none)."""
+        _ = self.recovery
+        return getattr(self.commitlog, "committed", None)
 
     def _open_variant_queues(self) -> None:
         """Add the queues of a rocksdb-cq store (the RocksDB database's) and of a batch-cq store."""
