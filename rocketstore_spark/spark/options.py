@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import Subscription, local_store_path, parse_variant, resolve_store_root
+from ..store import BrokerSettings, Subscription, local_store_path, parse_variant, resolve_store_root
 from ..store.format import layout as L
 
 EARLIEST = "earliest"
@@ -27,7 +27,8 @@ READ_OPTIONS = (
     "path", "paths", "brokerName", "topics", "topicPattern", "includeSystemTopics", "includeRetryTopics", "tags",
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "maxMessagesPerPartition",
     "minPartitions", "scanMode", "failOnDataLoss", "verifyCrc", "commitLogFileSize", "consumeQueueFileSize",
-    "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics",
+    "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics", "batchTopics", "batchConsumeQueueFileSize",
+    "forceVerifyPropCrc", "dledgerSelfId", "dledgerPeers",
 )
 STREAM_OPTIONS = ("maxMessagesPerTrigger",)
 
@@ -63,6 +64,8 @@ class ReadOptions:
     sizes: dict = field(default_factory=dict)
     max_messages_per_trigger: Optional[int] = None
     variant: Optional[str] = None  # the storage variant where the files leave it open (None: detected)
+    # the broker settings the files leave open (BrokerSettings, as RocketStore.open keyword arguments)
+    settings: dict = field(default_factory=dict)
 
     def wants_topic(self, topic: str) -> bool:
         """Is ``topic`` selected by topics / topicPattern / the system- and retry-topic defaults?"""
@@ -218,6 +221,12 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
     sizes = {key: parse_int(opt, opts.get(opt), 1) for key, opt in (
         ("commit_log_file_size", "commitLogFileSize"), ("consume_queue_file_size", "consumeQueueFileSize"),
         ("index_hash_slots", "indexHashSlots"), ("index_max_entries", "indexMaxEntries")) if opt in opts}
+    settings = BrokerSettings.of(
+        batch_topics=opts.get("batchTopics"),
+        batch_consume_queue_file_size=parse_int("batchConsumeQueueFileSize", opts.get("batchConsumeQueueFileSize"), 1),
+        force_verify_prop_crc=None if opts.get("forceVerifyPropCrc") is None
+        else parse_bool("forceVerifyPropCrc", opts["forceVerifyPropCrc"], False),
+        dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers")).as_options()
     return ReadOptions(
         stores=stores, topics=topics, topic_pattern=opts.get("topicPattern"),
         include_system_topics=parse_bool("includeSystemTopics", opts.get("includeSystemTopics"), False),
@@ -235,4 +244,5 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         sizes=sizes,
         max_messages_per_trigger=parse_int("maxMessagesPerTrigger", opts.get("maxMessagesPerTrigger"), 1),
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
+        settings=settings,
     )

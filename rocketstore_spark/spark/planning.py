@@ -36,6 +36,7 @@ class StoreHandle:
     # only in memory, so executors recover it again rather than trusting the valid end alone
     recover: bool = False
     variant: Optional[str] = None  # as the driver found it, so executors read the store the same way
+    settings: tuple = ()  # the broker settings given (BrokerSettings.as_options items), for the same reason
 
     def open(self, lazy_queues: bool = False) -> RocketStore:
         """The store; ``lazy_queues`` (queue reads) loads only the queues a task names, not all thousands."""
@@ -43,7 +44,7 @@ class StoreHandle:
         return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
                                 index_hash_slots=slots, index_max_entries=entries,
                                 valid_end=None if self.recover else self.valid_end, variant=self.variant,
-                                lazy_queues=lazy_queues and not self.recover)
+                                lazy_queues=lazy_queues and not self.recover, **dict(self.settings))
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,12 @@ def handle_sizes(s) -> tuple:
 
 def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
     return StoreHandle(ref.path, ref.broker, store.max_phy_offset(), handle_sizes(store.sizes),
-                       recover=store.abort_present, variant=store.variant.name)
+                       recover=store.abort_present, variant=store.variant.name, settings=handle_settings(store))
+
+
+def handle_settings(store: RocketStore) -> tuple:
+    """The broker settings a store was opened with, for executors to open it the same way."""
+    return tuple(sorted(store.settings.as_options().items()))
 
 
 # path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
@@ -141,12 +147,12 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     The cache owns the store and keeps its consume-queue maps open between plans (a tag-filtered plan reads
     every unit; re-mapping would fault every page in again); a store that changed is closed and replaced.
     """
-    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())), opts.variant)
+    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
     cached = _RECOVERED.get(ref.path)
     if cached is not None and cached[0] == key:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    store = RocketStore.open(ref.path, variant=opts.variant, **opts.sizes)
+    store = RocketStore.open(ref.path, variant=opts.variant, **opts.sizes, **opts.settings)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

@@ -231,6 +231,7 @@ def detect_variant(root, explicit=None, dledger_self_id: Optional[str] = None, b
         found.add(BATCH_CQ)
         evidence.append(f"{BATCH_CONSUMEQUEUE_DIR}/ holds queues")
     elif batch_topics:
+        batch_topics = batch_topics.split(",") if isinstance(batch_topics, str) else batch_topics
         found.add(BATCH_CQ)
         evidence.append(f"batch topics given: {', '.join(sorted(batch_topics))}")
     lmqs = lmq_queue_names(root)
