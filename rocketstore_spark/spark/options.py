@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import BrokerSettings, Subscription, local_store_path, parse_variant, resolve_store_root
+from ..store import (
+    BrokerSettings,
+    Subscription,
+    dledger_logs,
+    local_store_path,
+    parse_variant,
+    resolve_store_root,
+)
 from ..store.format import layout as L
 
 EARLIEST = "earliest"
@@ -227,6 +234,11 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         force_verify_prop_crc=None if opts.get("forceVerifyPropCrc") is None
         else parse_bool("forceVerifyPropCrc", opts["forceVerifyPropCrc"], False),
         dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers")).as_options()
+    for ref in stores if "dledger_self_id" in settings else ():
+        logs = [p.parent.name for p in dledger_logs(ref.path)]
+        if f"dledger-{settings['dledger_self_id']}" not in logs:
+            raise InvalidArgumentError(f"option dledgerSelfId: no DLedger log for self id "
+                                       f"{settings['dledger_self_id']!r} in {ref.path} (found {logs or 'none'})")
     return ReadOptions(
         stores=stores, topics=topics, topic_pattern=opts.get("topicPattern"),
         include_system_topics=parse_bool("includeSystemTopics", opts.get("includeSystemTopics"), False),
