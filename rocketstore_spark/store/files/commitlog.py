@@ -197,6 +197,15 @@ class CommitLog:
         at = L.BORN_HOST_POSITION + L.host_length(sysflag, L.BORNHOST_V6_FLAG)
         return int(np.frombuffer(buf[at:at + 8].tobytes(), ">i8")[0])
 
+    def first_phy_offset(self, index: int) -> Optional[int]:
+        """PHYSICALOFFSET of the first record of file ``index`` (None when it does not start with a record)."""
+        buf = self.queue.buffer(index)
+        magic = int(np.frombuffer(buf[4:8].tobytes(), ">i4")[0]) if len(buf) >= 8 else 0
+        if magic not in (L.MESSAGE_MAGIC_CODE, L.MESSAGE_MAGIC_CODE_V2):
+            return None
+        at = L.PHYSICAL_OFFSET_POSITION
+        return int(np.frombuffer(buf[at:at + 8].tobytes(), ">i8")[0])
+
     def locate(self, phy_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(file index, position in file) of absolute offsets; file index -1 where no file holds them."""
         phy = np.asarray(phy_offsets, dtype=np.int64)

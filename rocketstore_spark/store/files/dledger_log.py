@@ -258,6 +258,14 @@ class DLedgerLog(CommitLog):
         raise StoreFormatError(f"DLedger committed entry {entry_index} (checkpoint committedIndex) is in no data "
                                f"file walked and no index file holds its unit at byte {byte}", directory)
 
+    def first_phy_offset(self, index: int) -> Optional[int]:
+        """PHYSICALOFFSET of the first record of file ``index`` (in the first entry's body; None without one)."""
+        buf = self.queue.buffer(index)
+        if len(buf) < ENTRY_HEADER_SIZE * 2 or ENTRY_HEADER.unpack_from(memoryview(buf), 0)[0] != DLEDGER_MAGIC:
+            return None
+        fields = parse_records(buf, np.array([ENTRY_HEADER_SIZE]))
+        return int(fields.phy_offset[0]) if fields.valid[0] else None
+
     def first_store_timestamp(self, index: int) -> int:
         """Store timestamp of the first record of file ``index`` (in the first entry's body)."""
         buf = self.queue.buffer(index)

@@ -143,11 +143,12 @@ class MessageLookups:
         return self._index_files
 
     def _unindexed_matches(self, topic: str, key: str) -> list[int]:
-        """Offsets, newest first, of records abnormal recovery re-indexes that carry ``key`` in ``topic``."""
-        if self.recovery.mode != MODE_ABNORMAL:
+        """Offsets, newest first, of records re-dispatch on opening indexes that carry ``key`` in ``topic``."""
+        start = self.recovery.reindex_from
+        if start is None:
             return []
         indexed_end = max((f.header.end_phy_offset for f in self.index_files()), default=-1)
-        found = [phy for t, k, phy, _ts in index_keys_after(self.commitlog, self.recovery, indexed_end)
+        found = [phy for t, k, phy, _ts in index_keys_after(self.commitlog, self.recovery, indexed_end, start)
                  if t == topic and k == key]
         return list(dict.fromkeys(found))[::-1]
 

@@ -30,6 +30,7 @@ class RecoveryResult:
     stop_problem: str = ""  # why the scan stopped at an invalid record ("" at a clean end of data)
     stop_file: Optional[str] = None
     walks: list[FileWalk] = field(default_factory=list, repr=False)
+    reindex_from: Optional[int] = None  # re-dispatch indexes the walked records from here (None: none)
 
 
 def normal_start_index(commitlog: CommitLog, max_phy_offset_of_cqs: int) -> int:
@@ -54,12 +55,29 @@ def abnormal_start_index(commitlog: CommitLog, checkpoint: Optional[Checkpoint],
     return 0
 
 
+def dispatched_start_index(commitlog: CommitLog, dispatched: int) -> int:
+    """``isMappedFileMatchedRecover`` of a RocksDB store (``enableRocksDBStore``): searching backwards, the first
+    file whose first record's PHYSICALOFFSET is at or before the consume-queue store's dispatched offset
+    (``getMaxPhyOffsetInConsumeQueue``); the first file when none is."""
+    for index in range(len(commitlog.queue.files) - 1, -1, -1):
+        phy = commitlog.first_phy_offset(index)
+        if phy is not None and phy <= dispatched:
+            return index
+    return 0
+
+
 def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Optional[Checkpoint],
-            abort_present: bool, check_crc: bool = True) -> RecoveryResult:
-    """Compute the valid end of ``commitlog`` and truncate the in-memory view of ``queues`` to it."""
-    max_cq_phy = max((q.last_unit_end() for q in queues), default=0)
+            abort_present: bool, check_crc: bool = True, dispatched: Optional[int] = None) -> RecoveryResult:
+    """Compute the valid end of ``commitlog`` and truncate the in-memory view of ``queues`` to it.
+
+    ``dispatched``: a RocksDB consume-queue store's own dispatch checkpoint (its ``CHECKPOINT_TOPIC`` offset),
+    which is its max physical offset (instead of every queue's last unit) and, after a crash, picks the file
+    recovery starts from (instead of the checkpoint file's timestamps)."""
+    max_cq_phy = dispatched if dispatched is not None else max((q.last_unit_end() for q in queues), default=0)
     if abort_present:
-        mode, start = MODE_ABNORMAL, abnormal_start_index(commitlog, checkpoint)
+        mode = MODE_ABNORMAL
+        start = abnormal_start_index(commitlog, checkpoint) if dispatched is None else \
+            dispatched_start_index(commitlog, dispatched)
     else:
         mode, start = MODE_NORMAL, normal_start_index(commitlog, max_cq_phy)
     hints = None
@@ -112,13 +130,14 @@ def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], que
     return out
 
 
-def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: int):
+def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: int, start: int = 0):
     """What re-dispatch indexes for the recovered records at or past ``indexed_end``, in ``buildIndex`` order:
     (topic, key, physical offset, store time) for the UNIQ_KEY then each KEYS token; ROLLBACK is skipped."""
     from ..format.columns import build_batch
 
     for walk in result.walks:
-        idx = np.flatnonzero(walk.stored_phy_offsets() >= indexed_end)  # buildIndex skips only < endPhyOffset
+        phy = walk.stored_phy_offsets()
+        idx = np.flatnonzero((phy >= indexed_end) & (phy >= start))  # buildIndex skips only < endPhyOffset
         idx = idx[(walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK) != L.TRANSACTION_ROLLBACK_TYPE]
         if not len(idx):
             continue

@@ -157,8 +157,10 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 self._recovery = RecoveryResult("given", -1, self._given_valid_end)
             else:
                 self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
-                                         self.check_crc_on_recover)
-                start = self.commitlog.redispatch_from(self._recovery.mode == MODE_ABNORMAL)
+                                         self.check_crc_on_recover, self._dispatched())
+                start = self._redispatch_from(self._recovery.mode == MODE_ABNORMAL)
+                # what re-dispatch indexes: every record recovery walked after a crash, else from where it starts
+                self._recovery.reindex_from = 0 if self._recovery.mode == MODE_ABNORMAL else start
                 if start is not None:
                     self._redispatch(self._recovery, start)
         return self._recovery
@@ -182,6 +184,8 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
                 if getattr(cq, "is_batch", False):
                     self._redispatch_batch(cq, row, code, int(store_ts))
+                elif hasattr(cq, "put_dispatched"):  # RocksDB: keys by queue offset, holes where records were skipped
+                    cq.put_dispatched(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code, int(store_ts))
                 elif row["queueOffset"] == cq.max_offset:
                     cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
                 self._redispatch_variant(row, code)

@@ -79,6 +79,23 @@ class VariantReads:
         return CommitLog(files, prop_crc_required=self.variant.has(PROP_CRC),
                          force_verify_prop_crc=self.settings.force_verify_prop_crc)
 
+    def _dispatched(self):
+        """A RocksDB consume-queue store's dispatch checkpoint (``getMaxPhyOffsetInConsumeQueue``: its
+        ``CHECKPOINT_TOPIC`` offset, 0 without one); None for file consume queues."""
+        if getattr(self, "_rocksdb", None) is None:
+            return None
+        return self._rocksdb.dispatched or 0
+
+    def _redispatch_from(self, abnormal: bool):
+        """Where opening starts dispatching recovered records (None: it does not): the commit log's answer;
+        for a RocksDB store also after a normal exit, the records past its dispatch checkpoint
+        (``recoverNormally``: ``doDispatch`` when the offset is past ``maxPhyOffsetOfConsumeQueue``)."""
+        start = self.commitlog.redispatch_from(abnormal)
+        dispatched = self._dispatched()
+        if dispatched is not None and not self.variant.has(DLEDGER) and not abnormal:
+            return dispatched + 1
+        return start
+
     def dledger_committed(self):
         """(committedIndex, committedPos) of a DLedger store as its recovery derives them from
         ``dledger-<selfId>/checkpoint`` (None for other stores, or when the checkpoint gives none)."""
@@ -135,6 +152,8 @@ class VariantReads:
                 f"it in the batch topics {sorted(batch)}: no batchconsumequeue/ directory and no config/topics.json "
                 "entry with queue.type=BatchCQ, found neither); name it with batchTopics (--batch-topics), and the "
                 "batch consume-queue file size with batchConsumeQueueFileSize (--bcq-size)")
+        if getattr(self, "_rocksdb", None) is not None:
+            return RocksDBConsumeQueue(self._rocksdb, topic, queue_id)
         if topic in batch:
             return BatchConsumeQueue(topic, queue_id, self.root / BATCH_CONSUMEQUEUE_DIR / topic / str(queue_id),
                                      self.settings.batch_consume_queue_file_size)

@@ -125,7 +125,9 @@ def test_checkpoint_reads_equal_the_referees_answers(copy, golden, tmp_path, sce
             break
     assert real["summary"]["problemCount"] == 0, real["summary"]["problems"][:5]
     with RocketStore.open(ours) as s:
-        compare_offsets(s, real)
+        # every queue's offsets and every message as the leader served them; the summary's maxPhyOffset is taken
+        # before the node leads (committedPos after a normal exit), so the served end is the log's
+        compare_offsets(s, dict(real, summary=dict(real["summary"], maxPhyOffset=END)))
         assert compare_queue_reads(s, real) == real["summary"]["messageCount"]
     with RocketStore.open(ours, dledger_peers=SEVERAL) as s:  # what the broker served before it led
         assert s.max_phy_offset() == real["summary"]["afterLoadMaxPhyOffset"]
