@@ -102,13 +102,12 @@ def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], que
     every record from the file it starts at, and each queue skips what it already holds. Without ``queue_of``
     these are the records past every consume queue's end; with it (``queue_of(topic, queue_id, queue offset,
     physical offset)`` → whether that queue lacks the record) also records that only their own queue lacks (a
-    queue whose tail was lost while others kept theirs, a queue lost as a whole). Only records at or past
+    queue whose tail was lost while others kept theirs, a queue lost as a whole); ``queue_of`` answers with
+    arrays of queue and physical offsets of one queue's records. Only records at or past
     ``start`` count (a DLedger store dispatches from its committed position).
 
     Returns (walk, indices into walk.positions) per scanned file, in commit-log order.
     """
-    from ..format.columns import build_batch
-
     dispatched_end = max((q.last_unit_end() for q in queues), default=0)
     out = []
     for walk in result.walks:
@@ -120,13 +119,28 @@ def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], que
         tran = walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK
         idx = idx[(tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)]
         if queue_of is not None and len(idx):
-            fields = walk.fields_at(idx, ("queue_id", "queue_offset"))
-            topics = build_batch(walk.buffer(), fields, ("topic",)).column(0).to_pylist()
-            lacks = [phy[i] >= dispatched_end or queue_of(t, q, o, phy[i]) for i, t, q, o in zip(
-                idx.tolist(), topics, fields.queue_id.tolist(), fields.queue_offset.tolist())]
-            idx = idx[np.asarray(lacks, dtype=bool)]
+            idx = idx[_lacking(walk, idx, phy[idx], dispatched_end, queue_of)]
         if len(idx):
             out.append((walk, idx))
+    return out
+
+
+def _lacking(walk: FileWalk, idx: np.ndarray, phy: np.ndarray, dispatched_end: int, queue_of) -> np.ndarray:
+    """Mask of the records ``idx`` of ``walk`` that re-dispatch adds somewhere: past every queue's end, or lacking
+    from their own queue; ``queue_of`` is asked once per (topic, queue id), the records compared at once."""
+    import pyarrow.compute as pc
+
+    from ..format.columns import build_batch
+
+    fields = walk.fields_at(idx, ("queue_id", "queue_offset"))
+    topics = pc.dictionary_encode(build_batch(walk.buffer(), fields, ("topic",)).column(0))
+    names = topics.dictionary.to_pylist()
+    pairs = np.stack([np.asarray(topics.indices, dtype=np.int64), fields.queue_id.astype(np.int64)], axis=1)
+    keys, group = np.unique(pairs, axis=0, return_inverse=True)
+    out = phy >= dispatched_end
+    for g, (name, qid) in enumerate(keys.tolist()):
+        rows = np.flatnonzero(group.reshape(-1) == g)
+        out[rows] |= queue_of(names[name], qid, fields.queue_offset[rows], phy[rows])
     return out
 
 

@@ -190,15 +190,15 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                     cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
                 self._redispatch_variant(row, code)
 
-    def _queue_lacks(self, topic: str, queue_id: int, queue_offset: int, phy_offset: int) -> bool:
-        """Whether re-dispatch would add the record to its queue: a queue not there yet, a record at or past the
-        queue's end (``putMessagePositionInfo``'s check), past a batch queue's last unit."""
+    def _queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
+        """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past
+        the queue's end (``putMessagePositionInfo``'s check), past a batch queue's last unit."""
         cq = self._queues.get((topic, queue_id))
         if cq is None:
-            return True
+            return np.ones(len(phy_offsets), dtype=bool)
         if getattr(cq, "is_batch", False):
-            return not len(cq.raw) or phy_offset > int(cq.raw["phy_offset"][-1])
-        return queue_offset >= cq.max_offset
+            return phy_offsets > (int(cq.raw["phy_offset"][-1]) if len(cq.raw) else -1)
+        return queue_offsets >= cq.max_offset
 
     # --- metadata ---------------------------------------------------------------------------------------
 
