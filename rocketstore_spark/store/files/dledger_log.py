@@ -17,6 +17,20 @@ offset  bytes  field
 44      4      body length
 ======  =====  ==================================================================================
 
+DLedger's index (``dledger-<selfId>/index/``) has one 32-byte unit per entry, unit ``i`` for entry index ``i``
+(``DLedgerMmapFileStore.INDEX_UNIT_SIZE``; read only to find the committed entry when it lies before the walked
+files):
+
+======  =====  ==================================================================================
+offset  bytes  field
+======  =====  ==================================================================================
+0       4      magic: 1
+4       8      pos: the entry's absolute offset in the data files
+12      4      entry size
+16      8      entry index
+24      8      term
+======  =====  ==================================================================================
+
 ``DLedgerCommitLog``'s append hook writes pos + 48 into the record's PHYSICALOFFSET: records sit at their
 physical offset in these files exactly as in ``commitlog/``, so every read by offset (consume queues, index,
 msgId) works unchanged; only walking the log steps over the headers. Recovery is DLedger's
