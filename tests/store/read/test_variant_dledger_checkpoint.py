@@ -53,6 +53,16 @@ def test_the_checkpoint_gives_committed_index_and_position(copy):
         assert s.dledger_committed() == (4467, END)
 
 
+def test_a_committed_entry_before_the_walked_files_is_found_through_dledgers_index(copy, view):
+    set_committed(copy, 10)  # in the first data file, which recovery does not walk: DLedger's index unit says
+    entry = view["manifest"][10]["dledger"]
+    with RocketStore.open(copy) as s:
+        assert s.dledger_committed() == (10, entry["entryPos"] + entry["size"])
+    with RocketStore.open(copy, dledger_peers=SEVERAL) as s:
+        assert s.max_phy_offset() == entry["entryPos"] + entry["size"]
+        assert sum(b.num_rows for b in s.scan_commitlog(columns=["commitLogOffset"])) == 11
+
+
 def test_after_a_crash_the_queues_are_cut_at_process_offset(copy, view):
     (copy / "abort").write_bytes(b"")
     expected = cut_at(view, PROCESS_OFFSET)
