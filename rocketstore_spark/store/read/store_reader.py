@@ -188,7 +188,7 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                     cq.put_dispatched(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code, int(store_ts))
                 elif row["queueOffset"] == cq.max_offset:
                     cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
-                self._redispatch_variant(row, code)
+                self._redispatch_variant(row, code, int(store_ts))
 
     def _queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
         """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past

@@ -263,7 +263,7 @@ class VariantReads:
             f"{int(fields.queue_offset[i])}) to hold message {offset - int(fields.queue_offset[i])}, found it holds "
             f"{held} message(s)", where, at)
 
-    def _redispatch_variant(self, row: dict, tags_code: int) -> None:
+    def _redispatch_variant(self, row: dict, tags_code: int, store_time: int = 0) -> None:
         """What re-dispatch on opening adds for a recovered record besides its own queue's unit: the units of the
         LMQs it names (``ConsumeQueue.multiDispatchLmqQueue``), each at the offset its property gives."""
         if not self.variant.has(LMQ):
@@ -279,11 +279,10 @@ class VariantReads:
             key = (name, LMQ_QUEUE_ID)
             cq = self._queues.get(key)
             if cq is None:
-                cq = ConsumeQueue(name, LMQ_QUEUE_ID, self.root / L.CONSUMEQUEUE_DIR / name / str(LMQ_QUEUE_ID),
-                                  self.sizes.consume_queue_file_size)
+                cq = self._dispatch_queue(name, LMQ_QUEUE_ID, dict(row, sysFlag=0))  # a file or RocksDB queue
                 self._queues[key] = cq
             if at == cq.max_offset:  # as for the record's own queue: units already on disk are not written twice
-                cq.append_virtual(row["commitLogOffset"], row["storeSize"], tags_code)
+                cq.append_virtual(row["commitLogOffset"], row["storeSize"], tags_code, store_time)
 
     def is_lmq(self, topic: str) -> bool:
         """Whether ``topic`` is a light message queue of this store (its rows are overlaid, see the module)."""

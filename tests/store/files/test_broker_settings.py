@@ -39,6 +39,11 @@ def test_the_cli_takes_every_archives_store_args_as_they_are(variant_golden):
             assert info["variant"]["settings"] == {"force_verify_prop_crc": True}
         if name == "dledger":
             assert info["variant"]["dledgerCommitted"] == {"committedIndex": 4467, "committedPos": 14851785}
+    golden = variant_golden("batch-cq")
+    flags = (golden / "sizes.args").read_text().split() + (golden / "store.args").read_text().split()
+    rows = _cli("dump", golden / "store", "--topic", "BatchTopic", "--queue", 0, "--limit", 3, "--format", "jsonl",
+                *flags)
+    assert rows.returncode == 0 and len(rows.stdout.splitlines()) == 3, rows.stderr
     bad = _cli("inspect", variant_golden("prop-crc") / "store", "--force-verify-prop-crc", "yes")
     assert bad.returncode == 2 and "must be true or false" in bad.stderr
 
