@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..errors import RocketStoreError, StrayFileWarning, UnsupportedVariantError
+from ..errors import RocketStoreError, UnsupportedVariantError
 from ..store import (
     STATE_OPEN,
     RocketStore,
@@ -27,8 +27,14 @@ from ..store import (
 )
 from ..store import register_topics as add_topics
 from .common import (
+    BATCH_TOPICS,
+    BCQ_SIZE,
     COMMIT_LOG_SIZE,
     CONSUME_QUEUE_SIZE,
+    DLEDGER_GROUP,
+    DLEDGER_PEERS,
+    DLEDGER_SELF,
+    FORCE_VERIFY,
     FS,
     INDEX_ENTRIES,
     INDEX_SLOTS,
@@ -40,7 +46,10 @@ from .common import (
     fs_given,
     message_table,
     parse_time,
+    print_strays,
     progress_bar,
+    settings_given,
+    show_warning,
     sizes_given,
 )
 
@@ -54,18 +63,22 @@ def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
             index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-            variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
+            variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+            bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+            dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+            dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
     """Storage variant, sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint,
     recovery status."""
     from .report import describe_store
 
-    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
     try:
         s = RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes)
     except UnsupportedVariantError:
         # a variant rocketstore cannot read yet is still reported, then the error (exit status 2)
         root = resolve_store_root(store, fs_given(fs))
-        found = detect_variant(root, variant).as_dict()
+        found = detect_variant(root, variant, sizes.get("dledger_self_id"), sizes.get("batch_topics")).as_dict()
         if as_json:
             console.print_json(json.dumps({"path": str(root), "variant": found}))
         else:
@@ -80,7 +93,9 @@ def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
                   f"{info['recovery']['valid_end']:,}" + (f", [red]{info['recovery']['problem']}[/red]"
                                                           if info["recovery"]["problem"] else ""))
     console.print(f"variant: {info['variant']['name']}" + (f" ({'; '.join(info['variant']['evidence'])})"
-                                                            if info["variant"]["evidence"] else ""))
+                                                            if info["variant"]["evidence"] else "")
+                  + (f", DLedger committed {info['variant']['dledgerCommitted']}" if info["variant"]["dledgerCommitted"]
+                     else ""))
     console.print(f"sizes: {info['sizes']}")
     console.print(f"abort file: {info['abort']}   disk use: {info['disk_bytes']:,} bytes   "
                   f"commit-log files: {info['commitlog_files']}")
@@ -96,7 +111,7 @@ def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
                     f"{f['end_phy']:,}")
     if info["index_problem"]:
         console.print(f"index: {info['index_problem']}", style="red", markup=False, highlight=False)
-    _print_strays(info["stray_files"])
+    print_strays(info["stray_files"])
     console.print(idx)
     console.print(f"checkpoint: {info['checkpoint']}")
     tt = info["topic_table"]
@@ -126,13 +141,17 @@ def dump(store: Path = typer.Argument(..., help=STORE_HELP),
          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
          consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
          index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-         variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
+         variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+         bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+         dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+         dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
     """Messages of a topic/queue (or everything) as a table or JSON lines."""
     from .report import iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
-    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         task = bar.add_task("scanning", total=None)
 
@@ -163,14 +182,18 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-          variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
+          variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+          bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+          dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+          dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
     A table on a terminal (bodies abbreviated, like ``dump``); JSON lines with ``--json`` or when piped."""
     from .report import message_json
 
     as_json = as_json or not sys.stdout.isatty()
-    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
@@ -214,9 +237,13 @@ def verify(store: Path = typer.Argument(..., help=STORE_HELP),
            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-           variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
+           variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
-    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         tasks = {}
 
@@ -227,7 +254,7 @@ def verify(store: Path = typer.Argument(..., help=STORE_HELP),
 
         problems = verify_store(s, report)
         strays = [str(stray) for stray in s.stray_files]
-    _print_strays(strays)
+    print_strays(strays)
     if problems:
         table = Table("where", "problem", title=f"{len(problems)} problem(s)")
         for p in problems[:200]:
@@ -338,11 +365,15 @@ def lag(store: Path = typer.Argument(..., help=STORE_HELP),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
-        variant: Optional[str] = VARIANT, fs: Optional[list[str]] = FS):
+        variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+        bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+        dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+        dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
     """How many messages each queue is behind the given committed offsets (a query's progress)."""
     from .report import consumer_lag, load_offsets
 
-    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
@@ -352,27 +383,8 @@ def lag(store: Path = typer.Argument(..., help=STORE_HELP),
     console.print(f"total lag: {sum(r['lag'] for r in rows):,}")
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    """Stray files skipped while opening a store: one plain line each on stderr, not a Python warning dump."""
-    if issubclass(category, StrayFileWarning):
-        err.print(f"warning: {message}", style="yellow", markup=False, highlight=False)
-    else:
-        _python_show_warning(message, category, filename, lineno, file, line)
-
-
-_python_show_warning = warnings.showwarning
-
-
-def _print_strays(strays: list) -> None:
-    if strays:
-        console.print(f"[yellow]skipped {len(strays)} stray entr{'y' if len(strays) == 1 else 'ies'} "
-                      "(no part of the store):[/yellow]")
-        for stray in strays:
-            console.print(f"  {stray}", markup=False, highlight=False)
-
-
 def main() -> None:
-    warnings.showwarning = _show_warning
+    warnings.showwarning = show_warning
     try:
         app()
     except RocketStoreError as e:

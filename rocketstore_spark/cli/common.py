@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import warnings
 from typing import Iterable, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+
+from ..errors import StrayFileWarning
 
 BODY_PREVIEW_BYTES = 40  # the body column of a table shows this much, decoded as UTF-8 with replacements
 
@@ -50,6 +53,31 @@ def fs_given(values) -> dict:
             raise typer.BadParameter(f"expected name=value, found {item!r}", param_hint="--fs")
         out[name.strip()] = value.strip()
     return out
+# The broker settings the files leave open (BrokerSettings), spelled as a variant harness's store.args spells them
+# ("--variant batch-cq --batch-topics BatchTopic", "--force-verify-prop-crc true", "--dledger-self n0
+# --dledger-peers n0-127.0.0.1:PORT"), so such a file can be passed as it is; --dledger-group changes nothing.
+BATCH_TOPICS = typer.Option(None, "--batch-topics", help="BatchCQ topics (queue.type=BatchCQ) besides those the files "
+                            "show, comma-separated")
+BCQ_SIZE = typer.Option(None, "--batch-consume-queue-file-size", "--bcq-size",
+                        help="batch consume-queue file size in bytes (mapperFileSizeBatchConsumeQueue)")
+FORCE_VERIFY = typer.Option(None, "--force-verify-prop-crc", help="true: check records by their __CRC32# property "
+                            "(required) instead of the body CRC; false: body CRC only (forceVerifyPropCRC)")
+DLEDGER_SELF = typer.Option(None, "--dledger-self", help="DLedger selfId: read dledger-<selfId>/data")
+DLEDGER_PEERS = typer.Option(None, "--dledger-peers", help="DLedger peers (n0-host:port;n1-host:port): several "
+                             "serve only the entries the checkpoint's committedIndex covers")
+DLEDGER_GROUP = typer.Option(None, "--dledger-group", help="DLedger group (accepted, it does not change reads)")
+
+
+def settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers) -> dict:
+    """The broker-setting options given, as RocketStore.open keyword arguments."""
+    force = None
+    if force_verify_prop_crc is not None:
+        if force_verify_prop_crc.strip().lower() not in ("true", "false"):
+            raise typer.BadParameter(f"--force-verify-prop-crc must be true or false, found {force_verify_prop_crc!r}")
+        force = force_verify_prop_crc.strip().lower() == "true"
+    given = dict(batch_topics=batch_topics, batch_consume_queue_file_size=bcq_size, force_verify_prop_crc=force,
+                 dledger_self_id=dledger_self, dledger_peers=dledger_peers)
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) -> dict:
@@ -94,3 +122,22 @@ def message_table(rows: Iterable[dict]) -> Table:
         table.add_row(row["topic"], str(row["queueId"]), str(row["queueOffset"]), str(row["commitLogOffset"]),
                       row["tags"] or "", " ".join(row["keys"] or []), str(row["storeTimestamp"]), body)
     return table
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None):
+    """Stray files skipped while opening a store: one plain line each on stderr, not a Python warning dump."""
+    if issubclass(category, StrayFileWarning):
+        err.print(f"warning: {message}", style="yellow", markup=False, highlight=False)
+    else:
+        python_show_warning(message, category, filename, lineno, file, line)
+
+
+python_show_warning = warnings.showwarning
+
+
+def print_strays(strays: list) -> None:
+    if strays:
+        console.print(f"[yellow]skipped {len(strays)} stray entr{'y' if len(strays) == 1 else 'ies'} "
+                      "(no part of the store):[/yellow]")
+        for stray in strays:
+            console.print(f"  {stray}", markup=False, highlight=False)

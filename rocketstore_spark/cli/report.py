@@ -40,7 +40,9 @@ def describe_store(s: RocketStore) -> dict:
         index_problem = str(e)
     return {
         "path": str(s.root),
-        "variant": s.variant.as_dict(),
+        "variant": dict(s.variant.as_dict(), settings=s.settings.as_options(),
+                        dledgerCommitted=None if s.dledger_committed() is None else
+                        dict(zip(("committedIndex", "committedPos"), s.dledger_committed()))),
         "sizes": {k: v for k, v in s.sizes.__dict__.items() if v != ""},
         "recovery": {"mode": rec.mode, "valid_end": rec.valid_end, "problem": rec.stop_problem,
                      "file": rec.stop_file},

@@ -14,7 +14,17 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from ..errors import InvalidArgumentError, StoreNotFoundError
-from ..store import FsOptions, Subscription, glob_remote, is_remote, parse_variant, resolve_store_root, store_path
+from ..store import (
+    BrokerSettings,
+    FsOptions,
+    Subscription,
+    dledger_logs,
+    glob_remote,
+    is_remote,
+    parse_variant,
+    resolve_store_root,
+    store_path,
+)
 from ..store.format import layout as L
 
 EARLIEST = "earliest"
@@ -27,7 +37,8 @@ READ_OPTIONS = (
     "path", "paths", "brokerName", "topics", "topicPattern", "includeSystemTopics", "includeRetryTopics", "tags",
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "maxMessagesPerPartition",
     "minPartitions", "scanMode", "failOnDataLoss", "verifyCrc", "commitLogFileSize", "consumeQueueFileSize",
-    "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics",
+    "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics", "batchTopics", "batchConsumeQueueFileSize",
+    "forceVerifyPropCrc", "dledgerSelfId", "dledgerPeers",
 )
 STREAM_OPTIONS = ("maxMessagesPerTrigger",)
 
@@ -70,6 +81,8 @@ class ReadOptions:
     sizes: dict = field(default_factory=dict)
     max_messages_per_trigger: Optional[int] = None
     variant: Optional[str] = None  # the storage variant where the files leave it open (None: detected)
+    # the broker settings the files leave open (BrokerSettings, as RocketStore.open keyword arguments)
+    settings: dict = field(default_factory=dict)
 
     def wants_topic(self, topic: str) -> bool:
         """Is ``topic`` selected by topics / topicPattern / the system- and retry-topic defaults?"""
@@ -237,6 +250,17 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
     sizes = {key: parse_int(opt, opts.get(opt), 1) for key, opt in (
         ("commit_log_file_size", "commitLogFileSize"), ("consume_queue_file_size", "consumeQueueFileSize"),
         ("index_hash_slots", "indexHashSlots"), ("index_max_entries", "indexMaxEntries")) if opt in opts}
+    settings = BrokerSettings.of(
+        batch_topics=opts.get("batchTopics"),
+        batch_consume_queue_file_size=parse_int("batchConsumeQueueFileSize", opts.get("batchConsumeQueueFileSize"), 1),
+        force_verify_prop_crc=None if opts.get("forceVerifyPropCrc") is None
+        else parse_bool("forceVerifyPropCrc", opts["forceVerifyPropCrc"], False),
+        dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers")).as_options()
+    for ref in stores if "dledger_self_id" in settings else ():
+        logs = [p.parent.name for p in dledger_logs(ref.path)]
+        if f"dledger-{settings['dledger_self_id']}" not in logs:
+            raise InvalidArgumentError(f"option dledgerSelfId: no DLedger log for self id "
+                                       f"{settings['dledger_self_id']!r} in {ref.path} (found {logs or 'none'})")
     return ReadOptions(
         stores=stores, topics=topics, topic_pattern=opts.get("topicPattern"),
         include_system_topics=parse_bool("includeSystemTopics", opts.get("includeSystemTopics"), False),
@@ -254,4 +278,5 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         sizes=sizes,
         max_messages_per_trigger=parse_int("maxMessagesPerTrigger", opts.get("maxMessagesPerTrigger"), 1),
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
+        settings=settings,
     )

@@ -35,6 +35,7 @@ class StoreHandle:
     recover: bool = False
     variant: Optional[str] = None  # as the driver found it, so executors read the store the same way
     fs_options: tuple = ()  # a remote store's filesystem settings (see StoreRef)
+    settings: tuple = ()  # the broker settings given (BrokerSettings.as_options items), for the same reason
 
     def open(self, lazy_queues: bool = False) -> RocketStore:
         """The store; ``lazy_queues`` (queue reads) loads only the queues a task names, not all thousands."""
@@ -42,7 +43,8 @@ class StoreHandle:
         return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
                                 index_hash_slots=slots, index_max_entries=entries,
                                 valid_end=None if self.recover else self.valid_end, variant=self.variant,
-                                lazy_queues=lazy_queues and not self.recover, fs_options=dict(self.fs_options))
+                                lazy_queues=lazy_queues and not self.recover, fs_options=dict(self.fs_options),
+                                **dict(self.settings))
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,13 @@ def handle_sizes(s) -> tuple:
 
 def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
     return StoreHandle(ref.path, ref.broker, store.max_phy_offset(), handle_sizes(store.sizes),
-                       recover=store.abort_present, variant=store.variant.name, fs_options=ref.fs_options)
+                       recover=store.abort_present, variant=store.variant.name, fs_options=ref.fs_options,
+                       settings=handle_settings(store))
+
+
+def handle_settings(store: RocketStore) -> tuple:
+    """The broker settings a store was opened with, for executors to open it the same way."""
+    return tuple(sorted(store.settings.as_options().items()))
 
 
 # path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
@@ -140,12 +148,13 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     The cache owns the store and keeps its consume-queue maps open between plans (a tag-filtered plan reads
     every unit; re-mapping would fault every page in again); a store that changed is closed and replaced.
     """
-    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())), opts.variant)
+    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
     cached = _RECOVERED.get(ref.path)
     if cached is not None and cached[0] == key:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes)
+    store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
+                             **opts.settings)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

@@ -25,7 +25,7 @@ from ..errors import DataLossError
 from ..store import LiveTail, RocketStore, detect_variant, resolve_store_root
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
-from .planning import QueuePartition, QueueRangesPartition, StoreHandle, handle_sizes, split_range
+from .planning import QueuePartition, QueueRangesPartition, StoreHandle, handle_settings, handle_sizes, split_range
 from .reader import RocketStoreReader
 
 try:  # Spark >= 4.2
@@ -48,11 +48,11 @@ def open_live(ref: StoreRef, opts: ReadOptions, tail: Optional[LiveTail] = None)
     tail (whose sizes are known) the store loads only the queues it is asked about."""
     if tail is None:
         return RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62, variant=opts.variant,
-                                fs_options=dict(ref.fs_options))
+                                fs_options=dict(ref.fs_options), **opts.settings)
     sizes = dict(opts.sizes, commit_log_file_size=tail.sizes.commit_log_file_size,
                  consume_queue_file_size=tail.sizes.consume_queue_file_size)
     return RocketStore.open(ref.path, **sizes, valid_end=1 << 62, lazy_queues=True, variant=opts.variant,
-                            fs_options=dict(ref.fs_options))
+                            fs_options=dict(ref.fs_options), **opts.settings)
 
 
 def live_ends(store: RocketStore, opts: ReadOptions) -> dict:
@@ -116,7 +116,9 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         """The broker's LiveTail; None for storage variants whose queues it does not follow (DLedger's log,
         RocksDB or batch consume queues, LMQ's extra units): those re-check every queue per trigger."""
         if ref.broker not in self._tails:
-            variant = detect_variant(resolve_store_root(ref.path, dict(ref.fs_options)), self.opts.variant)
+            variant = detect_variant(resolve_store_root(ref.path, dict(ref.fs_options)), self.opts.variant,
+                                     self.opts.settings.get("dledger_self_id"),
+                                     self.opts.settings.get("batch_topics"))
             self._tails[ref.broker] = None if variant.features else \
                 LiveTail.open(ref.path, self.opts.wants_topic, fs_options=dict(ref.fs_options), **self.opts.sizes)
         return self._tails[ref.broker]
@@ -222,7 +224,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             with open_live(ref, self.opts, self._tail(ref)) as store:
                 handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
                                      handle_sizes(store.sizes), variant=store.variant.name,
-                                     fs_options=ref.fs_options)
+                                     fs_options=ref.fs_options, settings=handle_settings(store))
                 per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
                 ranges = []
                 for topic, qid, lo, hi in work:

@@ -30,7 +30,14 @@ from .files.topic_config import (
     topics_path,
 )
 from .files.variant import FEATURES as VARIANT_FEATURES
-from .files.variant import StoreVariant, detect_variant, dledger_logs, parse_variant, refuse_variant_writes
+from .files.variant import (
+    BrokerSettings,
+    StoreVariant,
+    detect_variant,
+    dledger_logs,
+    parse_variant,
+    refuse_variant_writes,
+)
 from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
@@ -55,7 +62,8 @@ class RocketStore(StoreReader):
     def open(cls, path, mode: str = MODE_READ, *, commit_log_file_size=None, consume_queue_file_size=None,
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
              valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, fs_options=None,
-             **writer_options):
+             batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
+             dledger_self_id=None, dledger_peers=None, **writer_options):
         """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
@@ -68,7 +76,15 @@ class RocketStore(StoreReader):
         ``abfs``), read through ``pyarrow.fs`` with ``fs_options`` such as ``{"endpoint": "host:9000",
         "region": "eu-west-1", "anonymous": True}`` (see :class:`FsOptions`); credentials come from the standard
         chain unless given. Writers need a local directory.
+
+        The broker settings the files leave open (:class:`BrokerSettings`, the flags of a variant harness's
+        ``store.args``): ``batch_topics`` (topics with ``queue.type=BatchCQ``, a list or comma-separated),
+        ``batch_consume_queue_file_size`` (``mapperFileSizeBatchConsumeQueue``), ``force_verify_prop_crc``
+        (``forceVerifyPropCRC``), ``dledger_self_id`` (the ``dledger-<selfId>`` log to read), ``dledger_peers``
+        (``dLegerPeers``: several peers serve only the committed entries).
         """
+        settings = BrokerSettings.of(batch_topics, batch_consume_queue_file_size, force_verify_prop_crc,
+                                     dledger_self_id, dledger_peers)
         if mode == MODE_APPEND:
             return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
                                     consume_queue_file_size=consume_queue_file_size,
@@ -81,7 +97,8 @@ class RocketStore(StoreReader):
         return super().open(path, commit_log_file_size=commit_log_file_size,
                             consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
                             index_max_entries=index_max_entries, check_crc_on_recover=check_crc_on_recover,
-                            valid_end=valid_end, variant=variant, lazy_queues=lazy_queues, fs_options=fs_options)
+                            valid_end=valid_end, variant=variant, lazy_queues=lazy_queues, settings=settings,
+                            fs_options=fs_options)
 
 
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreSizes", "Subscription", "StoreLock",
@@ -90,8 +107,8 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path", "store_path", "FsOptions",
            "is_remote", "forget_listings", "counting", "glob_remote", "scandir", "as_path",
            # storage variants: detection, and the writers' refusal of non-default stores
-           "StoreVariant", "detect_variant", "parse_variant", "VARIANT_FEATURES", "refuse_variant_writes",
-           "dledger_logs",
+           "StoreVariant", "BrokerSettings", "detect_variant", "parse_variant", "VARIANT_FEATURES",
+           "refuse_variant_writes", "dledger_logs",
            # the CLI's store tools: verification, staged jobs, the broker's topic table
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]

@@ -138,3 +138,30 @@ def test_rocksdb_cq_queue_reads_and_time_bounds(spark, variant_golden):
     later = spark.read.format("rocketstore").option("startingTimestamp", str(middle)).load(path)
     got = later.select("storeTimestamp").collect()
     assert got and len(got) < len(times) and min(round(r[0].timestamp() * 1000) for r in got) >= middle
+
+
+def test_broker_settings_as_read_options(spark, variant_golden, tmp_path):
+    """A batch-cq store that lost ``batchconsumequeue/`` in a crash, read with batchTopics and
+    batchConsumeQueueFileSize (its store.args' --batch-topics / --bcq-size): every message, as the real store
+    rebuilds them; a one-node DLedger group's options; bad values refused at load()."""
+    from tests.store.read.test_variant_batch_cq_recovery import lose_batch_queues
+
+    golden = variant_golden("batch-cq")
+    view = load_view(golden)
+    store = tmp_path / "store"
+    shutil.copytree(golden / "store", store)
+    lose_batch_queues(store, view["manifest"][0]["storeTimestamp"])
+    read = spark.read.format("rocketstore").option("batchTopics", "BatchTopic")
+    got = _rows(read.option("batchConsumeQueueFileSize", "4600").load(str(store)), "topic", "queueId",
+                "queueOffset", "commitLogOffset")
+    assert got == sorted(o for line in view["messages"] for o in _offsets(line))
+    assert not (store / "batchconsumequeue").exists()
+    dledger = str(variant_golden("dledger") / "store")
+    df = (spark.read.format("rocketstore").option("dledgerSelfId", "n0").option("dledgerPeers", "n0-127.0.0.1:1")
+          .option("forceVerifyPropCrc", "false").load(dledger))
+    assert df.count() == 4468
+    for name, value, message in (("batchConsumeQueueFileSize", "100", "multiple of 46"),
+                                 ("forceVerifyPropCrc", "maybe", "must be true or false"),
+                                 ("dledgerSelfId", "n7", "no DLedger log for self id")):
+        with pytest.raises(Exception, match=message):
+            spark.read.format("rocketstore").option(name, value).load(dledger)

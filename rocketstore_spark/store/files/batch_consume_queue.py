@@ -6,18 +6,20 @@ the same questions as :class:`~.consume_queue.ConsumeQueue` with one 20-byte-sty
 unit of the record holding that message, repeated for every message of an inner batch), so ranges, limits and
 streaming offsets count messages as RocketMQ does; :meth:`inner_index` says which message of its record an offset
 is. Recovery keeps units while ``phy >= 0 and size > 0 and base >= 0 and batchSize > 0``
-(``BatchConsumeQueue.recover``, from the third-last file).
+(``BatchConsumeQueue.recover``, from the third-last file). Units that re-dispatch on opening would write after an
+abnormal exit are kept in memory (:meth:`BatchConsumeQueue.dispatch`), never written.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
-from ...errors import CorruptRecordError, UnsupportedVariantError
+from ...errors import CorruptRecordError
 from ..format import layout as L
-from ..format.inner_batch import BCQ_STORE_UNIT_SIZE, BCQ_UNIT_DTYPE
+from ..format.inner_batch import BCQ_INVALID_POS, BCQ_STORE_UNIT_SIZE, BCQ_UNIT_DTYPE, DEFAULT_BCQ_FILE_SIZE
 from .byte_source import as_path
 from .mapped_file_queue import MappedFileQueue, detect_file_size, list_offset_files
 from .unit_search import first_at_or_past
@@ -30,12 +32,12 @@ class BatchConsumeQueue:
 
     is_batch = True
 
-    def __init__(self, topic: str, queue_id: int, directory: Path):
+    def __init__(self, topic: str, queue_id: int, directory: Path, file_size: Optional[int] = None):
         self.topic = topic
         self.queue_id = queue_id
         directory = as_path(directory)
-        size = detect_file_size(list_offset_files(directory), None, f"batch consume-queue ({directory})",
-                                "batch consume-queue file size") or BCQ_STORE_UNIT_SIZE
+        size = detect_file_size(list_offset_files(directory), file_size, f"batch consume-queue ({directory})",
+                                "batchConsumeQueueFileSize") or DEFAULT_BCQ_FILE_SIZE
         if size % BCQ_STORE_UNIT_SIZE:
             raise CorruptRecordError(f"batch consume-queue files must hold whole {BCQ_STORE_UNIT_SIZE}-byte units "
                                      f"(mapperFileSizeBatchConsumeQueue), found files of {size} bytes", directory, 0)
@@ -151,15 +153,34 @@ class BatchConsumeQueue:
         phy = self.raw["phy_offset"].astype(np.int64)
         return phy[phy >= phy_start]
 
-    def append_virtual(self, phy_offset: int, size: int, tags_code: int) -> None:
-        raise UnsupportedVariantError(
-            f"batch consume queue {self.topic}/{self.queue_id}: the store would re-dispatch records into it on "
-            "opening (abnormal recovery); rocketstore does not rebuild batch consume-queue units yet — open a copy "
-            "with the broker first", variant="batch-cq")
+    def dispatch(self, phy_offset: int, size: int, tags_code: int, store_time: int, base_offset: int,
+                 batch_size: int) -> bool:
+        """The unit re-dispatch on opening writes for a recovered record (``putMessagePositionInfoWrapper`` /
+        ``putBatchMessagePositionInfo``), kept in memory: none for a negative base or batch size, none for a
+        record at or before the last unit's (``maxMsgPhyOffsetInCommitLog``: already dispatched). The unit goes
+        where the store would append it, into a new file when the last one is full. Returns whether it was added."""
+        if base_offset < 0 or batch_size < 0:
+            return False
+        if len(self.raw) and phy_offset <= int(self.raw["phy_offset"][-1]):
+            return False
+        unit = np.array([(phy_offset, size, tags_code, store_time, base_offset, batch_size, BCQ_INVALID_POS, 0)],
+                        dtype=BCQ_UNIT_DTYPE)
+        if len(self.raw):
+            last = int(self._file_of_unit[-1])
+            in_last = int(np.count_nonzero(self._file_of_unit == last))
+            file_index = last if in_last < self.units_per_file else last + 1
+        else:
+            file_index = max(len(self.files.files) - 1, 0)
+        disk_end = self.disk_max_offset  # the units on disk end where they did: the new one is in memory only
+        self.raw = np.concatenate([self.raw, unit], dtype=BCQ_UNIT_DTYPE)
+        self._file_of_unit = np.append(self._file_of_unit, file_index)
+        self._index()
+        self.disk_max_offset = disk_end
+        return True
 
     def unit_file_location(self, unit: int) -> tuple[Path, int]:
-        if not len(self.raw):
-            return self.files.directory, 0
+        if not len(self.raw) or int(self._file_of_unit[unit]) >= len(self.files.files):
+            return self.files.directory, 0  # no file yet (a unit re-dispatch would write into a new one)
         info = self.files.files[int(self._file_of_unit[unit])]
         first = int(np.flatnonzero(self._file_of_unit == self._file_of_unit[unit])[0])
         return info.path, (unit - first) * BCQ_STORE_UNIT_SIZE

@@ -79,16 +79,20 @@ class FileWalk:
 class CommitLog:
     """Read-only access to ``commitlog/`` as a :class:`MappedFileQueue`."""
 
-    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False):
+    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False,
+                 force_verify_prop_crc: Optional[bool] = None):
         self.queue = queue
         self.file_size = queue.file_size
         # a prop-crc store is checked as its broker with forceVerifyPropCRC checks it: a record must carry the
-        # __CRC32# property; elsewhere the property is checked where a record carries one
+        # __CRC32# property; elsewhere the property is checked where a record carries one. The broker's setting,
+        # when given, decides instead (see check_record_crcs)
         self.prop_crc_required = prop_crc_required
+        self.force_verify_prop_crc = force_verify_prop_crc
 
-    #: whether opening adds consume-queue units for records past the consume queues after an abnormal exit (the
-    #: default store does; a DLedger store's recovery re-indexes them but leaves its queues cut, see DLedgerLog)
-    redispatches_on_recovery = True
+    def redispatch_from(self, abnormal: bool) -> Optional[int]:
+        """From which commit-log offset opening dispatches recovered records into the queues that lack them
+        (None: no re-dispatch): after an abnormal exit, every record recovery walked (``recoverAbnormally``)."""
+        return 0 if abnormal else None
 
     def queues_end_after_recovery(self, valid_end: int, walks: list, abnormal: bool) -> int:
         """Where recovery truncates the consume queues: the commit log's valid end."""
@@ -96,7 +100,7 @@ class CommitLog:
 
     def check_crcs(self, buf: np.ndarray, fields: RecordBatchFields) -> np.ndarray:
         """Body CRCs, and the ``__CRC32#`` property CRCs (see :mod:`..format.prop_crc`); the failure mask."""
-        return check_record_crcs(buf, fields, self.prop_crc_required)
+        return check_record_crcs(buf, fields, self.prop_crc_required, self.force_verify_prop_crc)
 
     def walk_file(self, index: int, start: int = 0, check_crc: bool = True,
                   hints: Optional[np.ndarray] = None) -> FileWalk:
@@ -211,6 +215,15 @@ class CommitLog:
             return 0
         sysflag = int(np.frombuffer(buf[L.SYSFLAG_POSITION:L.SYSFLAG_POSITION + 4].tobytes(), ">i4")[0])
         at = L.BORN_HOST_POSITION + L.host_length(sysflag, L.BORNHOST_V6_FLAG)
+        return int(np.frombuffer(buf[at:at + 8].tobytes(), ">i8")[0])
+
+    def first_phy_offset(self, index: int) -> Optional[int]:
+        """PHYSICALOFFSET of the first record of file ``index`` (None when it does not start with a record)."""
+        buf = self.queue.buffer(index)
+        magic = int(np.frombuffer(buf[4:8].tobytes(), ">i4")[0]) if len(buf) >= 8 else 0
+        if magic not in (L.MESSAGE_MAGIC_CODE, L.MESSAGE_MAGIC_CODE_V2):
+            return None
+        at = L.PHYSICAL_OFFSET_POSITION
         return int(np.frombuffer(buf[at:at + 8].tobytes(), ">i8")[0])
 
     def locate(self, phy_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -222,8 +222,9 @@ class ConsumeQueue:
                     yield lo + keep, units[keep]
                 lo = stop
 
-    def append_virtual(self, phy_offset: int, size: int, tags_code: int) -> None:
-        """Add a unit past the on-disk end, as re-dispatch on opening would (``putMessagePositionInfo``)."""
+    def append_virtual(self, phy_offset: int, size: int, tags_code: int, store_time: int = 0) -> None:
+        """Add a unit past the on-disk end, as re-dispatch on opening would (``putMessagePositionInfo``); a
+        20-byte unit has no store time (lookups read it from the record)."""
         unit = np.array([(phy_offset, size, tags_code)], dtype=L.CQ_UNIT_DTYPE)
         self.virtual = np.concatenate([self.virtual, unit], dtype=L.CQ_UNIT_DTYPE)
         self.max_offset += 1

@@ -17,6 +17,20 @@ offset  bytes  field
 44      4      body length
 ======  =====  ==================================================================================
 
+DLedger's index (``dledger-<selfId>/index/``) has one 32-byte unit per entry, unit ``i`` for entry index ``i``
+(``DLedgerMmapFileStore.INDEX_UNIT_SIZE``; read only to find the committed entry when it lies before the walked
+files):
+
+======  =====  ==================================================================================
+offset  bytes  field
+======  =====  ==================================================================================
+0       4      magic: 1
+4       8      pos: the entry's absolute offset in the data files
+12      4      entry size
+16      8      entry index
+24      8      term
+======  =====  ==================================================================================
+
 ``DLedgerCommitLog``'s append hook writes pos + 48 into the record's PHYSICALOFFSET: records sit at their
 physical offset in these files exactly as in ``commitlog/``, so every read by offset (consume queues, index,
 msgId) works unchanged; only walking the log steps over the headers. Recovery is DLedger's
@@ -32,10 +46,11 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import CorruptRecordError
+from ...errors import CorruptRecordError, StoreFormatError
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records, read_be
 from .commitlog import END_BLANK, END_DATA, END_INVALID, FIRST_RECORD_HEAD, CommitLog, FileWalk
-from .mapped_file_queue import MappedFileQueue
+from .dledger_checkpoint import read_dledger_checkpoint
+from .mapped_file_queue import MappedFileQueue, list_offset_files
 
 ENTRY_HEADER = struct.Struct(">iiqqqiiii")
 """magic, size, index, term, pos, channel, chainCrc, bodyCrc, bodyLength (48 bytes, DLedgerEntry.BODY_OFFSET)."""
@@ -44,14 +59,22 @@ DLEDGER_MAGIC = 1  # 0x1, DLedgerEntry.MAGIC (MAGIC_1 = CURRENT_MAGIC in DLedger
 DLEDGER_BLANK_MAGIC = -1  # 0xFFFFFFFF, MmapFileList.BLANK_MAGIC_CODE
 MIN_WINDOW, MAX_WINDOW = 1 << 10, 1 << 20
 RECOVER_FROM_LAST_FILES = 3  # DLedgerMmapFileStore.recover starts at mappedFiles.size() - 3
+INDEX_DIR = "index"  # DLedgerConfig.getIndexStorePath: dledger-<selfId>/index
+INDEX_UNIT = struct.Struct(">iqiqq")
+"""DLedger index unit (DLedgerMmapFileStore.INDEX_UNIT_SIZE = 32): magic, pos, size, index, term."""
 
 
 class DLedgerLog(CommitLog):
     """Read-only access to a DLedger data directory as a commit log of records wrapped in entries."""
 
-    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False):
-        super().__init__(queue, prop_crc_required)
+    def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False,
+                 force_verify_prop_crc: Optional[bool] = None, committed_only: bool = False):
+        super().__init__(queue, prop_crc_required, force_verify_prop_crc)
         self._last = None  # (index, term) of the last entry walked in order, for DLedger's continuity checks
+        # serve records before committedPos only, as a broker of a group of several peers does (a one-node
+        # group commits every entry once it leads): see dledger_checkpoint
+        self.committed_only = committed_only
+        self.committed: Optional[tuple] = None  # (committedIndex, committedPos) after recovery, when there is one
 
     def _entry_problem(self, header: tuple, absolute: int, room: int) -> str:
         """Why a header at ``absolute`` is no entry DLedger keeps ("" when it is one)."""
@@ -164,19 +187,31 @@ class DLedgerLog(CommitLog):
                         ensure=self.queue.records_ensurer(index),
                         problem_position=int(fields.position[first]) if len(bad) else None)
 
-    redispatches_on_recovery = False  # its queues stay cut (see below); the reput service starts at the log's end
-
     def queues_end_after_recovery(self, valid_end: int, walks: list, abnormal: bool) -> int:
-        """Observed with the real 5.3.3 store: after a normal exit the consume queues keep every unit before the
-        DLedger log's end; after an abnormal one they are cut at the start of the entry of the last record that
-        passes RocketMQ's checks, so that record loses its unit too (and nothing re-dispatches it)."""
-        if not abnormal:
-            return valid_end
-        for walk in reversed(walks):
-            if len(walk.fields):
-                return self.queue.files[walk.file_index].from_offset + int(walk.positions[-1]) \
-                    - ENTRY_HEADER_SIZE
-        return self.queue.min_offset
+        """Where recovery truncates the consume queues (``truncateDirtyLogicFiles``). After a normal exit: the
+        log's end. After an abnormal one ``dledgerRecoverAbnormally`` ends at ``processOffset``, the start of the
+        last file walked plus the sizes of the RECORDS in it that pass ``checkMessageAndReturnSize`` (CRCs
+        included): the 48-byte entry headers are not counted, so it lies 48 bytes per entry of that file before
+        the log's end, and units at or past it are cut (observed with the real 5.3.3 store: the last records'
+        units go; re-dispatch from committedPos brings back those at or past it, see :meth:`redispatch_from`).
+        With ``committed_only`` nothing at or past committedPos is kept either."""
+        end = valid_end
+        if abnormal:
+            last = next((w for w in reversed(walks) if len(w)), None)
+            if last is None:
+                end = self.queue.files[walks[-1].file_index].from_offset if walks else self.queue.min_offset
+            else:
+                fields = last.fields_at()
+                bad = np.flatnonzero(self.check_crcs(last.buffer(), fields))
+                sizes = fields.total_size[:int(bad[0])] if len(bad) else fields.total_size
+                end = self.queue.files[last.file_index].from_offset + int(sizes.sum())
+        return min(end, valid_end)
+
+    def redispatch_from(self, abnormal: bool) -> Optional[int]:
+        """Where the reput service starts dispatching on opening: ``getConfirmOffset`` = ``getMaxOffset`` =
+        committedPos (the log's start without one), after either exit; records from there to the served end
+        get the units their queues lack."""
+        return self.committed[1] if self.committed is not None else self.queue.min_offset
 
     def recover_end(self, start_index: int, check_crc: bool = True,
                     hints: Optional[np.ndarray] = None) -> tuple[int, list[FileWalk]]:
@@ -200,7 +235,60 @@ class DLedgerLog(CommitLog):
             if walk.end_kind == END_BLANK and index + 1 < len(files):
                 index, chained = index + 1, True
                 continue
-            return files[index].from_offset + walk.end_position, walks
+            end = files[index].from_offset + walk.end_position
+            self.committed = self._committed(walks)
+            if self.committed_only:  # getMaxOffset: committedPos, else the log's start (nothing served)
+                end = min(end, self.committed[1] if self.committed is not None else self.queue.min_offset)
+            return end, walks
+
+    def _committed(self, walks: list) -> Optional[tuple]:
+        """(committedIndex, committedPos) as ``DLedgerMmapFileStore.recover`` / ``updateCommittedIndex`` derive
+        them from the checkpoint: clamped to the last entry, None when the file or key is missing (-1), when
+        the log has no entry or the index is before its first entry."""
+        checkpoint = read_dledger_checkpoint(self.queue.directory.parent)
+        entries = [(w, w.positions - ENTRY_HEADER_SIZE) for w in walks if len(w)]
+        if checkpoint is None or checkpoint.committed_index < 0 or not entries:
+            return None
+        last_walk, last_entries = entries[-1]
+        end_index = int(read_be(last_walk.buffer(), last_entries[-1:] + 8, 8)[0])
+        first = self.queue.buffer(0)
+        begin_index = int(ENTRY_HEADER.unpack_from(memoryview(first), 0)[2]) if len(first) >= ENTRY_HEADER_SIZE else 0
+        wanted = min(checkpoint.committed_index, end_index)
+        if wanted < begin_index:
+            return None
+        for walk, starts in entries:
+            buf = walk.buffer()
+            hit = np.flatnonzero(read_be(buf, starts + 8, 8) == wanted)
+            if len(hit):
+                at = int(starts[hit[0]])
+                size = int(read_be(buf, np.array([at + 4]), 4)[0])
+                return wanted, self.queue.files[walk.file_index].from_offset + at + size
+        return wanted, self._entry_end_from_index(wanted)
+
+    def _entry_end_from_index(self, entry_index: int) -> int:
+        """pos + size of entry ``entry_index`` from DLedger's index files (entries before the walked files)."""
+        directory = self.queue.directory.parent / INDEX_DIR
+        byte = entry_index * INDEX_UNIT.size
+        for info in list_offset_files(directory):
+            if info.from_offset <= byte and byte + INDEX_UNIT.size <= info.from_offset + info.length:
+                with info.path.open("rb") as fh:
+                    fh.seek(byte - info.from_offset)
+                    magic, pos, size, index, _term = INDEX_UNIT.unpack(fh.read(INDEX_UNIT.size))
+                if magic == DLEDGER_MAGIC and index == entry_index and size > ENTRY_HEADER_SIZE:
+                    return pos + size
+                raise StoreFormatError(f"DLedger index unit of committed entry {entry_index}: expected magic "
+                                       f"{DLEDGER_MAGIC} and index {entry_index}, found magic {magic}, index {index}, "
+                                       f"size {size}", info.path, byte - info.from_offset)
+        raise StoreFormatError(f"DLedger committed entry {entry_index} (checkpoint committedIndex) is in no data "
+                               f"file walked and no index file holds its unit at byte {byte}", directory)
+
+    def first_phy_offset(self, index: int) -> Optional[int]:
+        """PHYSICALOFFSET of the first record of file ``index`` (in the first entry's body; None without one)."""
+        buf = self.queue.buffer(index)
+        if len(buf) < ENTRY_HEADER_SIZE * 2 or ENTRY_HEADER.unpack_from(memoryview(buf), 0)[0] != DLEDGER_MAGIC:
+            return None
+        fields = parse_records(buf, np.array([ENTRY_HEADER_SIZE]))
+        return int(fields.phy_offset[0]) if fields.valid[0] else None
 
     def first_store_timestamp(self, index: int) -> int:
         """Store timestamp of the first record of file ``index`` (in the first entry's body)."""

@@ -1,10 +1,7 @@
 """RocksDB consume queues (``storeType=defaultRocksDB``): ``consumequeue/`` as a RocksDB database
 (:mod:`..format.rocksdb_cq`), read through the rocksdict binding (RocksDB's C++ library in PyPI wheels).
 
-The database is opened READ-ONLY and never modified: RocksDB's read-only mode writes nothing, but the binding
-leaves a small config file in the directory it opens, so it opens a private directory of links to the
-database's files instead. A directory locked by a running broker, written by a newer RocksDB, or damaged is a
-clear error naming it.
+The database is opened read-only by :mod:`.rocksdb_database` and never modified.
 
 :class:`RocksDBConsumeQueue` answers the same questions as :class:`~.consume_queue.ConsumeQueue` (units of queue
 offset ranges, first/max offsets, tag-hash matches) from the ``default`` and ``offset`` column families.
@@ -12,174 +9,16 @@ offset ranges, first/max offsets, tag-hash matches) from the ``default`` and ``o
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import os
-import shutil
-import tempfile
-import weakref
 from pathlib import Path
 
 import numpy as np
 
-from ...errors import StoreFormatError, StoreLockedError
+from ...errors import StoreFormatError
 from ..format import layout as L
-from ..format.rocksdb_cq import (
-    CHECKPOINT_TOPIC,
-    CHECKPOINT_VALUE,
-    DEFAULT_CF,
-    MAX_BYTES,
-    MIN_BYTES,
-    OFFSET_CF,
-    ROCKSDB_CQ_VALUE_DTYPE,
-    ROCKSDB_CQ_VALUE_SIZE,
-    ROCKSDB_OFFSET_VALUE,
-    cq_key,
-    parse_cq_offset,
-    parse_offset_key,
-    queue_prefix,
-)
-from .byte_source import as_path, is_remote, scandir
+from ..format.rocksdb_cq import ROCKSDB_CQ_VALUE_DTYPE, ROCKSDB_CQ_VALUE_SIZE
+from .rocksdb_database import RocksDBConsumeQueueStore, check_not_locked
 
-LOCK_FILE = "LOCK"  # RocksDB's lock file: a running broker holds an fcntl write lock on it
-OPTIONS_PREFIX = "OPTIONS-"
 SCAN_UNITS = 4096  # units fetched per multi-get
-#: RocksDB's words for files of a format it does not know (a newer release wrote them)
-NEWER_FORMAT_MESSAGES = ("unsupported format_version", "newer version", "unknown footer version")
-
-
-def _rocksdb_version(directory: Path) -> str:
-    """``rocksdb_version`` of the newest OPTIONS file of a database directory ('' when none says)."""
-    files = sorted(directory.glob(OPTIONS_PREFIX + "*"), key=lambda p: int(p.name[len(OPTIONS_PREFIX):] or 0)
-                   if p.name[len(OPTIONS_PREFIX):].isdigit() else -1)
-    for line in (files[-1].read_text(errors="replace").splitlines() if files else []):
-        if line.strip().startswith("rocksdb_version="):
-            return line.split("=", 1)[1].strip()
-    return ""
-
-
-def _binding_version() -> str:
-    """The RocksDB version the binding bundles (what it writes into a scratch database's OPTIONS file)."""
-    from rocksdict import Options, Rdict
-
-    scratch = Path(tempfile.mkdtemp(prefix="rocketstore-rocksdb-version-"))
-    try:
-        Rdict(str(scratch / "db"), Options(raw_mode=True)).close()
-        return _rocksdb_version(scratch / "db")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _newer(written: str, reader: str) -> bool:
-    def parts(v):
-        return tuple(int(p) for p in v.split(".") if p.isdigit())
-    return bool(written and reader) and parts(written) > parts(reader)
-
-
-def check_not_locked(directory: Path) -> None:
-    """A broker that has the database open holds a write lock on ``LOCK``: reading it then is refused."""
-    lock = directory / LOCK_FILE
-    if is_remote(lock) or not lock.is_file():
-        return  # an object store has no locks: a copy there is never open in a broker
-    with open(lock, "rb") as fh:
-        try:
-            fcntl.lockf(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)  # a read lock on a read-only descriptor
-        except OSError as e:
-            if e.errno in (errno.EACCES, errno.EAGAIN):
-                raise StoreLockedError(
-                    f"RocksDB consume queue {directory} is locked (expected no process holding {lock}, found "
-                    "a lock held, e.g. by a running broker); stop the broker or read a copy of the store") from e
-            raise
-        fcntl.lockf(fh.fileno(), fcntl.LOCK_UN)
-
-
-class RocksDBConsumeQueueStore:
-    """The ``consumequeue/`` database, opened read-only through a directory of links to its files."""
-
-    def __init__(self, directory: Path):
-        self.directory = as_path(directory)
-        check_not_locked(self.directory)
-        try:
-            from rocksdict import AccessType, Options, Rdict
-        except ImportError as e:  # pragma: no cover - a dependency of the package
-            raise StoreFormatError(f"reading the RocksDB consume queue {self.directory} needs the rocksdict "
-                                   f"package ({e})", self.directory) from e
-        self._shadow = Path(tempfile.mkdtemp(prefix="rocketstore-rocksdb-"))
-        # removed on close, or when the reader is collected or the process exits (executors cache open stores)
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._shadow), True)
-        for entry in scandir(self.directory):
-            if entry.is_file() and entry.name != LOCK_FILE:
-                if is_remote(self.directory):  # RocksDB reads local files: the database is copied (read-only)
-                    with (self.directory / entry.name).open("rb") as src, open(self._shadow / entry.name, "wb") as out:
-                        shutil.copyfileobj(src, out, 8 << 20)
-                else:
-                    os.symlink(entry.path, self._shadow / entry.name)
-        try:
-            families = Rdict.list_cf(str(self._shadow), Options(raw_mode=True))
-            self.db = Rdict(str(self._shadow), Options(raw_mode=True),
-                            column_families={cf: Options(raw_mode=True) for cf in families if cf != DEFAULT_CF},
-                            access_type=AccessType.read_only())
-        except Exception as e:  # rocksdict raises plain exceptions carrying RocksDB's status text
-            self._cleanup()
-            said = str(e).replace(str(self._shadow), str(self.directory)).strip()
-            written, reader = _rocksdb_version(self.directory), _binding_version()
-            if _newer(written, reader) or any(m in said.lower() for m in NEWER_FORMAT_MESSAGES):
-                raise StoreFormatError(
-                    f"RocksDB consume queue {self.directory} was written by a newer RocksDB (expected files this "
-                    f"reader's RocksDB {reader or '?'} can read, found RocksDB {written or '?'} files: {said}); read "
-                    "it with a rocksdict release bundling that RocksDB version", self.directory) from e
-            raise StoreFormatError(f"RocksDB consume queue {self.directory} is damaged (expected a RocksDB database "
-                                   f"RocksDB {reader or '?'} opens read-only, found: {said})", self.directory) from e
-        if OFFSET_CF not in families:
-            self.close()
-            raise StoreFormatError(f"RocksDB consume queue {self.directory}: expected column families "
-                                   f"'{DEFAULT_CF}' and '{OFFSET_CF}', found {families}", self.directory)
-        self.cq = self.db.get_column_family(DEFAULT_CF)
-        self._offsets = self.db.get_column_family(OFFSET_CF)
-        self.max_entries, self.min_entries, self.dispatched = self._read_offset_table()
-
-    def _read_offset_table(self):
-        """(topic, qid) → (phy, cq offset) of its ``max`` and ``min`` keys; the dispatch checkpoint."""
-        maxes, mins, dispatched = {}, {}, None
-        for key, value in self._offsets.items():
-            parsed = parse_offset_key(bytes(key))
-            if parsed is None:
-                raise StoreFormatError(f"RocksDB consume queue {self.directory}: unexpected key {bytes(key)!r} in "
-                                       f"column family '{OFFSET_CF}' (expected topicLen 0x01 topic 0x01 max|min 0x01 "
-                                       "queueId)", self.directory)
-            topic, which, qid = parsed
-            if topic == CHECKPOINT_TOPIC:
-                dispatched = CHECKPOINT_VALUE.unpack_from(bytes(value))[0]
-                continue
-            if len(value) != ROCKSDB_OFFSET_VALUE.size:
-                raise StoreFormatError(f"RocksDB consume queue {self.directory}: {topic}/{qid} {which.decode()} value "
-                                       f"of {len(value)} bytes (expected {ROCKSDB_OFFSET_VALUE.size})", self.directory)
-            entry = ROCKSDB_OFFSET_VALUE.unpack(bytes(value))
-            (maxes if which == MAX_BYTES else mins if which == MIN_BYTES else {})[(topic, qid)] = entry
-        return maxes, mins, dispatched
-
-    def values(self, topic: str, queue_id: int, start: int, end: int) -> list:
-        """The ``default`` values of queue offsets ``[start, end)`` (None where a key is missing)."""
-        keys = [cq_key(topic, queue_id, o) for o in range(start, end)]
-        return self.cq.get(keys) if keys else []
-
-    def first_offset(self, topic: str, queue_id: int, default: int) -> int:
-        """The queue offset of the first ``default`` key of (topic, queue_id) (``default`` when none)."""
-        prefix = queue_prefix(topic, queue_id)
-        it = self.cq.iter()
-        try:
-            it.seek(prefix)
-            offset = parse_cq_offset(bytes(it.key()), prefix) if it.valid() else None
-        finally:
-            del it
-        return default if offset is None else offset
-
-    def close(self) -> None:
-        db = getattr(self, "db", None)
-        if db is not None:
-            db.close()
-            self.db = None
-        self._cleanup()
 
 
 class RocksDBConsumeQueue:
@@ -193,6 +32,7 @@ class RocksDBConsumeQueue:
         self.first_offset = first[1] if first is not None else self._first_key_offset()
         self.units_per_file = L.DEFAULT_CONSUME_QUEUE_FILE_SIZE // L.CQ_STORE_UNIT_SIZE  # ranges for min_offset
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
+        self.virtual_times = np.zeros(0, dtype=np.int64)
         self.files = self  # close() of the reader's queues
 
     def _first_key_offset(self) -> int:
@@ -251,10 +91,26 @@ class RocksDBConsumeQueue:
             if len(keep):
                 yield lo + keep, units[keep]
 
-    def append_virtual(self, phy_offset: int, size: int, tags_code: int) -> None:
+    def append_virtual(self, phy_offset: int, size: int, tags_code: int, store_time: int = 0) -> None:
+        """A unit re-dispatch would put (``putMessagePosition``), in memory; its store time for time lookups."""
         unit = np.array([(phy_offset, size, tags_code)], dtype=L.CQ_UNIT_DTYPE)
         self.virtual = np.concatenate([self.virtual, unit], dtype=L.CQ_UNIT_DTYPE)
+        self.virtual_times = np.append(self.virtual_times, np.int64(store_time))
         self.max_offset += 1
+
+    def put_dispatched(self, queue_offset: int, phy_offset: int, size: int, tags_code: int, store_time: int) -> None:
+        """Re-dispatch's ``putMessagePosition`` for a record at ``queue_offset``: its key is written whatever the
+        queue's end, so records a recovery skipped leave holes (``getMessage`` answers OFFSET_FOUND_NULL there),
+        kept as filler units the readers skip; keys the queue already has are written again unchanged."""
+        if queue_offset < self.max_offset:
+            return
+        gap = queue_offset - self.max_offset
+        if gap:
+            last = int(self.units(self.max_offset - 1, self.max_offset)["phy_offset"][0]) \
+                if self.max_offset > self.first_offset else 0
+            for _ in range(gap):  # a filler keeps the units' commit-log offsets non-decreasing for bisections
+                self.append_virtual(last, L.CQ_FILLER_SIZE, 0, -1)
+        self.append_virtual(phy_offset, size, tags_code, store_time)
 
     def unit_location(self, queue_offset: int) -> tuple[Path, int]:
         """Where a unit is, for error messages: the database directory (the offset is the queue offset)."""
@@ -278,13 +134,31 @@ class RocksDBConsumeQueue:
             else:
                 lo = mid + 1
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
+        self.virtual_times = np.zeros(0, dtype=np.int64)
         self.max_offset = self.disk_max_offset = max(lo, self.first_offset)
         return self.max_offset
 
     # --- RocksDBConsumeQueueOffsetTable.getMinCqOffset, RocksDBConsumeQueueTable.binarySearchInCQByTime ------
 
+    def _last(self):
+        """(phy offset, cq offset) of the queue's last unit as recovery left it (the offset table's ``max`` key
+        while it still is; None when the queue has none)."""
+        if self.max_offset <= self.first_offset:
+            return None
+        known = self.store.max_entries.get((self.topic, self.queue_id))
+        if known is not None and known[1] == self.max_offset - 1:
+            return known
+        return self._at(self.max_offset - 1)[0], self.max_offset - 1
+
     def _at(self, offset: int):
-        """(phy offset, store time) of the unit at ``offset`` (None when it has no entry: ``getCQInKV``)."""
+        """(phy offset, store time) of the unit at ``offset`` (None when it has no entry: ``getCQInKV``); units
+        re-dispatch added are read from memory."""
+        if self.disk_max_offset <= offset < self.max_offset:
+            k = offset - self.disk_max_offset
+            filler = int(self.virtual[k]["size"]) == L.CQ_FILLER_SIZE
+            return None if filler else (int(self.virtual[k]["phy_offset"]), int(self.virtual_times[k]))
+        if offset >= self.max_offset:
+            return None
         value = self.store.values(self.topic, self.queue_id, offset, offset + 1)[0]
         if value is None or len(value) != ROCKSDB_CQ_VALUE_SIZE:
             return None
@@ -297,7 +171,7 @@ class RocksDBConsumeQueue:
         first = self.store.min_entries.get((self.topic, self.queue_id))
         if first is not None and first[0] >= min_phy_offset:
             return first[1]
-        last = self.store.max_entries.get((self.topic, self.queue_id))
+        last = self._last()
         if last is None:
             return 0
         if last[0] < min_phy_offset:
@@ -314,7 +188,7 @@ class RocksDBConsumeQueue:
 
     def offset_by_time(self, timestamp: int, lower: bool, min_phy_offset: int) -> int:
         """``RocksDBConsumeQueueStore.getOffsetInQueueByTime`` (unit store times; not clamped, as there)."""
-        last = self.store.max_entries.get((self.topic, self.queue_id))
+        last = self._last()
         if last is None or last[1] == -1:
             return 0
         low, high = self.min_live_offset(min_phy_offset), last[1]
@@ -354,12 +228,36 @@ class RocksDBConsumeQueue:
             target += step
         return target
 
+    def _first_at_or_past(self, phy_offset: int, lo: int, hi: int) -> int:
+        """The first queue offset in ``[lo, hi)`` whose unit points at or past ``phy_offset`` (``hi`` when none):
+        units point forward through the commit log, so a bisection of a few point reads."""
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if int(self.units(mid, mid + 1)["phy_offset"][0]) < phy_offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
-        """Hints only (record starts for the commit-log walk): none, the walk finds every record itself."""
-        return np.zeros(0, dtype=np.int64)
+        """Commit-log offsets in ``[lo, hi)`` that units point at (record starts that guide a walk): two
+        bisections find them, only those units are read."""
+        first, last = self.first_offset, self.max_offset
+        if first >= last:
+            return np.zeros(0, dtype=np.int64)
+        known = self.store.max_entries.get((self.topic, self.queue_id))
+        if known is not None and known[0] < lo and last == self.disk_max_offset:
+            return np.zeros(0, dtype=np.int64)  # the offset table's max unit is before lo: nothing to read
+        try:
+            start = self._first_at_or_past(lo, first, last)
+            stop = self._first_at_or_past(hi, start, last)
+            return self.units(start, stop)["phy_offset"].astype(np.int64)
+        except StoreFormatError:  # a unit missing: hints only speed a walk up, the reads name the damage
+            return np.zeros(0, dtype=np.int64)
 
     def phy_offsets_from(self, phy_start: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
+        """Commit-log offsets of the units pointing at or after ``phy_start``: recovery's walk hints."""
+        return self.phy_offsets_between(phy_start, 1 << 62)
 
 
 __all__ = ["RocksDBConsumeQueueStore", "RocksDBConsumeQueue", "check_not_locked"]

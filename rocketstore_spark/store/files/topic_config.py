@@ -41,6 +41,8 @@ TOPICS_FILE = "topics.json"  # BrokerPathConfigHelper.getTopicConfigPath
 BACKUP_SUFFIX = ".bak"
 PERM_READ_WRITE = 0x6  # PermName.PERM_READ (0x4) | PermName.PERM_WRITE (0x2)
 SINGLE_TAG = "SINGLE_TAG"  # TopicFilterType.SINGLE_TAG
+QUEUE_TYPE_ATTRIBUTE = "queue.type"  # TopicAttributes.QUEUE_TYPE_ATTRIBUTE
+BATCH_CQ_TYPE = "BatchCQ"  # CQType.BatchCQ
 
 
 def topics_path(root) -> Path:
@@ -87,6 +89,18 @@ def configured_queue_counts(root) -> dict[str, int]:
                                        f"{config.get('readQueueNums')!r}/{config.get('writeQueueNums')!r}",
                                        topics_path(root)) from e
     return counts
+
+
+def batch_cq_topics(root) -> frozenset:
+    """Topics whose table entry has ``queue.type=BatchCQ`` (``QueueTypeUtils.isBatchCq``: their queues are batch
+    consume queues); attribute names are accepted with the ``+`` an update command gives them."""
+    out = set()
+    for name, config in load_topic_table(root).get("topicConfigTable", {}).items():
+        attributes = config.get("attributes") if isinstance(config, dict) else None
+        if isinstance(attributes, dict) and any(k.lstrip("+") == QUEUE_TYPE_ATTRIBUTE and v == BATCH_CQ_TYPE
+                                                for k, v in attributes.items()):
+            out.add(name)
+    return frozenset(out)
 
 
 def queue_dir_counts(root) -> dict[str, int]:
@@ -153,5 +167,5 @@ def _write(path: Path, text: str) -> None:
     write_text_atomically(path, text)
 
 
-__all__ = ["broker_managed", "configured_queue_counts", "existing_queue_counts", "load_topic_table",
+__all__ = ["batch_cq_topics", "broker_managed", "configured_queue_counts", "existing_queue_counts", "load_topic_table",
            "queue_dir_counts", "register_topics", "topics_path", "topics_to_register"]

@@ -29,7 +29,7 @@ import numpy as np
 from ...errors import InvalidArgumentError, StoreConfigError, UnsupportedVariantError
 from ..format import layout as L
 from ..format.codec import parse_records
-from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR
+from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR, BCQ_STORE_UNIT_SIZE
 from ..format.prop_crc import has_prop_crc
 from .byte_source import as_path
 from .mapped_file_queue import list_offset_files
@@ -50,6 +50,64 @@ DLEDGER_DIR_PREFIX = "dledger-"  # DLedgerConfig.getDefaultPath: <storeBaseDir>/
 DLEDGER_DATA_DIR = "data"  # DLedgerConfig.getDataStorePath
 DLEDGER_ENTRY_HEADER_SIZE = 48  # DLedgerEntry.BODY_OFFSET: magic, size, index, term, pos, channel, crcs, length
 ROCKSDB_MARKERS = ("CURRENT", "IDENTITY")  # files every RocksDB database directory holds
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    """The broker settings that change how a store is read where its files leave them open (the variant
+    harness's ``store.args`` flags): ``None`` / empty means "as the files say" (or the broker's default).
+
+    * ``batch_topics`` (``--batch-topics``): topics with ``queue.type=BatchCQ`` besides those that have a
+      ``batchconsumequeue/`` directory or say so in ``config/topics.json``; re-dispatch after a crash writes
+      their records into batch consume queues.
+    * ``batch_consume_queue_file_size`` (``--bcq-size``, ``mapperFileSizeBatchConsumeQueue``): for batch queues
+      without files.
+    * ``force_verify_prop_crc`` (``--force-verify-prop-crc``, ``forceVerifyPropCRC``): True checks the
+      ``__CRC32#`` property (required) instead of the body CRC, False the body CRC only, as
+      ``checkMessageAndReturnSize`` does; None checks both (the property required in a prop-crc store).
+    * ``dledger_self_id`` (``--dledger-self``, ``dLegerSelfId``): which ``dledger-<selfId>`` log to read.
+    * ``dledger_peers`` (``--dledger-peers``, ``dLegerPeers``): with several peers only the entries the group
+      committed (the checkpoint's ``committedIndex``) are served, as such a broker serves them; one peer (or
+      none given) serves every entry, as a one-node group's leader commits them all.
+    """
+
+    batch_topics: frozenset = frozenset()
+    batch_consume_queue_file_size: Optional[int] = None
+    force_verify_prop_crc: Optional[bool] = None
+    dledger_self_id: Optional[str] = None
+    dledger_peers: Optional[str] = None
+
+    @staticmethod
+    def of(batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
+           dledger_self_id=None, dledger_peers=None) -> "BrokerSettings":
+        """Checked values: topics as a comma-separated text or a list, a positive multiple of 46 bytes."""
+        if isinstance(batch_topics, str):
+            batch_topics = batch_topics.split(",")
+        topics = frozenset(str(t).strip() for t in batch_topics or () if str(t).strip())
+        size = batch_consume_queue_file_size
+        if size is not None and (int(size) <= 0 or int(size) % BCQ_STORE_UNIT_SIZE):
+            raise InvalidArgumentError(f"batch consume-queue file size must be a positive multiple of "
+                                       f"{BCQ_STORE_UNIT_SIZE} (mapperFileSizeBatchConsumeQueue), found {size}")
+        if force_verify_prop_crc is not None and not isinstance(force_verify_prop_crc, bool):
+            raise InvalidArgumentError(f"force_verify_prop_crc must be True, False or None, found "
+                                       f"{force_verify_prop_crc!r}")
+        if dledger_self_id is not None and (not str(dledger_self_id).strip() or "/" in str(dledger_self_id)):
+            raise InvalidArgumentError(f"dledger self id must be a non-empty name (the n0 of dledger-n0), found "
+                                       f"{dledger_self_id!r}")
+        if dledger_peers is not None and not str(dledger_peers).strip():
+            raise InvalidArgumentError("dledger peers must name at least one peer (n0-host:port;n1-host:port), "
+                                       "found an empty text")
+        return BrokerSettings(topics, None if size is None else int(size), force_verify_prop_crc,
+                              None if dledger_self_id is None else str(dledger_self_id).strip(),
+                              None if dledger_peers is None else str(dledger_peers).strip())
+
+    def as_options(self) -> dict:
+        """The settings given, as keyword arguments of ``RocketStore.open``."""
+        out = {"batch_topics": ",".join(sorted(self.batch_topics)) or None,
+               "batch_consume_queue_file_size": self.batch_consume_queue_file_size,
+               "force_verify_prop_crc": self.force_verify_prop_crc, "dledger_self_id": self.dledger_self_id,
+               "dledger_peers": self.dledger_peers}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -143,16 +201,25 @@ def records_have_prop_crc(log_dir: Path, dledger: bool) -> bool:
                .values() if f.length >= DLEDGER_ENTRY_HEADER_SIZE + 8)
 
 
-def detect_variant(root, explicit=None) -> StoreVariant:
+def detect_variant(root, explicit=None, dledger_self_id: Optional[str] = None, batch_topics=()) -> StoreVariant:
     """The variant of the store at ``root`` from its files, or ``explicit`` (a :func:`parse_variant` value),
-    which must agree with the files on the :data:`STRUCTURAL` features and may add the others."""
+    which must agree with the files on the :data:`STRUCTURAL` features and may add the others.
+    ``dledger_self_id`` picks the DLedger log ``dledger-<selfId>/data`` (needed when there are several);
+    ``batch_topics`` (BatchCQ topics the caller names) make it a batch-cq store like a ``batchconsumequeue/``."""
     root = as_path(root)
     found, evidence = set(), []
     logs = dledger_logs(root)
     dledger_data = None
+    if dledger_self_id is not None:
+        chosen = root / f"{DLEDGER_DIR_PREFIX}{dledger_self_id}" / DLEDGER_DATA_DIR
+        if chosen not in logs:
+            raise StoreConfigError(f"no DLedger log for self id {dledger_self_id!r}: expected {chosen}, found "
+                                   f"{', '.join(str(p) for p in logs) or 'no dledger-<selfId>/data directory'}")
+        logs = [chosen]
     if len(logs) > 1:
         raise StoreConfigError(f"{root} holds several DLedger logs ({', '.join(str(p) for p in logs)}); "
-                               "expected one (dledger-<selfId>/data): open a copy holding only the one to read")
+                               "expected one (dledger-<selfId>/data): name the one to read (dledgerSelfId, "
+                               "--dledger-self)")
     if logs:
         found.add(DLEDGER)
         dledger_data = logs[0]
@@ -164,6 +231,10 @@ def detect_variant(root, explicit=None) -> StoreVariant:
     if bcq.is_dir() and any(p.is_dir() for p in bcq.iterdir()):
         found.add(BATCH_CQ)
         evidence.append(f"{BATCH_CONSUMEQUEUE_DIR}/ holds queues")
+    elif batch_topics:
+        batch_topics = batch_topics.split(",") if isinstance(batch_topics, str) else batch_topics
+        found.add(BATCH_CQ)
+        evidence.append(f"batch topics given: {', '.join(sorted(batch_topics))}")
     lmqs = lmq_queue_names(root)
     if lmqs:
         found.add(LMQ)
@@ -200,6 +271,6 @@ def commit_log_dir(root: Path, variant: StoreVariant) -> Path:
     return variant.dledger_data if variant.has(DLEDGER) else as_path(root) / L.COMMITLOG_DIR
 
 
-__all__ = ["StoreVariant", "detect_variant", "parse_variant", "FEATURES", "DEFAULT", "LMQ_PREFIX", "DLEDGER",
-           "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "commit_log_dir", "dledger_logs",
+__all__ = ["BrokerSettings", "StoreVariant", "detect_variant", "parse_variant", "FEATURES", "DEFAULT", "LMQ_PREFIX",
+           "DLEDGER", "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "commit_log_dir", "dledger_logs",
            "refuse_variant_writes"]

@@ -46,6 +46,8 @@ BCQ_UNIT_DTYPE = np.dtype([("phy_offset", ">i8"), ("size", ">i4"), ("tags_code",
                            ("reserved", ">i4")])
 assert BCQ_UNIT_DTYPE.itemsize == BCQ_STORE_UNIT_SIZE
 BCQ_INVALID_POS = -1  # BatchConsumeQueue.INVALID_POS: COMPACTEDOFFSET of every unit the store writes
+#: MessageStoreConfig.mapperFileSizeBatchConsumeQueue's default: 300,000 units a file
+DEFAULT_BCQ_FILE_SIZE = 300_000 * BCQ_STORE_UNIT_SIZE
 BATCH_CONSUMEQUEUE_DIR = "batchconsumequeue"  # StorePathConfigHelper.getStorePathBatchConsumeQueue
 
 INNER_HEADER_DTYPE = np.dtype([("total_size", ">i4"), ("magic", ">i4"), ("body_crc", ">i4"), ("flag", ">i4"),

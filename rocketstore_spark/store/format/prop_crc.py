@@ -82,8 +82,15 @@ def check_prop_crcs(buf: np.ndarray, fields: RecordBatchFields, required: bool =
     return bad
 
 
-def check_record_crcs(buf: np.ndarray, fields: RecordBatchFields, prop_crc_required: bool = False) -> np.ndarray:
-    """The body CRC of every record and the property CRC of those that carry one; the mask of failures."""
+def check_record_crcs(buf: np.ndarray, fields: RecordBatchFields, prop_crc_required: bool = False,
+                      force_verify_prop_crc=None) -> np.ndarray:
+    """The body CRC of every record and the property CRC of those that carry one; the mask of failures. With
+    ``force_verify_prop_crc`` given, as ``checkMessageAndReturnSize`` checks: True the property CRC only (every
+    record must carry one), False the body CRC only."""
+    if force_verify_prop_crc is not None:
+        if force_verify_prop_crc:
+            return check_prop_crcs(buf, fields, True)
+        return check_body_crcs(buf, fields)
     bad = check_body_crcs(buf, fields)
     return bad | check_prop_crcs(buf, fields, prop_crc_required)
 

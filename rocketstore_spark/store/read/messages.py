@@ -143,11 +143,12 @@ class MessageLookups:
         return self._index_files
 
     def _unindexed_matches(self, topic: str, key: str) -> list[int]:
-        """Offsets, newest first, of records abnormal recovery re-indexes that carry ``key`` in ``topic``."""
-        if self.recovery.mode != MODE_ABNORMAL:
+        """Offsets, newest first, of records re-dispatch on opening indexes that carry ``key`` in ``topic``."""
+        start = self.recovery.reindex_from
+        if start is None:
             return []
         indexed_end = max((f.header.end_phy_offset for f in self.index_files()), default=-1)
-        found = [phy for t, k, phy, _ts in index_keys_after(self.commitlog, self.recovery, indexed_end)
+        found = [phy for t, k, phy, _ts in index_keys_after(self.commitlog, self.recovery, indexed_end, start)
                  if t == topic and k == key]
         return list(dict.fromkeys(found))[::-1]
 
@@ -172,7 +173,7 @@ class MessageLookups:
             if f.header.begin_timestamp < begin:
                 break
         want = tuple(dict.fromkeys(columns + ("topic", "uniqKey", "keys")))
-        table = self.read_records_at(sorted(set(offsets)), want)
+        table = self.read_records_at(sorted(offsets), want)  # an offset twice: indexed twice (re-index)
         is_key = pc.or_(pc.fill_null(pc.equal(table.column("uniqKey"), key), False),
                         _has_key(table.column("keys"), key))
         keep = pc.and_(pc.equal(table.column("topic"), topic), is_key)

@@ -30,6 +30,7 @@ class RecoveryResult:
     stop_problem: str = ""  # why the scan stopped at an invalid record ("" at a clean end of data)
     stop_file: Optional[str] = None
     walks: list[FileWalk] = field(default_factory=list, repr=False)
+    reindex_from: Optional[int] = None  # re-dispatch indexes the walked records from here (None: none)
 
 
 def normal_start_index(commitlog: CommitLog, max_phy_offset_of_cqs: int) -> int:
@@ -54,12 +55,29 @@ def abnormal_start_index(commitlog: CommitLog, checkpoint: Optional[Checkpoint],
     return 0
 
 
+def dispatched_start_index(commitlog: CommitLog, dispatched: int) -> int:
+    """``isMappedFileMatchedRecover`` of a RocksDB store (``enableRocksDBStore``): searching backwards, the first
+    file whose first record's PHYSICALOFFSET is at or before the consume-queue store's dispatched offset
+    (``getMaxPhyOffsetInConsumeQueue``); the first file when none is."""
+    for index in range(len(commitlog.queue.files) - 1, -1, -1):
+        phy = commitlog.first_phy_offset(index)
+        if phy is not None and phy <= dispatched:
+            return index
+    return 0
+
+
 def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Optional[Checkpoint],
-            abort_present: bool, check_crc: bool = True) -> RecoveryResult:
-    """Compute the valid end of ``commitlog`` and truncate the in-memory view of ``queues`` to it."""
-    max_cq_phy = max((q.last_unit_end() for q in queues), default=0)
+            abort_present: bool, check_crc: bool = True, dispatched: Optional[int] = None) -> RecoveryResult:
+    """Compute the valid end of ``commitlog`` and truncate the in-memory view of ``queues`` to it.
+
+    ``dispatched``: a RocksDB consume-queue store's own dispatch checkpoint (its ``CHECKPOINT_TOPIC`` offset),
+    which is its max physical offset (instead of every queue's last unit) and, after a crash, picks the file
+    recovery starts from (instead of the checkpoint file's timestamps)."""
+    max_cq_phy = dispatched if dispatched is not None else max((q.last_unit_end() for q in queues), default=0)
     if abort_present:
-        mode, start = MODE_ABNORMAL, abnormal_start_index(commitlog, checkpoint)
+        mode = MODE_ABNORMAL
+        start = abnormal_start_index(commitlog, checkpoint) if dispatched is None else \
+            dispatched_start_index(commitlog, dispatched)
     else:
         mode, start = MODE_NORMAL, normal_start_index(commitlog, max_cq_phy)
     hints = None
@@ -78,8 +96,15 @@ def recover(commitlog: CommitLog, queues: list[ConsumeQueue], checkpoint: Option
     return result
 
 
-def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue]) -> list[tuple[FileWalk, np.ndarray]]:
-    """Records the real store would dispatch on opening: past every consume queue's end, before the valid end.
+def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue], queue_of=None, start: int = 0
+                         ) -> list[tuple[FileWalk, np.ndarray]]:
+    """Records the real store would dispatch on opening, before the valid end: ``recoverAbnormally`` dispatches
+    every record from the file it starts at, and each queue skips what it already holds. Without ``queue_of``
+    these are the records past every consume queue's end; with it (``queue_of(topic, queue_id, queue offset,
+    physical offset)`` → whether that queue lacks the record) also records that only their own queue lacks (a
+    queue whose tail was lost while others kept theirs, a queue lost as a whole); ``queue_of`` answers with
+    arrays of queue and physical offsets of one queue's records. Only records at or past
+    ``start`` count (a DLedger store dispatches from its committed position).
 
     Returns (walk, indices into walk.positions) per scanned file, in commit-log order.
     """
@@ -88,21 +113,45 @@ def undispatched_records(result: RecoveryResult, queues: list[ConsumeQueue]) -> 
     for walk in result.walks:
         if not len(walk):
             continue
-        idx = np.flatnonzero(walk.stored_phy_offsets() >= dispatched_end)
+        phy = walk.stored_phy_offsets()
+        idx = np.flatnonzero((phy >= (start if queue_of is not None else max(dispatched_end, start)))
+                             & (phy < result.valid_end))
         tran = walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK
         idx = idx[(tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)]
+        if queue_of is not None and len(idx):
+            idx = idx[_lacking(walk, idx, phy[idx], dispatched_end, queue_of)]
         if len(idx):
             out.append((walk, idx))
     return out
 
 
-def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: int):
-    """What re-dispatch indexes for the recovered records past ``indexed_end``, in ``buildIndex`` order:
+def _lacking(walk: FileWalk, idx: np.ndarray, phy: np.ndarray, dispatched_end: int, queue_of) -> np.ndarray:
+    """Mask of the records ``idx`` of ``walk`` that re-dispatch adds somewhere: past every queue's end, or lacking
+    from their own queue; ``queue_of`` is asked once per (topic, queue id), the records compared at once."""
+    import pyarrow.compute as pc
+
+    from ..format.columns import build_batch
+
+    fields = walk.fields_at(idx, ("queue_id", "queue_offset"))
+    topics = pc.dictionary_encode(build_batch(walk.buffer(), fields, ("topic",)).column(0))
+    names = topics.dictionary.to_pylist()
+    pairs = np.stack([np.asarray(topics.indices, dtype=np.int64), fields.queue_id.astype(np.int64)], axis=1)
+    keys, group = np.unique(pairs, axis=0, return_inverse=True)
+    out = phy >= dispatched_end
+    for g, (name, qid) in enumerate(keys.tolist()):
+        rows = np.flatnonzero(group.reshape(-1) == g)
+        out[rows] |= queue_of(names[name], qid, fields.queue_offset[rows], phy[rows])
+    return out
+
+
+def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: int, start: int = 0):
+    """What re-dispatch indexes for the recovered records at or past ``indexed_end``, in ``buildIndex`` order:
     (topic, key, physical offset, store time) for the UNIQ_KEY then each KEYS token; ROLLBACK is skipped."""
     from ..format.columns import build_batch
 
     for walk in result.walks:
-        idx = np.flatnonzero(walk.stored_phy_offsets() > indexed_end)
+        phy = walk.stored_phy_offsets()
+        idx = np.flatnonzero((phy >= indexed_end) & (phy >= start))  # buildIndex skips only < endPhyOffset
         idx = idx[(walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK) != L.TRANSACTION_ROLLBACK_TYPE]
         if not len(idx):
             continue

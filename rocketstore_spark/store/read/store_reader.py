@@ -24,7 +24,14 @@ from ..files.index_file import list_index_files
 from ..files.sizes import QueueDir, StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import store_path
 from ..files.strays import StrayFile, warn_strays
-from ..files.variant import ROCKSDB_CQ, StoreVariant, commit_log_dir, detect_variant, dledger_logs
+from ..files.variant import (
+    ROCKSDB_CQ,
+    BrokerSettings,
+    StoreVariant,
+    commit_log_dir,
+    detect_variant,
+    dledger_logs,
+)
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
@@ -61,10 +68,13 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
                  valid_end: Optional[int] = None, variant: Optional[StoreVariant] = None, listing=None,
-                 lazy_queues: bool = False, strays: Optional[list] = None):
+                 lazy_queues: bool = False, strays: Optional[list] = None,
+                 settings: Optional[BrokerSettings] = None):
         self.root = as_path(root)
         self.sizes = sizes
-        self.variant = detect_variant(self.root) if variant is None else variant
+        self.settings = BrokerSettings() if settings is None else settings
+        self.variant = detect_variant(self.root, None, self.settings.dledger_self_id, self.settings.batch_topics) \
+            if variant is None else variant
         self.check_crc_on_recover = check_crc_on_recover
         # entries that are no part of the store, skipped (a warning each; inspect and verify list them); a given
         # ``listing`` comes with the strays its listing found
@@ -113,7 +123,8 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None,
-             variant=None, lazy_queues: bool = False, fs_options=None):
+             variant=None, lazy_queues: bool = False, settings: Optional[BrokerSettings] = None,
+             fs_options=None):
         """Open the store at ``path`` (a local path or a remote URI, see :mod:`..files.remote_fs`; ``fs_options``
         configure its filesystem) for reading.
 
@@ -122,16 +133,18 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         it and the consume-queue file size, ``lazy_queues`` lists no queue up front: each is loaded when first
         named (:meth:`topics` then knows only those), for readers of a few queues of thousands. ``variant`` (see
         :func:`~..files.variant.parse_variant`) names the storage variant where the files leave it open; by
-        default it is detected.
+        default it is detected. ``settings`` (:class:`~..files.variant.BrokerSettings`) are the broker settings
+        the files leave open.
         """
         root = resolve_store_root(path, fs_options)
-        found = detect_variant(root, variant)
+        settings = BrokerSettings() if settings is None else settings
+        found = detect_variant(root, variant, settings.dledger_self_id, settings.batch_topics)
         lazy = lazy_queues and valid_end is not None and consume_queue_file_size is not None
         strays: list = []  # listed once: size detection and the queues share the listing and what it skipped
         listing = [] if lazy or found.has(ROCKSDB_CQ) else cq_listing(root, strays)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                              index_max_entries, log_dir=commit_log_dir(root, found), listing=listing)
-        return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays)
+        return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays, settings)
 
     def __enter__(self):
         return self
@@ -162,17 +175,21 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 self._recovery = RecoveryResult("given", -1, self._given_valid_end)
             else:
                 self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
-                                         self.check_crc_on_recover)
-                if self._recovery.mode == MODE_ABNORMAL and self.commitlog.redispatches_on_recovery:
-                    self._redispatch(self._recovery)
+                                         self.check_crc_on_recover, self._dispatched())
+                start = self._redispatch_from(self._recovery.mode == MODE_ABNORMAL)
+                # what re-dispatch indexes: every record recovery walked after a crash, else from where it starts
+                self._recovery.reindex_from = 0 if self._recovery.mode == MODE_ABNORMAL else start
+                if start is not None:
+                    self._redispatch(self._recovery, start)
         return self._recovery
 
-    def _redispatch(self, result: RecoveryResult) -> None:
-        """Add the consume-queue units abnormal recovery would write for records past the queues' end."""
-        for walk, idx in undispatched_records(result, list(self._queues.values())):
+    def _redispatch(self, result: RecoveryResult, start: int) -> None:
+        """Add the consume-queue units opening would write for recovered records at or past ``start`` that their
+        queues lack."""
+        for walk, idx in undispatched_records(result, list(self._queues.values()), self._queue_lacks, start):
             buf = self.commitlog.queue.buffer(walk.file_index)
             cols = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
-                    "storeTimestamp")
+                    "storeTimestamp", "sysFlag")
             fields = walk.fields_at(idx)
             batch = build_batch(buf, fields, cols)
             ts = fields.store_timestamp
@@ -180,13 +197,26 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
                 key = (row["topic"], row["queueId"])
                 cq = self._queues.get(key)
                 if cq is None:
-                    cq = ConsumeQueue(key[0], key[1], self.root / L.CONSUMEQUEUE_DIR / key[0] / str(key[1]),
-                                      self.sizes.consume_queue_file_size)
+                    cq = self._dispatch_queue(*key, row)
                     self._queues[key] = cq
                 code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
-                if row["queueOffset"] == cq.max_offset:
+                if getattr(cq, "is_batch", False):
+                    self._redispatch_batch(cq, row, code, int(store_ts))
+                elif hasattr(cq, "put_dispatched"):  # RocksDB: keys by queue offset, holes where records were skipped
+                    cq.put_dispatched(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code, int(store_ts))
+                elif row["queueOffset"] == cq.max_offset:
                     cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
-                self._redispatch_variant(row, code)
+                self._redispatch_variant(row, code, int(store_ts))
+
+    def _queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
+        """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past
+        the queue's end (``putMessagePositionInfo``'s check), past a batch queue's last unit."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return np.ones(len(phy_offsets), dtype=bool)
+        if getattr(cq, "is_batch", False):
+            return phy_offsets > (int(cq.raw["phy_offset"][-1]) if len(cq.raw) else -1)
+        return queue_offsets >= cq.max_offset
 
     # --- metadata ---------------------------------------------------------------------------------------
 

@@ -23,18 +23,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import CorruptRecordError, StoreFormatError
+from ...errors import CorruptRecordError, StoreConfigError, StoreFormatError
 from ..files.batch_consume_queue import BatchConsumeQueue
 from ..files.commitlog import CommitLog
 from ..files.consume_queue import ConsumeQueue
+from ..files.dledger_checkpoint import peer_count
 from ..files.dledger_log import DLedgerLog
 from ..files.mapped_file_queue import MappedFileQueue
 from ..files.rocksdb_consume_queue import RocksDBConsumeQueue, RocksDBConsumeQueueStore
+from ..files.topic_config import batch_cq_topics
 from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, PROP_CRC, ROCKSDB_CQ, StoreVariant, commit_log_dir
 from ..format import layout as L
 from ..format.codec import RecordBatchFields
 from ..format.columns import arrow_schema, parse_properties, property_values, single_property, view_array
-from ..format.inner_batch import BATCH_CONSUMEQUEUE_DIR, BCQ_STORE_UNIT_SIZE, inner_messages, is_inner_batch
+from ..format.inner_batch import (
+    BATCH_CONSUMEQUEUE_DIR,
+    BCQ_STORE_UNIT_SIZE,
+    PROPERTY_INNER_BASE,
+    PROPERTY_INNER_NUM,
+    inner_messages,
+    is_inner_batch,
+)
 
 PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
 PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET
@@ -63,8 +72,35 @@ class VariantReads:
     def _open_commit_log(self) -> CommitLog:
         files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size,
                                 strays=self.stray_files)
-        log = DLedgerLog if self.variant.has(DLEDGER) else CommitLog
-        return log(files, prop_crc_required=self.variant.has(PROP_CRC))
+        if self.variant.has(DLEDGER):
+            return DLedgerLog(files, prop_crc_required=self.variant.has(PROP_CRC),
+                              force_verify_prop_crc=self.settings.force_verify_prop_crc,
+                              committed_only=peer_count(self.settings.dledger_peers) > 1)
+        return CommitLog(files, prop_crc_required=self.variant.has(PROP_CRC),
+                         force_verify_prop_crc=self.settings.force_verify_prop_crc)
+
+    def _dispatched(self):
+        """A RocksDB consume-queue store's dispatch checkpoint (``getMaxPhyOffsetInConsumeQueue``: its
+        ``CHECKPOINT_TOPIC`` offset, 0 without one); None for file consume queues."""
+        if getattr(self, "_rocksdb", None) is None:
+            return None
+        return self._rocksdb.dispatched or 0
+
+    def _redispatch_from(self, abnormal: bool):
+        """Where opening starts dispatching recovered records (None: it does not): the commit log's answer;
+        for a RocksDB store also after a normal exit, the records past its dispatch checkpoint
+        (``recoverNormally``: ``doDispatch`` when the offset is past ``maxPhyOffsetOfConsumeQueue``)."""
+        start = self.commitlog.redispatch_from(abnormal)
+        dispatched = self._dispatched()
+        if dispatched is not None and not self.variant.has(DLEDGER) and not abnormal:
+            return dispatched + 1
+        return start
+
+    def dledger_committed(self):
+        """(committedIndex, committedPos) of a DLedger store as its recovery derives them from
+        ``dledger-<selfId>/checkpoint`` (None for other stores, or when the checkpoint gives none)."""
+        _ = self.recovery
+        return getattr(self.commitlog, "committed", None)
 
     def _open_variant_queues(self) -> None:
         """Add the queues of a rocksdb-cq store (the RocksDB database's) and of a batch-cq store."""
@@ -95,7 +131,52 @@ class VariantReads:
                     raise StoreFormatError(f"{key[0]}/{key[1]} has both a consume queue and a batch consume queue; "
                                            "expected one (the topic's queue.type decides which the broker uses)",
                                            directory)
-                self._queues[key] = BatchConsumeQueue(key[0], key[1], directory)
+                self._queues[key] = BatchConsumeQueue(key[0], key[1], directory,
+                                                      self.settings.batch_consume_queue_file_size)
+
+    def batch_topics(self) -> frozenset:
+        """Topics whose queues are batch consume queues (``queue.type=BatchCQ``): those with a
+        ``batchconsumequeue/`` directory, those ``config/topics.json`` marks, and those the caller names."""
+        on_disk = {topic for (topic, _), cq in self._queues.items() if getattr(cq, "is_batch", False)}
+        return frozenset(on_disk) | batch_cq_topics(self.root) | self.settings.batch_topics
+
+    def _dispatch_queue(self, topic: str, queue_id: int, row: dict):
+        """The queue re-dispatch creates for a record of a queue the store has none of yet
+        (``ConsumeQueueStore.findOrCreateConsumeQueue``: a batch consume queue for a BatchCQ topic). An inner
+        batch of a topic nothing marks as BatchCQ is an error: only the broker's topic table can tell."""
+        batch = self.batch_topics()
+        if topic not in batch and is_inner_batch(np.array([row["sysFlag"]]))[0]:
+            raise StoreConfigError(
+                f"re-dispatch after the crash would create queue {topic}/{queue_id} for the inner batch at commit-log "
+                f"offset {row['commitLogOffset']}, and nothing says whether {topic!r} is a BatchCQ topic (expected "
+                f"it in the batch topics {sorted(batch)}: no batchconsumequeue/ directory and no config/topics.json "
+                "entry with queue.type=BatchCQ, found neither); name it with batchTopics (--batch-topics), and the "
+                "batch consume-queue file size with batchConsumeQueueFileSize (--bcq-size)")
+        if getattr(self, "_rocksdb", None) is not None:
+            return RocksDBConsumeQueue(self._rocksdb, topic, queue_id)
+        if topic in batch:
+            return BatchConsumeQueue(topic, queue_id, self.root / BATCH_CONSUMEQUEUE_DIR / topic / str(queue_id),
+                                     self.settings.batch_consume_queue_file_size)
+        return ConsumeQueue(topic, queue_id, self.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id),
+                            self.sizes.consume_queue_file_size)
+
+    @staticmethod
+    def _redispatch_batch(cq, row: dict, tags_code: int, store_time: int) -> None:
+        """A recovered record's unit in batch consume queue ``cq`` (``DispatchRequest`` as
+        ``checkMessageAndReturnSize`` builds it): base offset and batch size from ``INNER_BASE`` / ``INNER_NUM``
+        when the record has both (an inner batch), else its QUEUEOFFSET and 1 (``setBatchSizeIfNeeded``)."""
+        props = dict(row["properties"])
+        base, count = row["queueOffset"], 1
+        if PROPERTY_INNER_NUM in props and PROPERTY_INNER_BASE in props:
+            try:
+                base, count = int(props[PROPERTY_INNER_BASE]), int(props[PROPERTY_INNER_NUM])
+            except ValueError as e:
+                path, at = cq.unit_location(cq.max_offset)
+                raise CorruptRecordError(
+                    f"record at commit-log offset {row['commitLogOffset']} of batch topic {cq.topic}: expected "
+                    f"integer {PROPERTY_INNER_BASE}/{PROPERTY_INNER_NUM}, found {props[PROPERTY_INNER_BASE]!r}/"
+                    f"{props[PROPERTY_INNER_NUM]!r}", path, at) from e
+        cq.dispatch(row["commitLogOffset"], row["storeSize"], tags_code, store_time, base, count)
 
     def is_batch_queue(self, topic: str, queue_id: int) -> bool:
         """Whether (topic, queue_id) is a batch consume queue (queue offsets count inner messages)."""
@@ -182,7 +263,7 @@ class VariantReads:
             f"{int(fields.queue_offset[i])}) to hold message {offset - int(fields.queue_offset[i])}, found it holds "
             f"{held} message(s)", where, at)
 
-    def _redispatch_variant(self, row: dict, tags_code: int) -> None:
+    def _redispatch_variant(self, row: dict, tags_code: int, store_time: int = 0) -> None:
         """What re-dispatch on opening adds for a recovered record besides its own queue's unit: the units of the
         LMQs it names (``ConsumeQueue.multiDispatchLmqQueue``), each at the offset its property gives."""
         if not self.variant.has(LMQ):
@@ -198,11 +279,10 @@ class VariantReads:
             key = (name, LMQ_QUEUE_ID)
             cq = self._queues.get(key)
             if cq is None:
-                cq = ConsumeQueue(name, LMQ_QUEUE_ID, self.root / L.CONSUMEQUEUE_DIR / name / str(LMQ_QUEUE_ID),
-                                  self.sizes.consume_queue_file_size)
+                cq = self._dispatch_queue(name, LMQ_QUEUE_ID, dict(row, sysFlag=0))  # a file or RocksDB queue
                 self._queues[key] = cq
             if at == cq.max_offset:  # as for the record's own queue: units already on disk are not written twice
-                cq.append_virtual(row["commitLogOffset"], row["storeSize"], tags_code)
+                cq.append_virtual(row["commitLogOffset"], row["storeSize"], tags_code, store_time)
 
     def is_lmq(self, topic: str) -> bool:
         """Whether ``topic`` is a light message queue of this store (its rows are overlaid, see the module)."""

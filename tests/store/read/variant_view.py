@@ -153,3 +153,31 @@ def variant_fixtures(name: str, own_store: bool = False):
         return target
 
     return golden, view, None if own_store else pytest.fixture(scope="module")(store), copy
+
+
+REFEREE = Path(__file__).resolve().parents[3].parent / "shared" / "referee" / "run"
+
+
+def run_vview(store: Path, out: Path, golden: Path, extra: list = ()) -> dict:
+    """The real store's answers on ``store`` (a copy: the referee's VView opens it read-write, as a broker
+    does) with the golden store's ``sizes.args`` and ``store.args`` (a free port for dledger's PORT) plus
+    ``extra`` flags, loaded as :func:`load_view` loads a golden view (no manifest). Skips without the referee."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    if not REFEREE.is_file() or shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip(f"the referee ({REFEREE}) or java is not available")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    args = (golden / "sizes.args").read_text().split() + \
+        [w.replace("PORT", port) for w in (golden / "store.args").read_text().split()] + list(extra)
+    env = dict(os.environ, REFEREE_PYTHON=sys.executable)
+    r = subprocess.run([str(REFEREE), "VView", "--store", str(store), "--out", str(out)] + args, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return {"messages": load_jsonl(out / "messages.jsonl"), "queues": load_jsonl(out / "queues.jsonl"),
+            "queries": load_jsonl(out / "queries.jsonl"), "time_queries": load_jsonl(out / "time_queries.jsonl"),
+            "summary": json.loads((out / "summary.json").read_text(encoding="utf-8"))}
