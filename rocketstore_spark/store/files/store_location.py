@@ -13,9 +13,11 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from ...errors import UnsupportedLocationError
+from ...errors import StoreNotFoundError, UnsupportedLocationError
+from ..format import layout as L
 from .remote_fs import REMOTE_SCHEMES, FsOptions, register
 from .remote_path import RemotePath
+from .variant import dledger_logs
 
 LOCAL_SCHEME = "file"
 # "scheme:/" or "scheme://": a pathlib.Path collapses the double slash, so both spellings must be recognised
@@ -72,4 +74,23 @@ def local_store_path(location, *, writing: bool = False) -> Path:
         + ", ".join(f"{s}://" for s in REMOTE_SCHEMES))
 
 
-__all__ = ["local_store_path", "location_scheme", "store_path"]
+def resolve_store_root(path, fs_options=None) -> Path:
+    """The store directory for ``path`` (a broker home holding ``store/`` is accepted too); a remote URI's
+    filesystem is set up with ``fs_options``."""
+    root = store_path(path, fs_options)
+    if not root.exists():
+        raise StoreNotFoundError(f"store path {root} does not exist; expected a RocketMQ store directory "
+                                 "(the broker's storePathRootDir, holding commitlog/ and consumequeue/)")
+    if not root.is_dir():
+        raise StoreNotFoundError(f"store path {root} is a file; expected a RocketMQ store directory holding "
+                                 "commitlog/ and consumequeue/")
+    has_log = lambda d: (d / L.COMMITLOG_DIR).is_dir() or bool(dledger_logs(d))  # noqa: E731
+    if not has_log(root) and has_log(root / "store"):
+        root = root / "store"
+    if not has_log(root):
+        raise StoreNotFoundError(f"{root} is not a RocketMQ store: expected a {L.COMMITLOG_DIR}/ directory in it "
+                                 "(or a DLedger log dledger-<selfId>/data/)")
+    return root
+
+
+__all__ = ["local_store_path", "location_scheme", "store_path", "resolve_store_root"]

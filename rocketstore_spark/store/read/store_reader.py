@@ -15,14 +15,14 @@ from typing import Iterator, Optional
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptRecordError, InvalidArgumentError, StoreNotFoundError
+from ...errors import CorruptRecordError, InvalidArgumentError
 from ..files.byte_source import as_path
 from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
 from ..files.index_file import list_index_files
 from ..files.sizes import QueueDir, StoreSizes, cq_listing, detect_sizes
-from ..files.store_location import store_path
+from ..files.store_location import resolve_store_root
 from ..files.strays import StrayFile, warn_strays
 from ..files.variant import (
     ROCKSDB_CQ,
@@ -30,7 +30,6 @@ from ..files.variant import (
     StoreVariant,
     commit_log_dir,
     detect_variant,
-    dledger_logs,
 )
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
@@ -39,26 +38,6 @@ from .messages import GetMessageResult, MessageLookups
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from .variant_reads import VariantReads
-
-
-def resolve_store_root(path, fs_options=None) -> Path:
-    """The store directory for ``path`` (a broker home holding ``store/`` is accepted too); a remote URI's
-    filesystem is set up with ``fs_options``."""
-    root = store_path(path, fs_options)
-    if not root.exists():
-        raise StoreNotFoundError(f"store path {root} does not exist; expected a RocketMQ store directory "
-                                 "(the broker's storePathRootDir, holding commitlog/ and consumequeue/)")
-    if not root.is_dir():
-        raise StoreNotFoundError(f"store path {root} is a file; expected a RocketMQ store directory holding "
-                                 "commitlog/ and consumequeue/")
-    has_log = lambda d: (d / L.COMMITLOG_DIR).is_dir() or bool(dledger_logs(d))  # noqa: E731
-    if not has_log(root) and has_log(root / "store"):
-        root = root / "store"
-    if not has_log(root):
-        raise StoreNotFoundError(f"{root} is not a RocketMQ store: expected a {L.COMMITLOG_DIR}/ directory in it "
-                                 "(or a DLedger log dledger-<selfId>/data/)")
-    return root
-
 
 REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
 
