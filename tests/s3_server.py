@@ -95,7 +95,7 @@ def start_s3_server(data_dir: Path, identities: Optional[list] = None) -> S3Serv
     data_dir.mkdir(parents=True, exist_ok=True)
     (master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc, iam) = free_ports(9)
     args = [weed_binary(), "server", f"-dir={data_dir}", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
-            "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=50",
+            "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=400",
             f"-master.port={master}", f"-master.port.grpc={master_grpc}",
             f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
             f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",

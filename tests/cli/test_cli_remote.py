@@ -11,7 +11,7 @@ from tests.cli.test_cli import run
 
 @pytest.fixture(scope="module")
 def s3_store(s3_server, golden_store_path):
-    uri = s3_server.upload(golden_store_path, "cli-remote", "broker-a/store")
+    uri = s3_server.upload(golden_store_path, "rst", "cli-remote/broker-a/store")
     flags = ["--fs", f"endpoint={s3_server.endpoint}", "--fs", "scheme=http", "--fs", "anonymous=true",
              "--fs", "region=us-east-1"]
     return uri, flags

@@ -13,14 +13,14 @@ from rocketstore_spark.errors import InvalidArgumentError
 
 @pytest.fixture(scope="module")
 def s3_stores(s3_server, golden_store_path, tmp_path_factory):
-    """Two brokers of the golden store on S3 (``s3://spark-remote/archive/broker-{a,b}/store``) and locally."""
+    """Two brokers of the golden store on S3 (``s3://rst/spark-remote/archive/broker-{a,b}/store``) and locally."""
     local = tmp_path_factory.mktemp("brokers")
     for broker in ("broker-a", "broker-b"):
         shutil.copytree(golden_store_path, local / broker / "store")
-        s3_server.upload(local / broker / "store", "spark-remote", f"archive/{broker}/store")
+        s3_server.upload(local / broker / "store", "rst", f"spark-remote/archive/{broker}/store")
     options = {"fs.endpoint": s3_server.endpoint, "fs.scheme": "http", "fs.anonymous": "true",
                "fs.region": "us-east-1"}
-    return "s3://spark-remote/archive", local, options
+    return "s3://rst/spark-remote/archive", local, options
 
 
 def read(spark, path, options, **more):

@@ -18,7 +18,7 @@ from rocketstore_spark.store import RocketStore, counting, verify_store
 @pytest.fixture(scope="session")
 def s3_golden(s3_server, golden_store_path):
     """(URI, fs_options) of the golden store uploaded to the test server."""
-    uri = s3_server.upload(golden_store_path, "remote-reads", "archive/broker-a/store")
+    uri = s3_server.upload(golden_store_path, "rst", "remote-reads/archive/broker-a/store")
     return uri, s3_options(s3_server)
 
 
@@ -93,19 +93,19 @@ def test_missing_buckets_prefixes_and_non_stores_are_clear_errors(s3_server, s3_
     _, fs = s3_golden
     with pytest.raises(StoreNotFoundError, match="s3://no-such-bucket-here/store does not exist"):
         RocketStore.open("s3://no-such-bucket-here/store", fs_options=fs)
-    with pytest.raises(StoreNotFoundError, match="s3://remote-reads/archive/broker-z/store does not exist"):
-        RocketStore.open("s3://remote-reads/archive/broker-z/store", fs_options=fs)
+    with pytest.raises(StoreNotFoundError, match="s3://rst/remote-reads/archive/broker-z/store does not exist"):
+        RocketStore.open("s3://rst/remote-reads/archive/broker-z/store", fs_options=fs)
     with pytest.raises(StoreNotFoundError, match="is not a RocketMQ store: expected a commitlog/"):
-        RocketStore.open("s3://remote-reads/archive/broker-a/store/index", fs_options=fs)
+        RocketStore.open("s3://rst/remote-reads/archive/broker-a/store/index", fs_options=fs)
 
 
 def test_an_object_that_vanishes_under_a_read_is_named(s3_server, golden_store_path, golden_store):
-    uri = s3_server.upload(golden_store_path, "remote-vanish", "store")
+    uri = s3_server.upload(golden_store_path, "rst", "remote-vanish/store")
     fs = s3_options(s3_server)
     with RocketStore.open(uri, fs_options=fs) as remote:
         remote.max_phy_offset()
         victim = remote.commitlog.queue.files[3]
-        s3_server.filesystem().delete_file(f"remote-vanish/store/commitlog/{victim.path.name}")
+        s3_server.filesystem().delete_file(f"rst/remote-vanish/store/commitlog/{victim.path.name}")
         with pytest.raises((StoreNotFoundError, RemoteReadError)) as err:
             list(remote.scan_commitlog())
         assert f"{uri}/commitlog/{victim.path.name}" in str(err.value)
@@ -138,7 +138,7 @@ def test_a_production_shaped_store_reads_the_same_from_s3(s3_server, tmp_path):
     run("generate", local, "--messages", 6000, "--topics", 30, "--queues-per-topic", 4, "--retry-groups", 12,
         "--commit-log-file-size", 1 << 20, "--consume-queue-file-size", 6000, "--index-hash-slots", 500,
         "--index-max-entries", 2000)
-    uri = s3_server.upload(local, "remote-production", "broker-p/store")
+    uri = s3_server.upload(local, "rst", "remote-production/broker-p/store")
     fs = s3_options(s3_server)
     cq_files = len(list((local / "consumequeue").glob("*/*/*")))
     with counting() as opening:
@@ -166,12 +166,12 @@ def test_a_prefix_being_synced_is_followed_by_the_streaming_tail(s3_server, gold
     from rocketstore_spark.store import LiveTail
 
     def sync():
-        pafs.copy_files(str(golden_copy), "remote-sync/store", source_filesystem=pafs.LocalFileSystem(),
+        pafs.copy_files(str(golden_copy), "rst/remote-sync/store", source_filesystem=pafs.LocalFileSystem(),
                         destination_filesystem=s3_server.filesystem())
 
-    s3_server.filesystem().create_dir("remote-sync")
+    s3_server.filesystem().create_dir("rst")
     sync()
-    tail = LiveTail.open("s3://remote-sync/store", fs_options=s3_options(s3_server))
+    tail = LiveTail.open("s3://rst/remote-sync/store", fs_options=s3_options(s3_server))
     before = tail.ends()
     with RocketStore.open(golden_copy) as here:
         assert before == {t: {str(q): here.max_offset(t, q) for q in here.queue_ids(t)} for t in here.topics()
@@ -183,17 +183,17 @@ def test_a_prefix_being_synced_is_followed_by_the_streaming_tail(s3_server, gold
     after = tail.ends()
     assert after["synced"] == {"0": 3, "1": 2}
     assert {t: e for t, e in after.items() if t != "synced"} == before
-    with RocketStore.open("s3://remote-sync/store", fs_options=s3_options(s3_server)) as remote:
+    with RocketStore.open("s3://rst/remote-sync/store", fs_options=s3_options(s3_server)) as remote:
         assert [b"x0", b"x2", b"x4"] == pa.Table.from_batches(list(remote.read_queue("synced", 0))) \
             .column("body").to_pylist()
 
 
 def test_an_object_that_shrinks_under_a_read_is_named_with_the_offset(s3_server, golden_store_path):
-    uri = s3_server.upload(golden_store_path, "remote-shrink", "store")
+    uri = s3_server.upload(golden_store_path, "rst", "remote-shrink/store")
     with RocketStore.open(uri, fs_options=s3_options(s3_server)) as remote:
         remote.max_phy_offset()
         victim = remote.commitlog.queue.files[5]
-        with s3_server.filesystem().open_output_stream(f"remote-shrink/store/commitlog/{victim.path.name}") as out:
+        with s3_server.filesystem().open_output_stream(f"rst/remote-shrink/store/commitlog/{victim.path.name}") as out:
             out.write(b"\0" * 1024)  # a half-synced copy: the object is replaced by a short one
         with pytest.raises(RemoteReadError, match="shorter than when it was listed") as err:
             list(remote.scan_commitlog())
@@ -234,7 +234,7 @@ def test_every_storage_variant_reads_the_same_from_s3(s3_server, variant_golden,
     """The variants' stores (written by RocketMQ 5.3.3) on S3: detection, every queue and the commit-log scan as
     from the local files (a RocksDB consume queue is copied to a local scratch directory: RocksDB reads files)."""
     local = variant_golden(variant) / "store"
-    uri = s3_server.upload(local, f"remote-{variant}", "store")
+    uri = s3_server.upload(local, "rst", f"remote-{variant}/store")
     with RocketStore.open(uri, fs_options=s3_options(s3_server)) as remote, RocketStore.open(local) as here:
         assert remote.variant.features == here.variant.features and remote.variant.name != "default"
         ranges = [(t, q, None, None) for t in here.topics() for q in here.queue_ids(t)]
