@@ -27,6 +27,7 @@ from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
 from .messages import GetMessageResult, MessageLookups
+from .ordered_scan import OrderedScan
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from .variant_reads import VariantReads
@@ -50,7 +51,7 @@ def resolve_store_root(path) -> Path:
     return root
 
 
-class StoreReader(VariantReads, QueueReads, MessageLookups):
+class StoreReader(VariantReads, QueueReads, OrderedScan, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
