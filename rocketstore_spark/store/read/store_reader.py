@@ -228,6 +228,9 @@ class StoreReader(VariantReads, QueueReads, OrderedScan, MessageLookups):
         oldest = self.min_phy_offset()
         if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
             return cq.min_live_offset(oldest)
+        first = cq.first_offset
+        if first < cq.max_offset and (oldest <= 0 or int(cq.units(first, first + 1)["phy_offset"][0]) >= oldest):
+            return first  # nothing expired (the usual case): one unit read, or none, instead of a search
         for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
             # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
             # shortly after the commit-log files, a copy taken in between still holds them
