@@ -12,7 +12,8 @@ log its accepted records can lie and where every record of the queue is accepted
 
 so a record past a queue's dispatched end, before a requested start or after a requested end is dropped on its
 header, however the queues interleave. The choice: a tag filter reads the consume queues (20-byte units are
-tested before any record is read); otherwise the commit log is scanned when the selected messages make up at least
+tested before any record is read), and so does a read whose messages are mostly in a few queues (long runs per
+queue); otherwise the commit log is scanned when the selected messages make up at least
 :data:`COMMITLOG_MIN_SHARE` of the bytes the scan would read.
 """
 
@@ -32,6 +33,10 @@ from .planning_types import CommitLogSlicePartition, StoreHandle
 log = logging.getLogger("rocketstore_spark")
 
 COMMITLOG_MIN_SHARE = 0.5  # selected bytes / scanned bytes from which the commit log is scanned
+# when this many queues hold FEW_QUEUES_SHARE of the selected messages, each queue is a long run of records that a
+# consume-queue task reads as fast as a commit-log stretch, without searching the stretch for record starts
+FEW_QUEUES, FEW_QUEUES_SHARE = 16, 0.9
+MIN_STRETCH_BYTES = 4096  # minPartitions never splits the commit log finer than this
 PROBE_QUEUES = 8  # the largest queues, whose units give record starts near each split point
 _SUPPORTED = {"lmq", "prop-crc"}  # storage features whose records the commit-log plan reads as the queue plan
 
@@ -73,7 +78,11 @@ def choose(store: RocketStore, opts: ReadOptions, ranges: list, tags, spans: Opt
     if tags is not None:
         return Choice(SCAN_QUEUE, "a tag filter: the consume queues' tag hashes are tested before records are read",
                       avg)
-    selected = sum(r.hi - r.lo for r in ranges) * avg
+    counts = sorted((r.hi - r.lo for r in ranges), reverse=True)
+    if sum(counts[:FEW_QUEUES]) >= FEW_QUEUES_SHARE * max(sum(counts), 1):
+        return Choice(SCAN_QUEUE, f"{min(len(counts), FEW_QUEUES)} queues hold {FEW_QUEUES_SHARE:.0%}+ of the "
+                      "selected messages: long runs per queue", avg)
+    selected = sum(counts) * avg
     scanned = spans.scan_bytes() if spans is not None else 0
     share = selected / scanned if scanned else 0.0
     detail = (f"~{selected / 2**20:.1f} MiB selected of {len(ranges)} queues, a commit-log scan reads "
@@ -166,7 +175,7 @@ def plan_slices(store: RocketStore, handle: StoreHandle, spans: Spans, opts: Rea
         return []
     target = opts.max_bytes_per_partition
     if opts.min_partitions:
-        target = max(1, min(target, -(-total // opts.min_partitions)))
+        target = max(MIN_STRETCH_BYTES, min(target, -(-total // opts.min_partitions)))
     probes = _probe_queues(store)
     size = store.sizes.commit_log_file_size
     parts = []
