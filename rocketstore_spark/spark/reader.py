@@ -109,7 +109,8 @@ class RocketStoreReader(DataSourceReader):
             batches = self._queue_batches(store, handle, partition, tags, columns)
         elif isinstance(partition, CommitLogSlicePartition):
             batches = store.scan_queue_records(partition.start, partition.end, partition.selected, partition.limits,
-                                               tags=tags, columns=columns, verify_crc=self.opts.verify_crc)
+                                               tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
+                                               fail_on_data_loss=self.opts.fail_on_data_loss)
         elif isinstance(partition, CommitLogPartition):
             batches = self._filtered(store.scan_commitlog(partition.start, partition.end,
                                                           columns=self._with_filter_columns(columns, tags),

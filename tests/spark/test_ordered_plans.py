@@ -243,10 +243,29 @@ def test_spark_dataframes_of_both_plans_are_equal(spark, pushdown, golden_store_
 
     def load(mode):
         df = (spark.read.format("rocketstore").option("scanMode", mode).option("includeRetryTopics", "true")
-              .option("maxBytesPerPartition", "4194304").load(str(golden_store_path)))
-        return df.withColumn("properties", F.to_json("properties")).where(
-            "queueId < 3 and topic in ('orders_v1-EU', 'BenchTopic', '%DLQ%cg_payments')")
+              .load(str(golden_store_path)))
+        return df.where("queueId < 3 and topic in ('orders_v1-EU', 'BenchTopic', '%DLQ%cg_payments')").select(
+            "brokerName", "topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "uniqKey", "tags",
+            "storeTimestamp", F.sha2("body", 256).alias("body"), F.to_json("properties").alias("properties"))
 
     queue, ordered = load("queue"), load("commitlog")
     assert ordered.rdd.getNumPartitions() == 28  # stretches never cross the golden store's 28 1-MiB files
     assert_df_equality(ordered, queue, ignore_row_order=True)
+
+
+def test_a_stretch_whose_file_expired_after_planning_is_data_loss(golden_copy):
+    for fail, expect in (("true", DataLossError), ("false", None)):
+        opts = parse_read_options({"path": str(golden_copy), "scanMode": "commitlog", "failOnDataLoss": fail})
+        reader = RocketStoreReader(opts, ("topic",))
+        parts = plan(opts, Pushed())
+        first = sorted((golden_copy / L.COMMITLOG_DIR).iterdir())[0]
+        saved = first.read_bytes()
+        first.unlink()  # the broker's expiry, between planning and reading
+        try:
+            if expect:
+                with pytest.raises(expect, match="expired"):
+                    list(reader.read(parts[0]))
+            else:
+                assert list(reader.read(parts[0])) == [] and list(reader.read(parts[-1]))
+        finally:
+            first.write_bytes(saved)

@@ -19,18 +19,21 @@ real tag, as the queue read does after its hash test.
 
 from __future__ import annotations
 
+import logging
 from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import CorruptRecordError
+from ...errors import CorruptRecordError, DataLossError
 from ..files.consume_queue import Subscription
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
 from ..format.columns import build_batch, fixed_fields_for, normalize_columns, view_array
 from ..format.record_chain import CHAIN_BAD, CHAIN_BLANK, CHAIN_STOP, chain_record_starts
+
+log = logging.getLogger("rocketstore_spark")
 
 DEFAULT_SCAN_ROWS = 10_000
 PARSE_ROWS = 32_768  # records parsed and filtered at a time
@@ -41,15 +44,25 @@ class OrderedScan:
     """``scan_queue_records`` and ``record_start_at_or_after`` for the store facade."""
 
     def scan_queue_records(self, start: int, end: int, selected, limits=(), *, tags=None, columns=None,
-                           batch_rows: int = DEFAULT_SCAN_ROWS, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
+                           batch_rows: int = DEFAULT_SCAN_ROWS, verify_crc: bool = False,
+                           fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
         """The rows a queue read of ``selected`` returns for the records in commit-log ``[start, end)``, in
         commit-log order. ``start`` is a record start and the stretch lies in one commit-log file.
 
         ``selected``: ``(topic, queue ids)`` pairs (or a dict); ``limits``: ``(topic, queue id, lo, hi)``
         queue-offset ranges of the selected queues whose range does not cover the stretch (the other selected
-        queues' records are all kept). ``tags`` is a subscription (the real tag is checked).
+        queues' records are all kept). ``tags`` is a subscription (the real tag is checked). A stretch whose
+        commit-log file expired since it was planned is a :class:`DataLossError` (skipped with a warning when
+        ``fail_on_data_loss`` is off), as the queue read's expired units are.
         """
         columns = normalize_columns(columns)
+        if start < self.min_phy_offset():
+            if fail_on_data_loss:
+                raise DataLossError(f"commit-log offsets {start}..{end} planned for reading are gone (their "
+                                    f"commit-log file expired; the commit log now starts at {self.min_phy_offset()});"
+                                    " pass fail_on_data_loss=False to skip expired messages")
+            log.warning("skipping commit-log offsets %d..%d: their commit-log file expired", start, end)
+            return
         sub = Subscription.parse(tags)
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
         fixed = tuple(sorted(set(fixed_fields_for(want)) | {"queue_id", "queue_offset"}))
