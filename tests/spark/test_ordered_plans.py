@@ -269,3 +269,14 @@ def test_a_stretch_whose_file_expired_after_planning_is_data_loss(golden_copy):
                 assert list(reader.read(parts[0])) == [] and list(reader.read(parts[-1]))
         finally:
             first.write_bytes(saved)
+
+
+@pytest.mark.parametrize("name,options", [("lmq", {}), ("prop-crc", {"verifyCrc": "true"})])
+def test_variant_stores_whose_records_are_the_queue_rows_read_the_same(variant_golden, name, options):
+    """LMQ stores (LMQ topics not selected) and prop-crc stores (records checked) scan the commit log; selecting
+    LMQ topics, whose rows repeat other topics' records, keeps the consume queues even when commitlog is forced."""
+    path = str(variant_golden(name) / "store")
+    same_rows(dict(options, path=path, **SYSTEM))
+    if name == "lmq":
+        parts = plan(parse_read_options({"path": path, "includeLmqTopics": "true", "scanMode": "commitlog"}), Pushed())
+        assert parts and not any(isinstance(p, CommitLogSlicePartition) for p in parts)
