@@ -77,6 +77,10 @@ class OrderedScan:
         rules = _Rules(selected, limits)
         for a in range(0, len(positions), PARSE_ROWS):
             chunk = positions[a:a + PARSE_ROWS]
+            # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
+            # that a worker scanning a 1 GiB file stretch after stretch lets its pages go (see note_read)
+            span_end = int(positions[a + PARSE_ROWS]) if a + PARSE_ROWS < len(positions) else end_pos
+            self.commitlog.queue.note_read(index, span_end - int(chunk[0]))
             fields = parse_records(buf, chunk, fixed)
             bad = np.flatnonzero(~fields.valid)
             if len(bad):
@@ -93,7 +97,6 @@ class OrderedScan:
                 if failed.any():
                     at = int(fields.position[int(np.flatnonzero(failed)[0])])
                     raise CorruptRecordError(f"bad commit-log record: {PROBLEM_DESCRIPTIONS[5]}", where, at)
-            self.commitlog.queue.note_read(index, int(fields.total_size.sum()))
             batch = build_batch(buf, fields, want, where)
             if not sub.is_all:
                 batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(sub.tags)),
