@@ -1,7 +1,10 @@
-"""Planning a batch read on the driver: which queue-offset ranges (or commit-log ranges) each partition reads.
+"""Planning a batch read on the driver: which queue-offset ranges (or commit-log stretches) each partition reads.
 
 Plans come from consume-queue files and the recovered valid end only; partitions are small picklable
-dataclasses (paths and offsets) and never cross a consume-queue file boundary.
+dataclasses (paths and offsets, :mod:`.planning_types`). Per store the read is either a consume-queue plan (queue
+ranges that never cross a consume-queue file, packed into partitions by size; :mod:`.tag_packing` for tag
+filters) or a commit-log-ordered one (:mod:`.ordered_plan`, which also makes the choice); pushed msgId / uniqKey
+filters become lookups, and ``scanMode=raw`` scans every record of the commit log.
 """
 
 from __future__ import annotations
