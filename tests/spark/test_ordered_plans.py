@@ -280,3 +280,17 @@ def test_variant_stores_whose_records_are_the_queue_rows_read_the_same(variant_g
     if name == "lmq":
         parts = plan(parse_read_options({"path": path, "includeLmqTopics": "true", "scanMode": "commitlog"}), Pushed())
         assert parts and not any(isinstance(p, CommitLogSlicePartition) for p in parts)
+
+
+def test_plan_options_are_checked_when_parsed(golden_store_path):
+    from rocketstore_spark.errors import InvalidArgumentError
+
+    path = str(golden_store_path)
+    for bad, match in (({"maxBytesPerPartition": "100"}, "maxBytesPerPartition must be >= 65536"),
+                       ({"maxBytesPerPartition": "lots"}, "maxBytesPerPartition must be an integer"),
+                       ({"scanMode": "sideways"}, "auto, queue, commitlog, raw"),
+                       ({"scanMode": "raw", "startingOffsets": '{"TopicTest": {"0": 1}}'}, "scanMode=raw")):
+        with pytest.raises(InvalidArgumentError, match=match):
+            parse_read_options(dict(bad, path=path))
+    assert parse_read_options({"path": path}).scan_mode == "auto"
+    assert parse_read_options({"path": path, "scanMode": "CommitLog"}).scan_mode == "commitlog"
