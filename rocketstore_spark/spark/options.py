@@ -29,16 +29,21 @@ from ..store.format import layout as L
 
 EARLIEST = "earliest"
 LATEST = "latest"
-SCAN_QUEUE = "queue"
-SCAN_COMMITLOG = "commitlog"
+SCAN_AUTO = "auto"  # the planner chooses queue or commitlog from cheap estimates
+SCAN_QUEUE = "queue"  # consume-queue plan
+SCAN_COMMITLOG = "commitlog"  # commit-log-ordered plan: the rows of the queue plan, read in commit-log order
+SCAN_RAW = "raw"  # every record of the commit log, those no consume queue references included
+SCAN_MODES = (SCAN_AUTO, SCAN_QUEUE, SCAN_COMMITLOG, SCAN_RAW)
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
+DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
+MIN_BYTES_PER_PARTITION = 1 << 16
 
 READ_OPTIONS = (
     "path", "paths", "brokerName", "topics", "topicPattern", "includeSystemTopics", "includeRetryTopics", "tags",
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "maxMessagesPerPartition",
-    "minPartitions", "scanMode", "failOnDataLoss", "verifyCrc", "commitLogFileSize", "consumeQueueFileSize",
-    "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics", "batchTopics", "batchConsumeQueueFileSize",
-    "forceVerifyPropCrc", "dledgerSelfId", "dledgerPeers",
+    "maxBytesPerPartition", "minPartitions", "scanMode", "failOnDataLoss", "verifyCrc", "commitLogFileSize",
+    "consumeQueueFileSize", "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics", "batchTopics",
+    "batchConsumeQueueFileSize", "forceVerifyPropCrc", "dledgerSelfId", "dledgerPeers",
 )
 STREAM_OPTIONS = ("maxMessagesPerTrigger",)
 
@@ -74,8 +79,9 @@ class ReadOptions:
     starting_timestamp: Optional[int] = None
     ending_timestamp: Optional[int] = None
     max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
+    max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
     min_partitions: Optional[int] = None
-    scan_mode: str = SCAN_QUEUE
+    scan_mode: str = SCAN_AUTO
     fail_on_data_loss: bool = True
     verify_crc: bool = False
     sizes: dict = field(default_factory=dict)
@@ -241,12 +247,12 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         raise InvalidArgumentError("give either endingOffsets or endingTimestamp, not both")
     if not stream and ending == EARLIEST:
         raise InvalidArgumentError("endingOffsets=earliest would read nothing; use latest or JSON offsets")
-    scan_mode = str(opts.get("scanMode", SCAN_QUEUE)).lower()
-    if scan_mode not in (SCAN_QUEUE, SCAN_COMMITLOG):
-        raise InvalidArgumentError(f"option scanMode must be 'queue' or 'commitlog', found {scan_mode!r}")
-    if scan_mode == SCAN_COMMITLOG and (isinstance(starting, dict) or isinstance(ending, dict)):
-        raise InvalidArgumentError("JSON startingOffsets/endingOffsets are queue offsets and need scanMode=queue; "
-                                   "in commitlog mode filter on commitLogOffset or use timestamps")
+    scan_mode = str(opts.get("scanMode", SCAN_AUTO)).lower()
+    if scan_mode not in SCAN_MODES:
+        raise InvalidArgumentError(f"option scanMode must be one of {', '.join(SCAN_MODES)}, found {scan_mode!r}")
+    if scan_mode == SCAN_RAW and (isinstance(starting, dict) or isinstance(ending, dict)):
+        raise InvalidArgumentError("JSON startingOffsets/endingOffsets are queue offsets, which scanMode=raw does not "
+                                   "use; filter on commitLogOffset, use timestamps or scanMode=auto/queue/commitlog")
     sizes = {key: parse_int(opt, opts.get(opt), 1) for key, opt in (
         ("commit_log_file_size", "commitLogFileSize"), ("consume_queue_file_size", "consumeQueueFileSize"),
         ("index_hash_slots", "indexHashSlots"), ("index_max_entries", "indexMaxEntries")) if opt in opts}
@@ -271,6 +277,8 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         ending_timestamp=parse_int("endingTimestamp", opts.get("endingTimestamp")),
         max_messages_per_partition=parse_int("maxMessagesPerPartition", opts.get("maxMessagesPerPartition"), 1)
         or DEFAULT_MAX_MESSAGES_PER_PARTITION,
+        max_bytes_per_partition=parse_int("maxBytesPerPartition", opts.get("maxBytesPerPartition"),
+                                          MIN_BYTES_PER_PARTITION) or DEFAULT_MAX_BYTES_PER_PARTITION,
         min_partitions=parse_int("minPartitions", opts.get("minPartitions"), 1),
         scan_mode=scan_mode,
         fail_on_data_loss=parse_bool("failOnDataLoss", opts.get("failOnDataLoss"), True),

@@ -1,14 +1,17 @@
-"""Planning a batch read on the driver: which queue-offset ranges (or commit-log ranges) each partition reads.
+"""Planning a batch read on the driver: which queue-offset ranges (or commit-log stretches) each partition reads.
 
 Plans come from consume-queue files and the recovered valid end only; partitions are small picklable
-dataclasses (paths and offsets) and never cross a consume-queue file boundary.
+dataclasses (paths and offsets, :mod:`.planning_types`). Per store the read is either a consume-queue plan (queue
+ranges that never cross a consume-queue file, packed into partitions by size; :mod:`.tag_packing` for tag
+filters) or a commit-log-ordered one (:mod:`.ordered_plan`, which also makes the choice); pushed msgId / uniqKey
+filters become lookups, and ``scanMode=raw`` scans every record of the commit log.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -17,106 +20,23 @@ from pyspark.sql.datasource import InputPartition
 from ..errors import DataLossError
 from ..store import RocketStore, Subscription, as_path, decode_msg_id, dledger_logs, forget_listings, scandir
 from ..store.format import layout as L
-from .options import EARLIEST, LATEST, SCAN_COMMITLOG, ReadOptions, StoreRef
+from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
+from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
+from .planning_types import (  # noqa: F401 - re-exported: the partition kinds are planning's vocabulary
+    CommitLogPartition,
+    CommitLogSlicePartition,
+    LookupPartition,
+    Pushed,
+    QueuePartition,
+    QueueRangesPartition,
+    StoreHandle,
+    handle_for,
+    handle_settings,
+    handle_sizes,
+)
+from .tag_packing import pack_by_tag_matches
 
 log = logging.getLogger("rocketstore_spark")
-
-
-@dataclass(frozen=True)
-class StoreHandle:
-    """What an executor needs to open a store without re-running recovery."""
-
-    path: str
-    broker: str
-    valid_end: int
-    sizes: tuple  # commit log, consume queue, index slots, index entries (None: executors detect them)
-    # a crashed store (abort present) needs abnormal recovery everywhere: its re-dispatched units exist
-    # only in memory, so executors recover it again rather than trusting the valid end alone
-    recover: bool = False
-    variant: Optional[str] = None  # as the driver found it, so executors read the store the same way
-    fs_options: tuple = ()  # a remote store's filesystem settings (see StoreRef)
-    settings: tuple = ()  # the broker settings given (BrokerSettings.as_options items), for the same reason
-
-    def open(self, lazy_queues: bool = False) -> RocketStore:
-        """The store; ``lazy_queues`` (queue reads) loads only the queues a task names, not all thousands."""
-        cl, cq, slots, entries = self.sizes
-        return RocketStore.open(self.path, commit_log_file_size=cl, consume_queue_file_size=cq,
-                                index_hash_slots=slots, index_max_entries=entries,
-                                valid_end=None if self.recover else self.valid_end, variant=self.variant,
-                                lazy_queues=lazy_queues and not self.recover, fs_options=dict(self.fs_options),
-                                **dict(self.settings))
-
-
-@dataclass(frozen=True)
-class QueuePartition(InputPartition):
-    """Queue offsets [start, end) of one consume queue, within one consume-queue file."""
-
-    store: StoreHandle
-    topic: str
-    queue_id: int
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class QueueRangesPartition(InputPartition):
-    """Several queue ranges read by one task: a selective ``tags`` read packs the ranges whose consume-queue
-    units match into partitions of about ``maxMessagesPerPartition`` matching messages. Each range is
-    (topic, queue id, start, end) and lies within one consume-queue file, like a :class:`QueuePartition`."""
-
-    store: StoreHandle
-    ranges: tuple[tuple[str, int, int, int], ...]
-
-
-@dataclass(frozen=True)
-class CommitLogPartition(InputPartition):
-    """Commit-log offsets [start, end) of one commit-log file (scanMode=commitlog)."""
-
-    store: StoreHandle
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class LookupPartition(InputPartition):
-    """Exact records by commit-log offset (from msgId / uniqKey pushdown)."""
-
-    store: StoreHandle
-    offsets: tuple[int, ...]
-
-
-@dataclass
-class Pushed:
-    """Restrictions taken from pushed-down filters (all optional; None means unrestricted)."""
-
-    topics: Optional[set] = None
-    queue_ids: Optional[set] = None
-    tags: Optional[set] = None
-    queue_offset: tuple = (0, 1 << 62)  # [lo, hi)
-    phy_offset: tuple = (0, 1 << 62)
-    store_time: tuple = (None, None)  # [lo ms, hi ms)
-    uniq_keys: Optional[set] = None
-    msg_ids: Optional[set] = None
-    empty: bool = False  # contradictory filters: nothing can match
-    notes: list = field(default_factory=list)
-
-
-def handle_sizes(s) -> tuple:
-    """The sizes executors open a store with; index sizes the files leave ambiguous are left for them to
-    detect again (queue and commit-log reads never need them)."""
-    return (s.commit_log_file_size, s.consume_queue_file_size) + \
-        ((None, None) if s.index_sizes_problem else (s.index_hash_slots, s.index_max_entries))
-
-
-def handle_for(store: RocketStore, ref: StoreRef) -> StoreHandle:
-    return StoreHandle(ref.path, ref.broker, store.max_phy_offset(), handle_sizes(store.sizes),
-                       recover=store.abort_present, variant=store.variant.name, fs_options=ref.fs_options,
-                       settings=handle_settings(store))
-
-
-def handle_settings(store: RocketStore) -> tuple:
-    """The broker settings a store was opened with, for executors to open it the same way."""
-    return tuple(sorted(store.settings.as_options().items()))
 
 
 # path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
@@ -178,6 +98,13 @@ def _offset_for(spec, ref: StoreRef, topic: str, qid: int, multi: bool, default:
 def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed, topic: str, qid: int,
                 multi: bool) -> tuple[int, int]:
     """[start, end) queue offsets to read for one queue after options and pushdown."""
+    r = queue_bounds(store, ref, opts, pushed, topic, qid, multi)
+    return r.lo, r.hi
+
+
+def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed, topic: str, qid: int,
+                 multi: bool) -> QueueRange:
+    """The queue offsets to read for one queue after options and pushdown, with the queue's own range."""
     lo_min, hi_max = store.min_offset(topic, qid), store.max_offset(topic, qid)
     start = _offset_for(opts.starting_offsets, ref, topic, qid, multi, EARLIEST)
     end = _offset_for(opts.ending_offsets, ref, topic, qid, multi, LATEST)
@@ -207,7 +134,7 @@ def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pu
         start = max(start, store.offset_by_time(topic, qid, lo_t, "lower"))
     if hi_t is not None and start < end:
         end = min(end, store.offset_by_time(topic, qid, hi_t, "lower"))
-    return start, max(start, end)
+    return QueueRange(topic, qid, start, max(start, end), lo_min, hi_max)
 
 
 def split_range(start: int, end: int, per_file: int, max_messages: int) -> list[tuple[int, int]]:
@@ -221,15 +148,18 @@ def split_range(start: int, end: int, per_file: int, max_messages: int) -> list[
 
 
 def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
-    """Every partition of a batch read."""
+    """Every partition of a batch read: per store a consume-queue plan or a commit-log-ordered one (see
+    :func:`~.ordered_plan.choose`), a lookup plan for pushed msgId / uniqKey filters, or with ``scanMode=raw``
+    every record of the commit log."""
     parts: list[InputPartition] = []
     if pushed.empty:
         return parts
     multi = len(opts.stores) > 1
+    tags = effective_tags(opts, pushed)
     for ref in opts.stores:
         store = open_store(ref, opts)
         handle = handle_for(store, ref)
-        if opts.scan_mode == SCAN_COMMITLOG:
+        if opts.scan_mode == SCAN_RAW:
             parts.extend(_plan_commitlog(store, handle, pushed))
             continue
         topics = [t for t in store.topics() if opts.wants_topic(t)
@@ -237,21 +167,56 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
         if pushed.msg_ids is not None or pushed.uniq_keys is not None:
             parts.extend(_plan_lookups(store, handle, topics, pushed))
             continue
-        per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
-        queue_parts = []
-        for topic in topics:
-            for qid in store.queue_ids(topic):
-                if pushed.queue_ids is not None and qid not in pushed.queue_ids:
-                    continue
-                start, end = queue_range(store, ref, opts, pushed, topic, qid, multi)
-                for lo, hi in split_range(start, end, per_file, opts.max_messages_per_partition):
-                    queue_parts.append(QueuePartition(handle, topic, qid, lo, hi))
-        tags = effective_tags(opts, pushed)
-        if tags is not None and tags:
-            queue_parts = pack_by_tag_matches(store, handle, queue_parts, Subscription.parse(tags),
-                                              opts.max_messages_per_partition, opts.min_partitions)
-        parts.extend(queue_parts)
+        if tags is not None and not tags:
+            continue  # contradictory tag filters: nothing matches
+        ranges = [queue_bounds(store, ref, opts, pushed, topic, qid, multi) for topic in topics
+                  for qid in store.queue_ids(topic) if pushed.queue_ids is None or qid in pushed.queue_ids]
+        spans = None if tags is not None or commitlog_unsupported(store, ranges) else Spans(store, ranges)
+        choice = choose(store, opts, ranges, tags, spans)
+        if choice.mode == SCAN_COMMITLOG:
+            planned = plan_slices(store, handle, spans if spans is not None else Spans(store, ranges), opts)
+        else:
+            planned = _plan_queues(store, handle, ranges, opts, tags, choice.avg_size)
+        log.info("rocketstore %s: %s plan, %d partitions (%s)", ref.broker,
+                 "commit-log-ordered" if choice.mode == SCAN_COMMITLOG else "consume-queue", len(planned),
+                 choice.reason)
+        parts.extend(planned)
     return _ensure_min_partitions(parts, opts.min_partitions)
+
+
+def _plan_queues(store: RocketStore, handle: StoreHandle, ranges: list, opts: ReadOptions, tags,
+                 avg_size: float) -> list:
+    """The consume-queue plan: ranges split at consume-queue files, then packed into partitions of about
+    ``maxMessagesPerPartition`` messages and ``maxBytesPerPartition`` bytes (estimated from the average message
+    size); with a tag filter, packed by their matching units instead."""
+    per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
+    total = sum(r.hi - r.lo for r in ranges)
+    budget = max(1, min(opts.max_messages_per_partition, int(opts.max_bytes_per_partition // max(avg_size, 1.0))))
+    if tags is not None:
+        budget = opts.max_messages_per_partition
+    elif opts.min_partitions:
+        budget = max(1, min(budget, -(-total // opts.min_partitions)))
+    pieces = [(r.topic, r.queue_id, lo, hi) for r in ranges for lo, hi in split_range(r.lo, r.hi, per_file, budget)]
+    if tags is None:
+        return pack_ranges(handle, pieces, budget)
+    return pack_by_tag_matches(store, handle, [QueuePartition(handle, *p) for p in pieces], Subscription.parse(tags),
+                               opts.max_messages_per_partition, opts.min_partitions)
+
+
+def pack_ranges(handle: StoreHandle, ranges: list, max_messages: int) -> list:
+    """Queue ranges into partitions of at most ``max_messages`` messages, in order: a range that fills a
+    partition alone stays a :class:`QueuePartition`, runs of smaller ones share a :class:`QueueRangesPartition`."""
+    parts, current, filled = [], [], 0
+    for rng in ranges + [None]:
+        size = 0 if rng is None else rng[3] - rng[2]
+        if current and (rng is None or filled + size > max_messages):
+            parts.append(QueuePartition(handle, *current[0]) if len(current) == 1
+                         else QueueRangesPartition(handle, tuple(current)))
+            current, filled = [], 0
+        if rng is not None:
+            current.append(rng)
+            filled += size
+    return parts
 
 
 def effective_tags(opts: ReadOptions, pushed: Pushed):
@@ -259,74 +224,6 @@ def effective_tags(opts: ReadOptions, pushed: Pushed):
     option_tags = set(Subscription.parse(opts.tags).tags) if opts.tags else None
     tags = pushed.tags if option_tags is None else (option_tags if pushed.tags is None else option_tags & pushed.tags)
     return None if tags is None else sorted(tags)
-
-
-def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, sub: Subscription,
-                        max_messages: int, min_partitions: Optional[int]) -> list:
-    """For a tag-filtered read: count the consume-queue units whose tag hash matches in each range (the
-    queues' 20-byte units only, never message bytes) and pack ranges into partitions of about ``max_messages``
-    matches, so that a 1%-selective read runs a few tasks instead of one per consume-queue file.
-
-    Up to :data:`EXACT_COUNT_UNITS` units in all, the count is exact: ranges without a match are dropped and
-    the others trimmed to their first and last match. Past that, counting would be a sequential scan of every
-    unit on the driver before the tasks scan them all again in parallel (5M messages: 100 MB, ~15 ms of a
-    ~0.25 s query; a month of a busy broker: seconds), so each range's matches are estimated from evenly
-    spaced samples and the tasks do the only full scan.
-    """
-    total_units = sum(p.end - p.start for p in parts)
-    ranges, counts = [], []
-    for p in parts:
-        cq = store.consume_queue(p.topic, p.queue_id)
-        if total_units <= EXACT_COUNT_UNITS:
-            hits = [offsets[units["size"] != L.CQ_FILLER_SIZE]
-                    for offsets, units in cq.hash_matches(sub, p.start, p.end)]
-            count = sum(len(h) for h in hits)
-            if count:
-                first = next(int(h[0]) for h in hits if len(h))
-                last = next(int(h[-1]) for h in reversed(hits) if len(h))
-                ranges.append((p.topic, p.queue_id, first, last + 1))
-                counts.append(count)
-        else:
-            ranges.append((p.topic, p.queue_id, p.start, p.end))
-            counts.append(_estimated_matches(cq, sub, p.start, p.end))
-    if not ranges:
-        return []
-    total = sum(counts)
-    budget = max_messages if not min_partitions else max(1, min(max_messages, -(-total // min_partitions)))
-    # the units a task scans cost too: past SCAN_UNITS_PER_PARTITION a second task shares the scan
-    packed, current, filled, scanned = [], [], 0, 0
-    for rng, count in zip(ranges, counts):
-        units = rng[3] - rng[2]
-        if current and (filled + count > budget or scanned + units > SCAN_UNITS_PER_PARTITION):
-            packed.append(QueueRangesPartition(handle, tuple(current)))
-            current, filled, scanned = [], 0, 0
-        current.append(rng)
-        filled += count
-        scanned += units
-    packed.append(QueueRangesPartition(handle, tuple(current)))
-    return packed
-
-
-def _estimated_matches(cq, sub: Subscription, start: int, end: int) -> int:
-    """Matching units in ``[start, end)`` estimated from about 1/:data:`SAMPLE_FRACTION` of them, taken as
-    :data:`SAMPLE_BLOCK_UNITS`-unit blocks spread evenly over the range (matches are often clustered in time,
-    so one block from the start would not do)."""
-    units = end - start
-    blocks = max(1, units // (SAMPLE_FRACTION * SAMPLE_BLOCK_UNITS))
-    step = units // blocks
-    sampled = hits = 0
-    for b in range(blocks):
-        lo = start + b * step
-        hi = min(end, lo + SAMPLE_BLOCK_UNITS)
-        sampled += hi - lo
-        hits += sum(int(np.count_nonzero(u["size"] != L.CQ_FILLER_SIZE)) for _, u in cq.hash_matches(sub, lo, hi))
-    return -(-hits * units // sampled) if sampled else 0
-
-
-EXACT_COUNT_UNITS = 1_000_000  # consume-queue units (20 MB, ~3 ms) a tag-filtered plan counts exactly
-SAMPLE_BLOCK_UNITS = 4096
-SAMPLE_FRACTION = 16  # past EXACT_COUNT_UNITS, one unit in about this many is tested on the driver
-SCAN_UNITS_PER_PARTITION = 2_500_000  # consume-queue units (50 MB) one task of a tag-filtered read examines
 
 
 def _plan_commitlog(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> list[InputPartition]:

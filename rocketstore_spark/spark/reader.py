@@ -17,6 +17,7 @@ from .filters import apply_filters
 from .options import ReadOptions
 from .planning import (
     CommitLogPartition,
+    CommitLogSlicePartition,
     LookupPartition,
     Pushed,
     QueuePartition,
@@ -38,16 +39,17 @@ def store_for(handle: StoreHandle, partition=None) -> RocketStore:
     A cached store that has not seen a queue's units up to the partition's end (the store grew since it was
     opened: streaming, or appends between planning and reading) is opened again.
     """
-    # queue reads load only the queues they name (a store of 20,000 queues is not listed per task); commit-log
-    # scans take every queue's units as record-start hints, so they open the store whole
-    lazy = isinstance(partition, (QueuePartition, QueueRangesPartition))
+    # queue reads load only the queues they name (a store of 20,000 queues is not listed per task), commit-log
+    # stretches none; raw commit-log scans take every queue's units as record-start hints, so they open it whole
+    lazy = isinstance(partition, (QueuePartition, QueueRangesPartition, CommitLogSlicePartition))
     key = (handle, lazy)
     store = _OPEN_STORES.get(key)
     files = store.commitlog.queue.files if store is not None else []
     if files and not files[0].path.exists():  # expired under us: the cached listing is stale
         _OPEN_STORES.pop(key).close()
         store = None
-    if store is not None and lazy and not _covers(store, partition):
+    if store is not None and isinstance(partition, (QueuePartition, QueueRangesPartition)) \
+            and not _covers(store, partition):
         _OPEN_STORES.pop(key).close()
         store = None
     if store is None:
@@ -105,6 +107,10 @@ class RocketStoreReader(DataSourceReader):
             return
         if isinstance(partition, (QueuePartition, QueueRangesPartition)):
             batches = self._queue_batches(store, handle, partition, tags, columns)
+        elif isinstance(partition, CommitLogSlicePartition):
+            batches = store.scan_queue_records(partition.start, partition.end, partition.selected, partition.limits,
+                                               tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
+                                               fail_on_data_loss=self.opts.fail_on_data_loss)
         elif isinstance(partition, CommitLogPartition):
             batches = self._filtered(store.scan_commitlog(partition.start, partition.end,
                                                           columns=self._with_filter_columns(columns, tags),
@@ -184,7 +190,7 @@ def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Recor
         yield pa.concat_batches(pending)
 
 
-_OUR_PARTITIONS = (QueuePartition, QueueRangesPartition, CommitLogPartition, LookupPartition)
+_OUR_PARTITIONS = (QueuePartition, QueueRangesPartition, CommitLogSlicePartition, CommitLogPartition, LookupPartition)
 
 
 class RocketStorePushdownReader(RocketStoreReader):

@@ -25,7 +25,15 @@ from ..errors import DataLossError
 from ..store import LiveTail, RocketStore, detect_variant, resolve_store_root
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
-from .planning import QueuePartition, QueueRangesPartition, StoreHandle, handle_settings, handle_sizes, split_range
+from .planning import (  # noqa: F401 - pack_ranges is re-exported
+    QueuePartition,
+    QueueRangesPartition,
+    StoreHandle,
+    handle_settings,
+    handle_sizes,
+    pack_ranges,
+    split_range,
+)
 from .reader import RocketStoreReader
 
 try:  # Spark >= 4.2
@@ -80,22 +88,6 @@ def share_limit(backlog: dict, limit: int) -> dict:
             shares[k] += 1
             left -= 1
     return shares
-
-
-def pack_ranges(handle: StoreHandle, ranges: list, max_messages: int) -> list:
-    """Queue ranges into partitions of at most ``max_messages`` messages, in order: a range that fills a
-    partition alone stays a :class:`QueuePartition`, runs of smaller ones share a :class:`QueueRangesPartition`."""
-    parts, current, filled = [], [], 0
-    for rng in ranges + [None]:
-        size = 0 if rng is None else rng[3] - rng[2]
-        if current and (rng is None or filled + size > max_messages):
-            parts.append(QueuePartition(handle, *current[0]) if len(current) == 1
-                         else QueueRangesPartition(handle, tuple(current)))
-            current, filled = [], 0
-        if rng is not None:
-            current.append(rng)
-            filled += size
-    return parts
 
 
 class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

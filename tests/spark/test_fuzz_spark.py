@@ -28,7 +28,7 @@ def test_spark_reads_of_damaged_stores_succeed_or_name_the_damage(spark, golden_
     bad = []
     for seed in case_seeds(22, CASES):
         copy, mutation = make_case(seed, golden_store_path, tmp_path / str(seed))
-        for options in ({}, {"scanMode": "commitlog"}):
+        for options in ({}, {"scanMode": "commitlog"}, {"scanMode": "raw"}):
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", errors.StrayFileWarning)

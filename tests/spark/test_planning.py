@@ -13,12 +13,25 @@ def _rows(opts, parts):
     return [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
 
 
-def test_plain_partitions_never_cross_a_consume_queue_file(golden_store_path, golden_store):
-    opts = parse_read_options({"path": str(golden_store_path), "maxMessagesPerPartition": "250"})
+def _ranges(parts):
+    return [r for p in parts for r in (p.ranges if isinstance(p, QueueRangesPartition)
+                                       else [(p.topic, p.queue_id, p.start, p.end)])]
+
+
+def test_queue_plans_pack_ranges_that_never_cross_a_consume_queue_file(golden_store_path, golden_store, manifest):
+    opts = parse_read_options({"path": str(golden_store_path), "maxMessagesPerPartition": "250",
+                               "scanMode": "queue"})
     parts = plan(opts, Pushed())
     per_file = golden_store.sizes.consume_queue_file_size // 20
-    assert parts and all(isinstance(p, QueuePartition) for p in parts)
-    assert all(p.end - p.start <= 250 and p.start // per_file == (p.end - 1) // per_file for p in parts)
+    assert parts and all(isinstance(p, (QueuePartition, QueueRangesPartition)) for p in parts)
+    ranges = _ranges(parts)
+    assert all(end - start <= 250 and start // per_file == (end - 1) // per_file for _, _, start, end in ranges)
+    # small queues share partitions: fewer partitions than ranges, each of at most 250 messages
+    assert len(parts) < len(ranges)
+    assert all(sum(end - start for _, _, start, end in _ranges([p])) <= 250 for p in parts)
+    wanted = {(m["topic"], m["queueId"]) for m in manifest if m["inConsumeQueue"] and not m["topic"].startswith(
+        ("RMQ_SYS", "SCHEDULE", "rmq_sys", "%RETRY%", "%DLQ%"))}
+    assert {(t, q) for t, q, _, _ in ranges} <= wanted
 
 
 def test_tag_reads_pack_only_ranges_with_matching_units(golden_store_path, golden_store, manifest):
@@ -120,7 +133,7 @@ def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matc
     import numpy as np
     import pyarrow as pa
 
-    from rocketstore_spark.spark import planning
+    from rocketstore_spark.spark import tag_packing as planning
     from rocketstore_spark.store import RocketStore
 
     n = 24_000

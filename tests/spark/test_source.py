@@ -50,8 +50,8 @@ def test_queue_mode_equals_the_manifest(spark, golden_store_path, manifest):
                                                    "public-a")
 
 
-def test_commitlog_mode_returns_every_record(spark, golden_store_path, manifest):
-    df = reader(spark, golden_store_path, scanMode="commitlog", includeSystemTopics="true")
+def test_raw_mode_returns_every_record(spark, golden_store_path, manifest):
+    df = reader(spark, golden_store_path, scanMode="raw", includeSystemTopics="true")
     assert_df_equality(actual_df(df), expected_df(spark, manifest), ignore_row_order=True)
 
 

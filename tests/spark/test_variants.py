@@ -58,11 +58,11 @@ def test_the_sink_refuses_a_variant_store(spark, variant_golden, tmp_path):
 
 
 def test_dledger_queue_and_commitlog_scans(spark, variant_golden):
-    """Queue reads and ``scanMode=commitlog`` over the DLedger entries: the records at entry pos + 48."""
+    """Queue reads and ``scanMode=raw`` over the DLedger entries: the records at entry pos + 48."""
     golden = variant_golden("dledger")
     view = load_view(golden)
     path = str(golden / "store")
-    scan = spark.read.format("rocketstore").option("scanMode", "commitlog").load(path)
+    scan = spark.read.format("rocketstore").option("scanMode", "raw").load(path)
     assert _rows(scan, "commitLogOffset", "msgId") == sorted((m["commitLogOffset"], m["msgId"])
                                                              for m in view["manifest"])
     queue = spark.read.format("rocketstore").option("tags", "TagB").load(path)

@@ -104,8 +104,14 @@ class RemoteFileMap:
         start, end = max(start, 0), min(end, self.size)
         if end > start:
             self._wait_pending(start, end)
-            for a, b in self._missing(start, end):
-                self._fetch(a, b)
+            # a long range (a whole stretch of a commit-log-ordered plan) comes in steps, several in flight
+            steps = [(a, min(a + SEQUENTIAL_STEP, b)) for a, b in self._missing(start, end)
+                     for a in range(a, b, SEQUENTIAL_STEP)]
+            if len(steps) == 1:
+                self._fetch(*steps[0])
+            elif steps:
+                for f in [_POOL.submit(self._fetch, a, b) for a, b in steps]:
+                    f.result()
         if ahead:
             self._pending = [p for p in self._pending if not p[2].done() or p[2].exception() is not None]
             at = max(end, self._scheduled_to)

@@ -35,6 +35,7 @@ from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
 from .messages import GetMessageResult, MessageLookups
+from .ordered_scan import OrderedScan
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from .variant_reads import VariantReads
@@ -42,7 +43,7 @@ from .variant_reads import VariantReads
 REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
 
 
-class StoreReader(VariantReads, QueueReads, MessageLookups):
+class StoreReader(VariantReads, QueueReads, OrderedScan, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
@@ -253,6 +254,9 @@ class StoreReader(VariantReads, QueueReads, MessageLookups):
         oldest = self.min_phy_offset()
         if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
             return cq.min_live_offset(oldest)
+        first = cq.first_offset
+        if first < cq.max_offset and (oldest <= 0 or int(cq.units(first, first + 1)["phy_offset"][0]) >= oldest):
+            return first  # nothing expired (the usual case): one unit read, or none, instead of a search
         for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
             # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
             # shortly after the commit-log files, a copy taken in between still holds them

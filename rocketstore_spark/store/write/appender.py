@@ -133,6 +133,7 @@ class StoreWriter:
         first = self.next_phy
         for chunk in _chunks(table):
             self.append_encoded(self.encode(chunk))
+        self.consume_queues.write_pending()  # an appended table is readable once append returns
         return {"count": table.num_rows, "first_phy_offset": first, "end_phy_offset": self.next_phy}
 
     def encode(self, table: pa.Table) -> EncodedBatch:
@@ -193,6 +194,7 @@ class StoreWriter:
         """Write the checkpoint; with ``sync_flush`` (RocketMQ's SYNC_FLUSH) first force data files and the
         index to disk. Without it (ASYNC_FLUSH) the bytes are in the page cache, where any other process sees
         them and a killed process cannot lose them, and the kernel writes them back on its own schedule."""
+        self.consume_queues.write_pending()
         if self.sync_flush:
             self._files.fsync_all()
             self.index.flush()
@@ -207,6 +209,7 @@ class StoreWriter:
         if self._closed:
             return
         try:
+            self.consume_queues.discard_pending()
             self.index.close()
             self._files.close_all()
             recover_store(self.root, self.sizes)

@@ -53,13 +53,25 @@ class QueueOffsets:
         return out
 
 
+#: units held before they are written (20 bytes each): a job's units are gathered per queue, so a job spread over
+#: thousands of queues writes each queue's units with one ``pwrite`` per consume-queue file instead of one per
+#: queue per batch (the broker's dispatch, too, appends a queue's units to its mapped file, not per producer batch)
+PENDING_UNITS = 4_000_000
+
+
 class ConsumeQueueWriter:
-    """The consume queues of one store opened for appending."""
+    """The consume queues of one store opened for appending.
+
+    :meth:`write` gathers units per queue; :meth:`write_pending` writes them (the appender calls it at the end of
+    each ``append``, before every flush, and before closing), creating each queue's directory once."""
 
     def __init__(self, root: Path, file_size: int, files: OpenFiles):
         self.directory = Path(root) / L.CONSUMEQUEUE_DIR
         self.file_size = file_size
         self._files = files
+        self._made: dict = {}  # (topic, queue id) → its directory, created
+        self._pending: dict = {}  # (topic, queue id) → [(queue offsets, units), ...] in write order
+        self._pending_units = 0
 
     def write(self, batch: EncodedBatch, phy: np.ndarray, queue_offset: np.ndarray,
               store_ts: np.ndarray) -> None:
@@ -67,26 +79,51 @@ class ConsumeQueueWriter:
         unit carries its delivery time instead of its tags hash (``CommitLog.checkMessageAndReturnSize``)."""
         tags_code = np.where(batch.delay_ms > 0, store_ts + batch.delay_ms, batch.tags_code)
         rows, bounds, queues = batch.queue_groups()
+        if not len(rows):
+            return
+        units = np.zeros(len(rows), dtype=L.CQ_UNIT_DTYPE)
+        units["phy_offset"], units["size"], units["tags_code"] = phy[rows], batch.lengths[rows], tags_code[rows]
+        offsets = queue_offset[rows]
+        for queue, lo, hi in zip(queues, bounds[:-1].tolist(), bounds[1:].tolist()):
+            self._pending.setdefault(queue, []).append((offsets[lo:hi], units[lo:hi]))
+        self._pending_units += len(rows)
+        if self._pending_units >= PENDING_UNITS:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write the gathered units: per queue, one ``pwrite`` per consume-queue file and run of offsets."""
         cq_size = self.file_size
-        for (topic, queue_id), lo, hi in zip(queues, bounds[:-1].tolist(), bounds[1:].tolist()):
-            members = rows[lo:hi]
-            directory = self.directory / topic / str(queue_id)
-            directory.mkdir(parents=True, exist_ok=True)
-            units = np.zeros(len(members), dtype=L.CQ_UNIT_DTYPE)
-            units["phy_offset"], units["size"] = phy[members], batch.lengths[members]
-            units["tags_code"] = tags_code[members]
-            byte = queue_offset[members] * L.CQ_STORE_UNIT_SIZE
+        for (topic, queue_id), parts in self._pending.items():
+            directory = self._queue_dir(topic, queue_id)
+            offsets = parts[0][0] if len(parts) == 1 else np.concatenate([o for o, _ in parts])
+            units = parts[0][1] if len(parts) == 1 else np.concatenate([u for _, u in parts], dtype=L.CQ_UNIT_DTYPE)
+            byte = offsets * L.CQ_STORE_UNIT_SIZE
             file_no = byte // cq_size
-            cuts = (np.flatnonzero(np.diff(file_no)) + 1).tolist()  # a queue's offsets only grow
-            for a, b in zip([0] + cuts, cuts + [len(members)]):
+            # a queue's offsets only grow, one by one: runs break only at file boundaries
+            cuts = (np.flatnonzero((np.diff(file_no) != 0) | (np.diff(offsets) != 1)) + 1).tolist()
+            for a, b in zip([0] + cuts, cuts + [len(units)]):
                 f = int(file_no[a])
                 fd = self._files.fd(directory / L.offset_to_file_name(f * cq_size), cq_size)
                 os.pwrite(fd, units[a:b].view(np.uint8), int(byte[a]) - f * cq_size)
+        self.discard_pending()
+
+    def discard_pending(self) -> None:
+        self._pending.clear()
+        self._pending_units = 0
+
+    def _queue_dir(self, topic: str, queue_id: int) -> Path:
+        key = (topic, int(queue_id))
+        directory = self._made.get(key)
+        if directory is None:
+            directory = self.directory / topic / str(queue_id)
+            directory.mkdir(parents=True, exist_ok=True)
+            self._made[key] = directory
+        return directory
 
     def create_queues(self, topic: str, queue_nums: int) -> None:
         """The consume-queue directories 0..queue_nums-1 of ``topic`` (a new topic's queues, empty ones too)."""
         for qid in range(queue_nums):
-            (self.directory / topic / str(qid)).mkdir(parents=True, exist_ok=True)
+            self._queue_dir(topic, qid)
 
 
-__all__ = ["QueueOffsets", "ConsumeQueueWriter"]
+__all__ = ["QueueOffsets", "ConsumeQueueWriter", "PENDING_UNITS"]

@@ -1,0 +1,205 @@
+"""Commit-log-ordered plans, and the choice between them and consume-queue plans.
+
+A read of most of a store is one sequential pass over the commit log, split into stretches of about
+``maxBytesPerPartition`` inside the 1 GiB files at record starts taken from consume-queue units (a binary search in
+a few large queues per split point; file starts and the scan's ends are record starts too), so the driver never
+walks a commit-log file. Each stretch keeps exactly the records a queue read of the same request returns (see
+:mod:`rocketstore_spark.store.read.ordered_scan`): the driver works out, per selected queue, where in the commit
+log its accepted records can lie and where every record of the queue is accepted, and hands a stretch only
+
+* the queues whose accepted records can lie in it (``selected``), and
+* the queue-offset ranges of those whose range starts or ends inside it (``limits``);
+
+so a record past a queue's dispatched end, before a requested start or after a requested end is dropped on its
+header, however the queues interleave. The choice: a tag filter reads the consume queues (20-byte units are
+tested before any record is read), and so does a read whose messages are mostly in a few queues (long runs per
+queue); otherwise the commit log is scanned when the selected messages make up at least
+:data:`COMMITLOG_MIN_SHARE` of the bytes the scan would read.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from ..store import RocketStore
+from ..store.format import layout as L
+from .options import SCAN_COMMITLOG, SCAN_QUEUE, ReadOptions
+from .planning_types import CommitLogSlicePartition, StoreHandle
+
+log = logging.getLogger("rocketstore_spark")
+
+COMMITLOG_MIN_SHARE = 0.5  # selected bytes / scanned bytes from which the commit log is scanned
+# when this many queues hold FEW_QUEUES_SHARE of the selected messages, each queue is a long run of records that a
+# consume-queue task reads as fast as a commit-log stretch, without searching the stretch for record starts
+FEW_QUEUES, FEW_QUEUES_SHARE = 16, 0.9
+MIN_STRETCH_BYTES = 4096  # minPartitions never splits the commit log finer than this
+PROBE_QUEUES = 8  # the largest queues, whose units give record starts near each split point
+_SUPPORTED = {"lmq", "prop-crc"}  # storage features whose records the commit-log plan reads as the queue plan
+
+
+class QueueRange(NamedTuple):
+    """What a read takes from one queue: queue offsets [lo, hi), and the queue's own [lo_min, hi_max)."""
+
+    topic: str
+    queue_id: int
+    lo: int
+    hi: int
+    lo_min: int
+    hi_max: int
+
+
+@dataclass(frozen=True)
+class Choice:
+    mode: str  # SCAN_QUEUE or SCAN_COMMITLOG
+    reason: str
+    avg_size: float  # estimated bytes per message
+
+
+def choose(store: RocketStore, opts: ReadOptions, ranges: list, tags, spans: Optional["Spans"]) -> Choice:
+    """The plan for one store: forced by ``scanMode`` or chosen from estimates (selected messages × average size
+    against the bytes a commit-log scan would read)."""
+    all_msgs = sum(max(0, store.max_offset(t, q) - store.consume_queue(t, q).first_offset)
+                   for t in store.topics() for q in store.queue_ids(t))
+    avg = (store.max_phy_offset() - store.min_phy_offset()) / max(all_msgs, 1)
+    unsupported = commitlog_unsupported(store, ranges)
+    if opts.scan_mode == SCAN_QUEUE:
+        return Choice(SCAN_QUEUE, "scanMode=queue", avg)
+    if opts.scan_mode == SCAN_COMMITLOG:
+        if unsupported:
+            log.warning("scanMode=commitlog: %s; reading the consume queues instead", unsupported)
+            return Choice(SCAN_QUEUE, f"scanMode=commitlog, but {unsupported}", avg)
+        return Choice(SCAN_COMMITLOG, "scanMode=commitlog", avg)
+    if unsupported:
+        return Choice(SCAN_QUEUE, unsupported, avg)
+    if tags is not None:
+        return Choice(SCAN_QUEUE, "a tag filter: the consume queues' tag hashes are tested before records are read",
+                      avg)
+    counts = sorted((r.hi - r.lo for r in ranges), reverse=True)
+    if sum(counts[:FEW_QUEUES]) >= FEW_QUEUES_SHARE * max(sum(counts), 1):
+        return Choice(SCAN_QUEUE, f"{min(len(counts), FEW_QUEUES)} queues hold {FEW_QUEUES_SHARE:.0%}+ of the "
+                      "selected messages: long runs per queue", avg)
+    selected = sum(counts) * avg
+    scanned = spans.scan_bytes() if spans is not None else 0
+    share = selected / scanned if scanned else 0.0
+    detail = (f"~{selected / 2**20:.1f} MiB selected of {len(ranges)} queues, a commit-log scan reads "
+              f"{scanned / 2**20:.1f} MiB ({share:.0%})")
+    if scanned and share >= COMMITLOG_MIN_SHARE:
+        return Choice(SCAN_COMMITLOG, detail, avg)
+    return Choice(SCAN_QUEUE, detail, avg)
+
+
+def commitlog_unsupported(store: RocketStore, ranges: list) -> str:
+    """Why the commit-log plan cannot give this read's rows ('' when it can)."""
+    extra = set(store.variant.features) - _SUPPORTED
+    if extra:
+        return f"a {store.variant.name} store (its queue rows are not the commit log's records one to one)"
+    if any(r.topic.startswith(L.LMQ_PREFIX) for r in ranges):
+        return "LMQ topics are selected (their rows repeat records of other topics)"
+    return ""
+
+
+class Spans:
+    """Where each selected queue's accepted records lie in the commit log (conservative bounds, cheap to find:
+    the queue's last unit is known from its end search, other units cost a read each).
+
+    * ``first`` / ``end``: no accepted record starts before ``first`` or at/after ``end``;
+    * ``clean_first`` / ``clean_end``: every record of the queue starting in [clean_first, clean_end) is accepted.
+    """
+
+    def __init__(self, store: RocketStore, ranges: list):
+        self.ranges = [r for r in ranges if r.lo < r.hi]
+        n = len(self.ranges)
+        self.first, self.end = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.clean_first, self.clean_end = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        start, never = store.min_phy_offset(), np.iinfo(np.int64).max
+        for i, r in enumerate(self.ranges):
+            cq = store.consume_queue(r.topic, r.queue_id)
+            # records before the range exist in the scan when the start is a bound, or when the units before the
+            # queue's first file are gone (a later file's offset may then hold such records)
+            if r.lo > 0 and (r.lo > r.lo_min or r.lo_min == cq.first_offset):
+                at = _unit_phy(cq, r.lo)
+                self.first[i], self.clean_first[i] = (start, never) if at is None else (at, at)
+            else:
+                self.first[i], self.clean_first[i] = start, start
+            if r.hi < r.hi_max:
+                at = _unit_phy(cq, r.hi)
+                self.end[i], self.clean_end[i] = (cq.last_unit_end(), start) if at is None else (at, at)
+            else:
+                self.end[i] = self.clean_end[i] = cq.last_unit_end()
+        self.lo = max(start, int(self.first.min())) if n else start
+        self.hi = min(store.max_phy_offset(), int(self.end.max())) if n else start
+        topics = sorted({r.topic for r in self.ranges})
+        self.topic_names = topics
+        index = {t: k for k, t in enumerate(topics)}
+        self.topic_of = np.array([index[r.topic] for r in self.ranges], dtype=np.int64)
+        self.qid = np.array([r.queue_id for r in self.ranges], dtype=np.int64)
+
+    def scan_bytes(self) -> int:
+        return max(0, self.hi - self.lo)
+
+    def stretch(self, handle: StoreHandle, s: int, e: int) -> Optional[CommitLogSlicePartition]:
+        """The partition of commit-log [s, e) (None when no selected queue can have a record there)."""
+        sel = np.flatnonzero((self.first < e) & (self.end > s))
+        if not len(sel):
+            return None
+        listed = sel[(s < self.clean_first[sel]) | (e > self.clean_end[sel])]
+        selected = []
+        cuts = np.flatnonzero(np.diff(self.topic_of[sel])) + 1
+        for group in np.split(sel, cuts):
+            qids = self.qid[group]
+            contiguous = len(qids) == int(qids[-1]) - int(qids[0]) + 1  # sorted and distinct
+            selected.append((self.topic_names[int(self.topic_of[group[0]])],
+                             range(int(qids[0]), int(qids[-1]) + 1) if contiguous else tuple(qids.tolist())))
+        limits = tuple((self.ranges[i].topic, self.ranges[i].queue_id, self.ranges[i].lo, self.ranges[i].hi)
+                       for i in listed.tolist())
+        return CommitLogSlicePartition(handle, s, e, tuple(selected), limits)
+
+
+def _unit_phy(cq, offset: int) -> Optional[int]:
+    """The commit-log offset unit ``offset`` points at (None for a filler unit or one that cannot be read)."""
+    units = cq.units(offset, offset + 1)
+    if not len(units) or int(units["size"][0]) == L.CQ_FILLER_SIZE:
+        return None
+    return int(units["phy_offset"][0])
+
+
+def plan_slices(store: RocketStore, handle: StoreHandle, spans: Spans, opts: ReadOptions) -> list:
+    """Commit-log stretches of about ``maxBytesPerPartition`` (fewer bytes when ``minPartitions`` asks for more
+    partitions), never crossing a commit-log file, each starting at a record start."""
+    total = spans.scan_bytes()
+    if not total:
+        return []
+    target = opts.max_bytes_per_partition
+    if opts.min_partitions:
+        target = max(MIN_STRETCH_BYTES, min(target, -(-total // opts.min_partitions)))
+    probes = _probe_queues(store)
+    size = store.sizes.commit_log_file_size
+    parts = []
+    for base in store.commit_log_file_starts():
+        a, b = max(spans.lo, base), min(spans.hi, base + size)
+        if a >= b:
+            continue
+        pieces = -(-(b - a) // target)
+        points = [a]
+        for k in range(1, pieces):
+            at = store.record_start_at_or_after(a + k * (b - a) // pieces, b, probes)
+            if at is not None and at > points[-1]:
+                points.append(at)
+        points.append(b)
+        for s, e in zip(points, points[1:]):
+            part = spans.stretch(handle, s, e)
+            if part is not None:
+                parts.append(part)
+    return parts
+
+
+def _probe_queues(store: RocketStore) -> list:
+    """The :data:`PROBE_QUEUES` queues with the most units: their units are the densest record starts."""
+    sizes = [(store.max_offset(t, q) - store.consume_queue(t, q).first_offset, t, q)
+             for t in store.topics() for q in store.queue_ids(t)]
+    sizes.sort(key=lambda x: -x[0])
+    return [(t, q) for n, t, q in sizes[:PROBE_QUEUES] if n > 0]

@@ -1,0 +1,183 @@
+"""Commit-log-ordered reads that return exactly the rows of a consume-queue read.
+
+A read of most of a store is fastest as a sequential scan of the commit log, split into stretches inside the
+1 GiB files. A stretch starts at a record start (:meth:`OrderedScan.record_start_at_or_after` finds one from
+consume-queue units near any offset, checked against the record's own PHYSICALOFFSET), its records are found by
+following TOTALSIZE (:func:`~..format.record_chain.chain_record_starts`), and only the records a queue read of the
+same request returns are kept, decided on their headers:
+
+* the record is no PREPARED or ROLLBACK transaction half (dispatch skips those);
+* its (topic, queue id) is one of the ``selected`` queues;
+* its QUEUEOFFSET lies in the queue's range: ``limits`` gives ``[lo, hi)`` for the queues whose range starts or
+  ends inside the stretch (the planner knows where in the commit log each queue's range starts and ends); every
+  record of any other selected queue in the stretch lies inside its range.
+
+The QUEUEOFFSET test is what keeps out records past a queue's dispatched end (an undispatched tail, or a queue
+whose units were lost while others went on) and records outside offset or time bounds; a tag filter checks the
+real tag, as the queue read does after its hash test.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterator, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...errors import CorruptRecordError, DataLossError
+from ..files.consume_queue import Subscription
+from ..format import layout as L
+from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
+from ..format.columns import build_batch, fixed_fields_for, normalize_columns, view_array
+from ..format.record_chain import CHAIN_BAD, CHAIN_BLANK, CHAIN_STOP, chain_record_starts
+
+log = logging.getLogger("rocketstore_spark")
+
+DEFAULT_SCAN_ROWS = 10_000
+PARSE_ROWS = 32_768  # records parsed and filtered at a time
+_KEY_SHIFT = 32  # (topic index << 32) | queue id: one int64 key per queue in a stretch
+
+
+class OrderedScan:
+    """``scan_queue_records`` and ``record_start_at_or_after`` for the store facade."""
+
+    def scan_queue_records(self, start: int, end: int, selected, limits=(), *, tags=None, columns=None,
+                           batch_rows: int = DEFAULT_SCAN_ROWS, verify_crc: bool = False,
+                           fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+        """The rows a queue read of ``selected`` returns for the records in commit-log ``[start, end)``, in
+        commit-log order. ``start`` is a record start and the stretch lies in one commit-log file.
+
+        ``selected``: ``(topic, queue ids)`` pairs (or a dict); ``limits``: ``(topic, queue id, lo, hi)``
+        queue-offset ranges of the selected queues whose range does not cover the stretch (the other selected
+        queues' records are all kept). ``tags`` is a subscription (the real tag is checked). A stretch whose
+        commit-log file expired since it was planned is a :class:`DataLossError` (skipped with a warning when
+        ``fail_on_data_loss`` is off), as the queue read's expired units are.
+        """
+        columns = normalize_columns(columns)
+        if start < self.min_phy_offset():
+            if fail_on_data_loss:
+                raise DataLossError(f"commit-log offsets {start}..{end} planned for reading are gone (their "
+                                    f"commit-log file expired; the commit log now starts at {self.min_phy_offset()});"
+                                    " pass fail_on_data_loss=False to skip expired messages")
+            log.warning("skipping commit-log offsets %d..%d: their commit-log file expired", start, end)
+            return
+        sub = Subscription.parse(tags)
+        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        fixed = tuple(sorted(set(fixed_fields_for(want)) | {"queue_id", "queue_offset"}))
+        index, base, buf = self._stretch_file(start)
+        stop = min(end - base, len(buf))
+        self.commitlog.queue.ensure(index, start - base, stop)  # a remote file: the stretch, fetched in parallel
+        positions, end_pos, kind = chain_record_starts(buf, start - base, stop)
+        self.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the stretch
+        where = str(self.commitlog.queue.files[index].path)
+        if kind != CHAIN_STOP and kind != CHAIN_BAD and base + end_pos < min(end, self.recovery.valid_end) \
+                and not (kind == CHAIN_BLANK and stop >= len(buf) - L.END_FILE_MIN_BLANK_LENGTH):
+            raise CorruptRecordError(f"commit log stops early: no record where one was expected before offset {end}",
+                                     where, end_pos)
+        rules = _Rules(selected, limits)
+        for a in range(0, len(positions), PARSE_ROWS):
+            chunk = positions[a:a + PARSE_ROWS]
+            # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
+            # that a worker scanning a 1 GiB file stretch after stretch lets its pages go (see note_read)
+            span_end = int(positions[a + PARSE_ROWS]) if a + PARSE_ROWS < len(positions) else end_pos
+            self.commitlog.queue.note_read(index, span_end - int(chunk[0]))
+            fields = parse_records(buf, chunk, fixed)
+            bad = np.flatnonzero(~fields.valid)
+            if len(bad):
+                i = int(bad[0])
+                raise CorruptRecordError(
+                    f"bad commit-log record: {PROBLEM_DESCRIPTIONS.get(int(fields.problem[i]), 'invalid record')}",
+                    where, int(chunk[i]))
+            keep = np.flatnonzero(rules.accept(buf, fields))
+            if not len(keep):
+                continue
+            fields = fields if len(keep) == len(chunk) else fields.take(keep)
+            if verify_crc:
+                failed = self.commitlog.check_crcs(buf, fields)
+                if failed.any():
+                    at = int(fields.position[int(np.flatnonzero(failed)[0])])
+                    raise CorruptRecordError(f"bad commit-log record: {PROBLEM_DESCRIPTIONS[5]}", where, at)
+            batch = build_batch(buf, fields, want, where)
+            if not sub.is_all:
+                batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(sub.tags)),
+                                                  False))
+                if want != columns:
+                    batch = batch.select(list(columns))
+            for b in range(0, batch.num_rows, max(batch_rows, 1)):
+                yield batch.slice(b, batch_rows)
+
+    def commit_log_file_starts(self) -> list[int]:
+        """The first offset of every commit-log file, oldest first (each holds ``sizes.commit_log_file_size``)."""
+        return [f.from_offset for f in self.commitlog.queue.files]
+
+    def _stretch_file(self, start: int):
+        """(file index, its first offset, its bytes) of the commit-log file holding ``start``."""
+        file_idx, _ = self.commitlog.locate(np.array([start]))
+        index = int(file_idx[0])
+        if index < 0:
+            raise CorruptRecordError(f"commit-log offset {start} is in no commit-log file (expired?)",
+                                     self.commitlog.queue.directory, start)
+        return index, self.commitlog.queue.files[index].from_offset, self.commitlog.queue.buffer(index)
+
+    def record_start_at_or_after(self, phy_offset: int, limit: int, probes) -> Optional[int]:
+        """A record start in ``[phy_offset, limit)`` taken from the units of the ``probes`` queues
+        ((topic, queue id) pairs: a binary search each), the nearest one found; None when no probe has a unit
+        there. The record found is checked: it parses and its PHYSICALOFFSET is where it lies."""
+        best = None
+        for topic, queue_id in probes:
+            cq = self.consume_queue(topic, queue_id)
+            at = cq.first_at_or_past(phy_offset)
+            if at >= cq.max_offset:
+                continue
+            unit = cq.units(at, at + 1)
+            if not len(unit) or int(unit["size"][0]) == L.CQ_FILLER_SIZE:
+                continue
+            phy = int(unit["phy_offset"][0])
+            if phy < limit and (best is None or phy < best):
+                best = phy
+        if best is None:
+            return None
+        file_idx, pos = self.commitlog.locate(np.array([best]))
+        if file_idx[0] < 0:
+            return None
+        self.commitlog.queue.ensure_records(int(file_idx[0]), pos)
+        fields = parse_records(self.commitlog.queue.buffer(int(file_idx[0])), pos, ("phy_offset",))
+        return best if fields.valid[0] and int(fields.phy_offset[0]) == best else None
+
+
+class _Rules:
+    """The per-record test of a stretch: transaction type, selected queue, queue-offset range."""
+
+    def __init__(self, selected, limits):
+        self.selected = {t: np.asarray(sorted(q), dtype=np.int64) for t, q in dict(selected).items()}
+        by_topic: dict = {}
+        for topic, qid, lo, hi in limits:
+            by_topic.setdefault(topic, []).append((int(qid), int(lo), int(hi)))
+        self.limits = {t: np.array(rows, dtype=np.int64).reshape(-1, 3) for t, rows in by_topic.items()}
+
+    def accept(self, buf: np.ndarray, fields) -> np.ndarray:
+        tran = fields.sysflag & L.TRANSACTION_TYPE_MASK
+        ok = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
+        encoded = view_array(buf, fields.topic_pos, fields.topic_len, pa.binary()).dictionary_encode()
+        names = [b.decode("utf-8", "replace") for b in encoded.dictionary.to_pylist()]
+        topic_idx = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        keys = (topic_idx << _KEY_SHIFT) | (fields.queue_id.astype(np.int64) & 0xFFFFFFFF)
+        wanted = [(d << _KEY_SHIFT) + self.selected[n] for d, n in enumerate(names) if n in self.selected]
+        if not wanted:
+            return np.zeros(len(keys), dtype=bool)
+        ok &= np.isin(keys, np.concatenate(wanted))
+        lo = np.zeros(len(keys), dtype=np.int64)
+        hi = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
+        tables = [(d, self.limits[n]) for d, n in enumerate(names) if n in self.limits]
+        if tables:
+            lim_keys = np.concatenate([(d << _KEY_SHIFT) + t[:, 0] for d, t in tables])
+            lim = np.concatenate([t[:, 1:] for _, t in tables])
+            order = np.argsort(lim_keys, kind="stable")
+            lim_keys, lim = lim_keys[order], lim[order]
+            j = np.minimum(np.searchsorted(lim_keys, keys), len(lim_keys) - 1)
+            listed = lim_keys[j] == keys
+            lo[listed], hi[listed] = lim[j[listed], 0], lim[j[listed], 1]
+        offsets = fields.queue_offset
+        return ok & (offsets >= lo) & (offsets < hi)

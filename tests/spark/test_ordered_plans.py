@@ -1,0 +1,296 @@
+"""Commit-log-ordered plans return exactly the rows of consume-queue plans (issue 19, item 2).
+
+Most cases run the planner and the reader in this process (no Spark session: they are the same code Spark calls),
+comparing ``scanMode=commitlog`` with ``scanMode=queue`` row for row on the golden store, a production-shaped store,
+stores whose tail is not dispatched, is torn or whose oldest files expired, and several stores at once. Costs are
+counted (partitions planned, file reads through the file layer), never timed.
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from rocketstore_spark.errors import DataLossError
+from rocketstore_spark.spark.options import parse_read_options
+from rocketstore_spark.spark.planning import (
+    CommitLogSlicePartition,
+    Pushed,
+    QueuePartition,
+    QueueRangesPartition,
+    plan,
+)
+from rocketstore_spark.spark.reader import RocketStoreReader
+from rocketstore_spark.spark.schema import SPARK_COLUMNS
+from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.file_reads import counting
+from rocketstore_spark.store.format import layout as L
+
+SYSTEM = {"includeSystemTopics": "true"}
+# a few topics of the golden store, system ones included: cheaper to read twice than the whole store
+FEW = {"topicPattern": "TopicTest|BenchTopic|%.*|RMQ_.*|SCHEDULE.*", "includeSystemTopics": "true"}
+
+
+def read(options: dict, pushed=None, columns=SPARK_COLUMNS):
+    """(partitions, rows sorted by broker and commit-log offset) of a batch read, planned and read here."""
+    opts = parse_read_options(options)
+    reader = RocketStoreReader(opts, columns)
+    reader.pushed = pushed or Pushed()
+    parts = plan(opts, reader.pushed)
+    rows = [r for p in parts for b in reader.read(p) for r in b.to_pylist()]
+    for r in rows:
+        if "properties" in r:
+            r["properties"] = sorted(r["properties"])
+    return parts, sorted(rows, key=lambda r: (r["brokerName"], r["commitLogOffset"]))
+
+
+def same_rows(options: dict, pushed=None, *, expect_rows=True):
+    """Both plans of ``options``: assert identical rows; return (queue parts, commit-log parts, rows)."""
+    q_parts, q_rows = read(dict(options, scanMode="queue"), pushed)
+    c_parts, c_rows = read(dict(options, scanMode="commitlog"), pushed)
+    assert all(isinstance(p, CommitLogSlicePartition) for p in c_parts)
+    assert all(isinstance(p, (QueuePartition, QueueRangesPartition)) for p in q_parts)
+    assert len(c_rows) == len(q_rows)
+    assert c_rows == q_rows
+    assert bool(q_rows) == expect_rows
+    return q_parts, c_parts, q_rows
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    pytest.param(SYSTEM, marks=pytest.mark.slow),
+    {"topicPattern": "BenchTopic|%.*", "includeRetryTopics": "true", "maxBytesPerPartition": "65536"},
+    {"tags": "TagA || TagB", **SYSTEM},
+    {"topics": "TopicTest", "startingOffsets": '{"TopicTest": {"2": 10, "5": 1000000}}',
+     "endingOffsets": '{"TopicTest": {"2": 25, "1": 3}}'},
+    {"topicPattern": "orders.*|TopicTest", "minPartitions": "7"},
+], ids=["default", "system", "retry-small-partitions", "tags", "json-bounds", "pattern-min-partitions"])
+def test_both_plans_return_the_same_rows_on_the_golden_store(golden_store_path, options):
+    same_rows(dict(options, path=str(golden_store_path)))
+
+
+def test_time_bounds_and_pushed_filters_behave_the_same_in_both_plans(golden_store_path, manifest):
+    path = str(golden_store_path)
+    times = sorted(m["storeTimestamp"] for m in manifest if m["inConsumeQueue"])
+    lo, hi = times[len(times) // 3], times[2 * len(times) // 3]
+    _, _, rows = same_rows({"path": path, "startingTimestamp": str(lo), "endingTimestamp": str(hi)})
+    assert all(lo <= r["storeTimestamp"].timestamp() * 1000 < hi for r in rows)
+    offsets = sorted(m["commitLogOffset"] for m in manifest)
+    pushed = Pushed(topics={"TopicTest", "orders_v1-EU"}, queue_ids={0, 2, 3}, queue_offset=(5, 400),
+                    phy_offset=(offsets[len(offsets) // 5], offsets[4 * len(offsets) // 5]),
+                    store_time=(times[len(times) // 10], None), tags={"TagA", "TagC"})
+    _, _, rows = same_rows({"path": path}, pushed)
+    assert {r["queueId"] for r in rows} <= {0, 2, 3} and all(5 <= r["queueOffset"] < 400 for r in rows)
+    same_rows({"path": path}, Pushed(topics={"TopicTest"}, queue_ids={1}, queue_offset=(10, 20)))
+    same_rows({"path": path}, Pushed(topics={"no-such-topic"}), expect_rows=False)
+
+
+def test_a_full_read_plans_commit_log_stretches_of_the_target_size(golden_store_path, golden_store, caplog):
+    """Auto mode: a read of the whole store scans the commit log in stretches of about maxBytesPerPartition,
+    inside the 1 MiB files at record starts, and says why; a selective read packs consume-queue ranges."""
+    path = str(golden_store_path)
+    target = 256 * 1024
+    with caplog.at_level("INFO", logger="rocketstore_spark"):
+        parts = plan(parse_read_options({"path": path, "maxBytesPerPartition": str(target), **SYSTEM}), Pushed())
+    assert "commit-log-ordered plan" in caplog.text
+    assert all(isinstance(p, CommitLogSlicePartition) for p in parts)
+    size = golden_store.sizes.commit_log_file_size
+    assert all(p.start // size == (p.end - 1) // size for p in parts)  # never across a commit-log file
+    files = -(-golden_store.max_phy_offset() // size)
+    assert files * (size // target) <= len(parts) <= files * (-(-size // target))
+    assert all(p.end - p.start <= 2 * target for p in parts)
+    starts = {int(o) for t in golden_store.topics() for q in golden_store.queue_ids(t)
+              for o in golden_store.consume_queue(t, q).units(0, golden_store.max_offset(t, q))["phy_offset"]}
+    assert all(p.start in starts or p.start % size == 0 for p in parts)  # unit starts or file starts
+    caplog.clear()
+    with caplog.at_level("INFO", logger="rocketstore_spark"):
+        small = plan(parse_read_options({"path": path, "topics": "orders_v1-EU"}), Pushed())
+        tagged = plan(parse_read_options({"path": path, "tags": "TagA"}), Pushed())
+    assert "consume-queue plan" in caplog.text and "a tag filter" in caplog.text
+    assert len(small) == 1 and isinstance(small[0], QueueRangesPartition)  # 4 queues' ranges in one task
+    assert {q for _, q, _, _ in small[0].ranges} == {0, 1, 2, 3}
+    assert tagged and all(isinstance(p, QueueRangesPartition) for p in tagged)
+
+
+# --- production-shaped stores ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def production_store(tmp_path_factory):
+    """~220 queues (25 topics × 8, retry and DLQ queues), 20,000 messages of 100 B-2 KiB in 4 MiB files."""
+    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+
+    root = tmp_path_factory.mktemp("production") / "store"
+    spec = ProductionSpec(messages=20_000, topics=25, queues_per_topic=8, retry_groups=20,
+                          sizes=SizeSpec("lognormal", 500, 0.8), keys=False)
+    generate_production_store(root, spec, commit_log_file_size=4 << 20, consume_queue_file_size=20 * 2000)
+    return root
+
+
+def test_both_plans_agree_on_a_production_shaped_store(production_store):
+    path = str(production_store)
+    q_parts, c_parts, rows = same_rows({"path": path, "includeRetryTopics": "true",
+                                        "maxBytesPerPartition": str(1 << 20)})
+    assert len(rows) == 20_000
+    with RocketStore.open(path) as store:
+        queues = sum(len(store.queue_ids(t)) for t in store.topics())
+        total = store.max_phy_offset() - store.min_phy_offset()
+    assert queues > 200
+    # packed: far fewer consume-queue partitions than queues; stretches of ~1 MiB
+    assert len(q_parts) < queues // 10
+    assert -(-total // (1 << 20)) <= len(c_parts) <= -(-total // (1 << 20)) + 4
+    same_rows({"path": path, "topicPattern": "topic-0000[0-4]", "tags": "rare"})
+    same_rows({"path": path, "topics": "topic-00003,%RETRY%group-00007"})
+
+
+def test_planning_and_reading_a_production_store_cost_what_the_plan_needs(production_store):
+    """Counted: the commit-log plan's driver reads a few consume-queue windows per queue and split point (never
+    whole consume queues), and its tasks read no consume queue at all."""
+    path = str(production_store)
+    opts = parse_read_options({"path": path, "includeRetryTopics": "true", "maxBytesPerPartition": str(1 << 20)})
+    plan(opts, Pushed())  # opens and recovers the store once: later plans reuse it
+    with RocketStore.open(path) as store:
+        queues = sum(len(store.queue_ids(t)) for t in store.topics())
+        cq_bytes = sum((p.stat().st_size for p in (production_store / "consumequeue").rglob("*") if p.is_file()))
+    with counting() as cost:
+        parts = plan(opts, Pushed())
+    assert cost.bytes_read < cq_bytes // 4 and cost.reads <= 8 * queues + 64 * len(parts)
+    reader = RocketStoreReader(opts, ("body",))
+    with counting() as cost:
+        rows = sum(b.num_rows for p in parts for b in reader.read(p))
+    assert rows == 20_000  # every message, read from the commit log alone
+    assert cost.files_opened == 0 and cost.reads == 0
+
+
+# --- stores whose tail is not dispatched, torn, or whose oldest files expired ------------------------------
+
+
+def _cut_queues(root, keep):
+    """Zero the consume-queue units that ``keep(topic, queue id, units)`` rejects (a boolean mask per file)."""
+    for path in (root / L.CONSUMEQUEUE_DIR).glob("*/*/*"):
+        units = np.fromfile(path, dtype=L.CQ_UNIT_DTYPE)
+        mask = keep(path.parent.parent.name, int(path.parent.name), units)
+        if not mask.all():
+            first = int(np.flatnonzero(~mask)[0])
+            units[first:] = np.zeros(1, dtype=L.CQ_UNIT_DTYPE)
+            units.tofile(path)
+
+
+def test_an_undispatched_tail_and_a_lagging_queue_read_the_same(golden_copy):
+    with RocketStore.open(golden_copy) as store:
+        end = store.max_phy_offset()
+    cut = end - 300_000  # records past here are in no consume queue yet (dispatch runs behind the log)
+    _cut_queues(golden_copy, lambda t, q, u: (u["phy_offset"] < cut) | (u["size"] <= 0))
+    # and one queue's units lost further back while the others went on (its records past that are orphans)
+    _cut_queues(golden_copy, lambda t, q, u: ~((t == "TopicTest") & (q == 3) & (u["phy_offset"] >= cut - 400_000)))
+    _, c_parts, rows = same_rows({"path": str(golden_copy), **FEW})
+    assert rows and max(r["commitLogOffset"] for r in rows) < cut
+    assert not [r for r in rows if (r["topic"], r["queueId"]) == ("TopicTest", 3)
+                and r["commitLogOffset"] >= cut - 400_000]
+    # the undispatched tail is not even scanned: the scan ends with the last dispatched record read
+    assert max(p.end for p in c_parts) == max(r["commitLogOffset"] + r["storeSize"] for r in rows)
+
+
+def test_a_torn_tail_after_a_crash_reads_the_same(golden_copy):
+    """A crash (abort marker) tore the last record and left queues behind: recovery cuts the tail and
+    re-dispatches what lies past the queues, and both plans read that view."""
+    with RocketStore.open(golden_copy) as store:
+        end = store.max_phy_offset()
+        last = max(store.consume_queue(t, q).last_unit_end() - store.consume_queue(t, q).last_unit()[1]
+                   for t in store.topics() for q in store.queue_ids(t))
+    cut = end - 200_000
+    _cut_queues(golden_copy, lambda t, q, u: (u["phy_offset"] < cut) | (u["size"] <= 0))
+    size = 1 << 20
+    with open(golden_copy / L.COMMITLOG_DIR / f"{last - last % size:020d}", "r+b") as fh:
+        fh.seek(last % size + 30)
+        fh.write(b"\0" * (end - last - 30))  # the last record torn mid-way
+    (golden_copy / L.ABORT_FILE).write_bytes(b"")
+    with RocketStore.open(golden_copy) as store:
+        assert store.max_phy_offset() == last
+    _, _, rows = same_rows({"path": str(golden_copy), **FEW})
+    assert max(r["commitLogOffset"] for r in rows) > cut  # re-dispatched records are read by both
+
+
+def test_expired_files_and_fail_on_data_loss_behave_the_same(golden_copy):
+    for old in sorted((golden_copy / L.COMMITLOG_DIR).iterdir())[:3]:
+        old.unlink()
+    path = str(golden_copy)
+    same_rows({"path": path, **FEW})
+    early = '{"TopicTest": {"0": 0}}'
+    for mode in ("queue", "commitlog"):
+        with pytest.raises(DataLossError, match="TopicTest/0"):
+            read({"path": path, "topics": "TopicTest", "startingOffsets": early, "scanMode": mode})
+    same_rows({"path": path, "topics": "TopicTest", "startingOffsets": early, "failOnDataLoss": "false"})
+
+
+def test_several_stores_behave_the_same(golden_store_path, tmp_path):
+    for name in ("broker-a", "broker-b"):
+        shutil.copytree(golden_store_path, tmp_path / name / "store")
+    paths = ",".join(str(tmp_path / n / "store") for n in ("broker-a", "broker-b"))
+    _, c_parts, rows = same_rows({"path": paths, "topics": "TopicTest,BenchTopic",
+                                  "endingOffsets": '{"broker-b": {"TopicTest": {"0": 7}}}'})
+    assert {p.store.broker for p in c_parts} == {"broker-a", "broker-b"}
+    by_broker = {b: [r for r in rows if r["brokerName"] == b] for b in ("broker-a", "broker-b")}
+    assert len(by_broker["broker-a"]) > len(by_broker["broker-b"]) > 0
+
+
+# --- through Spark --------------------------------------------------------------------------------------
+
+
+def test_spark_dataframes_of_both_plans_are_equal(spark, pushdown, golden_store_path):
+    from chispa import assert_df_equality
+    from pyspark.sql import functions as F
+
+    def load(mode):
+        df = (spark.read.format("rocketstore").option("scanMode", mode).option("includeRetryTopics", "true")
+              .load(str(golden_store_path)))
+        return df.where("queueId < 3 and topic in ('orders_v1-EU', 'BenchTopic', '%DLQ%cg_payments')").select(
+            "brokerName", "topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "uniqKey", "tags",
+            "storeTimestamp", F.sha2("body", 256).alias("body"), F.to_json("properties").alias("properties"))
+
+    queue, ordered = load("queue"), load("commitlog")
+    assert ordered.rdd.getNumPartitions() == 28  # stretches never cross the golden store's 28 1-MiB files
+    assert_df_equality(ordered, queue, ignore_row_order=True)
+
+
+def test_a_stretch_whose_file_expired_after_planning_is_data_loss(golden_copy):
+    for fail, expect in (("true", DataLossError), ("false", None)):
+        opts = parse_read_options({"path": str(golden_copy), "scanMode": "commitlog", "failOnDataLoss": fail})
+        reader = RocketStoreReader(opts, ("topic",))
+        parts = plan(opts, Pushed())
+        first = sorted((golden_copy / L.COMMITLOG_DIR).iterdir())[0]
+        saved = first.read_bytes()
+        first.unlink()  # the broker's expiry, between planning and reading
+        try:
+            if expect:
+                with pytest.raises(expect, match="expired"):
+                    list(reader.read(parts[0]))
+            else:
+                assert list(reader.read(parts[0])) == [] and list(reader.read(parts[-1]))
+        finally:
+            first.write_bytes(saved)
+
+
+@pytest.mark.parametrize("name,options", [("lmq", {}), ("prop-crc", {"verifyCrc": "true"})])
+def test_variant_stores_whose_records_are_the_queue_rows_read_the_same(variant_golden, name, options):
+    """LMQ stores (LMQ topics not selected) and prop-crc stores (records checked) scan the commit log; selecting
+    LMQ topics, whose rows repeat other topics' records, keeps the consume queues even when commitlog is forced."""
+    path = str(variant_golden(name) / "store")
+    same_rows(dict(options, path=path, **SYSTEM))
+    if name == "lmq":
+        parts = plan(parse_read_options({"path": path, "includeLmqTopics": "true", "scanMode": "commitlog"}), Pushed())
+        assert parts and not any(isinstance(p, CommitLogSlicePartition) for p in parts)
+
+
+def test_plan_options_are_checked_when_parsed(golden_store_path):
+    from rocketstore_spark.errors import InvalidArgumentError
+
+    path = str(golden_store_path)
+    for bad, match in (({"maxBytesPerPartition": "100"}, "maxBytesPerPartition must be >= 65536"),
+                       ({"maxBytesPerPartition": "lots"}, "maxBytesPerPartition must be an integer"),
+                       ({"scanMode": "sideways"}, "auto, queue, commitlog, raw"),
+                       ({"scanMode": "raw", "startingOffsets": '{"TopicTest": {"0": 1}}'}, "scanMode=raw")):
+        with pytest.raises(InvalidArgumentError, match=match):
+            parse_read_options(dict(bad, path=path))
+    assert parse_read_options({"path": path}).scan_mode == "auto"
+    assert parse_read_options({"path": path, "scanMode": "CommitLog"}).scan_mode == "commitlog"
