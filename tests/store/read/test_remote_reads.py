@@ -229,7 +229,9 @@ def test_access_denied_fails_at_once_and_credentials_never_show(tmp_path, golden
         server.stop()
 
 
-@pytest.mark.parametrize("variant", ["dledger", "rocksdb-cq", "batch-cq", "lmq", "prop-crc"])
+@pytest.mark.parametrize("variant", ["dledger", "rocksdb-cq", pytest.param("batch-cq", marks=pytest.mark.slow),
+                                     pytest.param("lmq", marks=pytest.mark.slow),
+                                     pytest.param("prop-crc", marks=pytest.mark.slow)])
 def test_every_storage_variant_reads_the_same_from_s3(s3_server, variant_golden, variant):
     """The variants' stores (written by RocketMQ 5.3.3) on S3: detection, every queue and the commit-log scan as
     from the local files (a RocksDB consume queue is copied to a local scratch directory: RocksDB reads files)."""
