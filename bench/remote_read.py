@@ -52,6 +52,7 @@ def main():
 
         with RocketStore.open(store) as s:
             valid_end, log_size = s.max_phy_offset(), s.sizes.commit_log_file_size
+            cq_size = s.sizes.consume_queue_file_size
 
         def raw_get():
             """The commit log's valid bytes by sequential ranged GETs: what a scan must fetch at least."""
@@ -64,10 +65,10 @@ def main():
             return total
 
         def scan(location, fs=None):
-            with RocketStore.open(location, fs_options=fs) as s:
-                end = s.max_phy_offset()
-                n = sum(b.num_rows for b in s.scan_commitlog(columns=("body",)))
-                return end, n
+            """A full scan as an executor runs it: the valid end known from planning (no recovery walk)."""
+            with RocketStore.open(location, fs_options=fs, valid_end=valid_end, lazy_queues=True,
+                                  consume_queue_file_size=cq_size) as s:
+                return valid_end, sum(b.num_rows for b in s.scan_commitlog(columns=("body",)))
 
         raw_get()  # warm the server's caches as the local page cache is warm
         t_raw, raw_bytes = timed(raw_get, repeat=2)
@@ -80,13 +81,14 @@ def main():
         emit(step="rocketstore_scan_local", seconds=round(t_local, 3), mib_s=round(end / t_local / 2**20, 1))
         scan_vs_raw = (end / t_remote) / (raw_bytes / t_raw)
 
-        with RocketStore.open(uri, fs_options=options) as s:
-            s.max_phy_offset()
-            with counting() as cost:
+        with counting() as cost:  # as an executor: opened with the planned valid end, nothing fetched before
+            with RocketStore.open(uri, fs_options=options, valid_end=valid_end, lazy_queues=True,
+                                  consume_queue_file_size=cq_size) as s:
                 t_tag, rare = timed(lambda: sum(b.num_rows for b in s.read_queues(
-                    [("bench", q, None, None) for q in s.queue_ids("bench")], tags="rare", columns=("body",))))
-            emit(step="tag_1pct_s3", seconds=round(t_tag, 3), rows=rare, fetched=cost.remote_bytes,
-                 requests=cost.remote_requests, fraction=round(cost.remote_bytes / store_bytes, 4))
+                    [("bench", q, None, None) for q in range(args.queues)], tags="rare", columns=("body",))))
+        emit(step="tag_1pct_s3", seconds=round(t_tag, 3), rows=rare, fetched=cost.remote_bytes,
+             requests=cost.remote_requests, fraction=round(cost.remote_bytes / store_bytes, 4))
+        with RocketStore.open(uri, fs_options=options) as s:
             key = f"key-{args.messages // 2}"
             s.query_by_key("bench", key)
             t_key, found = timed(lambda: s.query_by_key("bench", key), repeat=3)
@@ -94,11 +96,37 @@ def main():
         with RocketStore.open(uri, fs_options=options) as s:
             t_cold, found = timed(lambda: s.query_by_key("bench", key))
             emit(step="key_lookup_s3_cold_open", seconds=round(t_cold, 4), rows=found.num_rows)
-        print(f"scan_vs_raw_get={scan_vs_raw:.2f} tag1pct_fetched={cost.remote_bytes / store_bytes:.4f} "
+        t_spark, t_spark_local = _spark_scans(uri, store, options)
+        emit(step="spark_full_scan_s3", seconds=round(t_spark, 3), mib_s=round(end / t_spark / 2**20, 1),
+             vs_raw_get=round((end / t_spark) / (raw_bytes / t_raw), 2))
+        emit(step="spark_full_scan_local", seconds=round(t_spark_local, 3))
+        print(f"spark_scan_vs_raw_get={(end / t_spark) / (raw_bytes / t_raw):.2f} "
+              f"scan_vs_raw_get={scan_vs_raw:.2f} tag1pct_fetched={cost.remote_bytes / store_bytes:.4f} "
               f"key_lookup_s={t_key:.3f} scan_remote_vs_local={t_local / t_remote:.2f}")
     finally:
         server.stop()
         del pafs
+
+
+def _spark_scans(uri, store, options):
+    """``sum(length(body))`` through Spark from S3 and from the local files (best of three after a warm-up)."""
+    from common import spark_session
+    from pyspark.sql import functions as F
+
+    spark = spark_session("bench-remote")
+    fs = {f"fs.{k}": str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
+
+    def total(path, opts):
+        df = spark.read.format("rocketstore").schema("body binary").options(**opts).load(str(path))
+        return df.agg(F.sum(F.length("body"))).first()[0]
+
+    total(uri, fs)
+    t_remote, n_remote = timed(lambda: total(uri, fs), repeat=3)
+    total(store, {})
+    t_local, n_local = timed(lambda: total(store, {}), repeat=3)
+    assert n_remote == n_local, (n_remote, n_local)
+    spark.stop()
+    return t_remote, t_local
 
 
 def _generate(store, n, queues, RocketStore):

@@ -18,7 +18,16 @@ import numpy as np
 from pyspark.sql.datasource import InputPartition
 
 from ..errors import DataLossError
-from ..store import RocketStore, Subscription, as_path, decode_msg_id, dledger_logs, forget_listings, scandir
+from ..store import (
+    RocketStore,
+    Subscription,
+    as_path,
+    decode_msg_id,
+    dledger_logs,
+    forget_listings,
+    is_remote,
+    scandir,
+)
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
 from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
@@ -44,9 +53,11 @@ _RECOVERED: "OrderedDict[str, tuple]" = OrderedDict()
 _MAX_PLANNED_STORES = 8  # stores whose maps stay open in the planning worker
 
 
-def fingerprint(path: str) -> tuple:
-    """Names, sizes and modification times of every file recovery looks at (a change means recover again)."""
-    forget_listings(path)  # a remote store: list it as it is now
+def fingerprint(path: str, fresh: bool = True) -> tuple:
+    """Names, sizes and modification times of every file recovery looks at (a change means recover again);
+    ``fresh=False`` takes a remote store's listings as its last open made them."""
+    if fresh:
+        forget_listings(path)  # a remote store: list it as it is now
     root = as_path(path)
     seen = []
     for sub in [L.COMMITLOG_DIR, L.INDEX_DIR] + [str(p.relative_to(root)) for p in dledger_logs(root)]:
@@ -68,13 +79,24 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     The cache owns the store and keeps its consume-queue maps open between plans (a tag-filtered plan reads
     every unit; re-mapping would fault every page in again); a store that changed is closed and replaced.
     """
-    key = (fingerprint(ref.path), tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
+    options = (tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
     cached = _RECOVERED.get(ref.path)
+    store = None
+    if is_remote(ref.path):
+        # a remote store is listed once per plan: by opening it, whose listing then gives the fingerprint
+        store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
+                                 **opts.settings)
+        key = (fingerprint(ref.path, fresh=False),) + options
+    else:
+        key = (fingerprint(ref.path),) + options
     if cached is not None and cached[0] == key:
+        if store is not None:
+            store.close()
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
-                             **opts.settings)
+    if store is None:
+        store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
+                                 **opts.settings)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

@@ -139,6 +139,7 @@ class RemoteFilesystem:
         self.scheme, self.authority, self.options = scheme, authority, options
         self.fs = _connect(scheme, authority, options)
         self._listings: dict[str, dict[str, RemoteEntry]] = {}
+        self._listed_at: dict[str, float] = {}  # when each listing was made (time.monotonic)
         self._lock = threading.Lock()
 
     def uri(self, key: str) -> str:
@@ -148,10 +149,13 @@ class RemoteFilesystem:
         """What pyarrow calls the object: ``bucket/key`` for object stores, ``/key`` on HDFS."""
         return "/" + key if self.scheme in HDFS_SCHEMES else f"{self.authority}/{key}".rstrip("/")
 
-    def forget(self) -> None:
-        """Drop every listing: the next question lists again (a store re-opened, a streaming trigger)."""
+    def forget(self, max_age: float = 0.0) -> None:
+        """Drop the listings older than ``max_age`` seconds: the next question lists again (a store re-opened, a
+        streaming trigger). A plan checks whether the store changed and then opens it: the second keeps the
+        first's fresh listings."""
+        cutoff = time.monotonic() - max_age
         with self._lock:
-            self._listings.clear()
+            self._listings = {k: v for k, v in self._listings.items() if self._listed_at.get(k, 0) > cutoff}
 
     def list_dir(self, key: str) -> Optional[dict[str, RemoteEntry]]:
         """The entries of directory ``key`` by name (None when it is no directory). ``consumequeue/`` and
@@ -183,10 +187,10 @@ class RemoteFilesystem:
         if not infos and not self._exists_as_dir(key):
             return None
         with self._lock:
-            if recursive:
-                self._listings.update(tree)
-            else:
-                self._listings[key] = tree[key]
+            now = time.monotonic()
+            for k in (tree if recursive else (key,)):
+                self._listings[k] = tree[k]
+                self._listed_at[k] = now
             return self._listings[key]
 
     def _exists_as_dir(self, key: str) -> bool:

@@ -245,3 +245,13 @@ def test_every_storage_variant_reads_the_same_from_s3(s3_server, variant_golden,
             pa.Table.from_batches(list(here.read_queues(ranges))))
         assert pa.Table.from_batches(list(remote.scan_commitlog())).equals(
             pa.Table.from_batches(list(here.scan_commitlog())))
+
+
+def test_s3a_and_s3n_uris_name_the_same_objects(s3_golden, golden_store):
+    uri, fs = s3_golden
+    topic = golden_store.topics()[2]
+    local = pa.Table.from_batches(list(golden_store.read_queue(topic, 0)))
+    for scheme in ("s3a", "s3n"):
+        with RocketStore.open(uri.replace("s3://", f"{scheme}://"), fs_options=fs) as remote:
+            assert str(remote.root).startswith(f"{scheme}://")
+            assert pa.Table.from_batches(list(remote.read_queue(topic, 0))).equals(local)
