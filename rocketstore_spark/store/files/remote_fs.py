@@ -204,11 +204,9 @@ class RemoteFilesystem:
         parent, _, name = key.rpartition("/")
         if not name:
             return RemoteEntry("", self.uri(key), 0, True) if self.list_dir(key) is not None else None
-        listing = self.list_dir(parent) if parent else None
-        if listing is None and not parent:
-            listing = {}
-            found = self._exists_as_dir(key)
-            return RemoteEntry(name, self.uri(key), 0, True) if found else None
+        if not parent:  # a key at the bucket's top level: no parent listing to look in
+            return RemoteEntry(name, self.uri(key), 0, True) if self._exists_as_dir(key) else None
+        listing = self.list_dir(parent)
         return None if listing is None else listing.get(name)
 
     def read_range(self, key: str, start: int, length: int, handle=None) -> bytes:
