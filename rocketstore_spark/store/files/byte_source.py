@@ -18,7 +18,7 @@ from typing import Union
 import numpy as np
 
 from ...errors import StoreNotFoundError
-from .file_reads import STATS, OpenFile, count_mapped_file
+from .file_reads import STATS, ClosingFile, OpenFile, close_map, count_mapped_file, release_pages
 from .remote_fs import REMOTE_SCHEMES
 from .remote_map import RemoteFileMap
 from .remote_path import RemotePath
@@ -55,7 +55,7 @@ def scandir(directory: PathLike) -> list:
         return []
 
 
-class RemoteOpenFile:
+class RemoteOpenFile(ClosingFile):
     """A remote object opened for windowed reads: the interface of :class:`~.file_reads.OpenFile`."""
 
     round_trips_cost = True  # searches read bigger windows in fewer requests (see unit_search.valid_prefix)
@@ -66,12 +66,6 @@ class RemoteOpenFile:
         self._handle = self._rfs.open_input(self._key)
         self._size = path.stat().st_size
         STATS.files_opened += 1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def close(self) -> None:
         self._handle = None
@@ -114,17 +108,11 @@ class LocalFileMap:
 
     def release(self, start: int, end: int) -> None:
         """Drop this process's pages of ``[start, end)``; the map stays valid (the page cache keeps them)."""
-        first = start - start % mmap.PAGESIZE
-        last = min(end - end % mmap.PAGESIZE, len(self._mm))
-        if last > first and hasattr(mmap, "MADV_DONTNEED"):
-            self._mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+        release_pages(self._mm, start, end)
 
     def close(self) -> None:
         self.array = None
-        try:
-            self._mm.close()
-        except BufferError:  # arrays handed out still use it: it closes with the last of them
-            pass
+        close_map(self._mm)
 
 
 def map_file(location: PathLike, size: int = -1):

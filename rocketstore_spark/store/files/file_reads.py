@@ -8,6 +8,7 @@ is counted in :data:`STATS`, so tests assert what an operation cost by counting,
 
 from __future__ import annotations
 
+import mmap
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -56,19 +57,26 @@ def _pages(start: int, length: int) -> int:
     return 0 if length <= 0 else (start + length - 1) // PAGE_SIZE - start // PAGE_SIZE + 1
 
 
-class OpenFile:
-    """One file opened for ``pread``; use as a context manager so the descriptor never outlives the read."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.fd = os.open(self.path, os.O_RDONLY)
-        STATS.files_opened += 1
+class ClosingFile:
+    """A context manager that closes the file it is (``with open_file(p) as f``)."""
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class OpenFile(ClosingFile):
+    """One file opened for ``pread``; use as a context manager so the descriptor never outlives the read."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = os.open(self.path, os.O_RDONLY)
+        STATS.files_opened += 1
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -95,9 +103,27 @@ class OpenFile:
             return length
 
 
+def release_pages(mm: mmap.mmap, start: int, end: int) -> None:
+    """Drop this process's pages of ``mm`` in ``[start, end)`` (``MADV_DONTNEED``): the map stays valid and its
+    bytes come back from the file when touched again."""
+    first = start - start % mmap.PAGESIZE
+    last = min(end - end % mmap.PAGESIZE, len(mm))
+    if last > first and hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+
+def close_map(mm: mmap.mmap) -> None:
+    """Close ``mm`` unless arrays still use it (then it closes with the last of them)."""
+    try:
+        mm.close()
+    except BufferError:
+        pass
+
+
 def count_mapped_file() -> None:
     """Record that a whole file was memory-mapped (see :class:`ReadStats`)."""
     STATS.files_mapped += 1
 
 
-__all__ = ["ReadStats", "STATS", "counting", "OpenFile", "count_mapped_file", "PAGE_SIZE"]
+__all__ = ["ReadStats", "STATS", "counting", "ClosingFile", "OpenFile", "count_mapped_file", "release_pages",
+           "close_map", "PAGE_SIZE"]

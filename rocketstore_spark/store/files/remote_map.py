@@ -20,6 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
+from .file_reads import close_map, release_pages
+
 SEQUENTIAL_STEP = 32 << 20  # bytes a walk fetches per request (and prefetches ahead)
 COALESCE_GAP = 16 << 10  # scattered ranges closer than this are fetched as one
 PARALLEL_REQUESTS = 8  # scattered ranges in flight at once
@@ -105,13 +107,8 @@ class RemoteFileMap:
         if end > start:
             self._wait_pending(start, end)
             # a long range (a whole stretch of a commit-log-ordered plan) comes in steps, several in flight
-            steps = [(a, min(a + SEQUENTIAL_STEP, b)) for a, b in self._missing(start, end)
-                     for a in range(a, b, SEQUENTIAL_STEP)]
-            if len(steps) == 1:
-                self._fetch(*steps[0])
-            elif steps:
-                for f in [_POOL.submit(self._fetch, a, b) for a, b in steps]:
-                    f.result()
+            self._fetch_all([(a, min(a + SEQUENTIAL_STEP, b)) for a, b in self._missing(start, end)
+                             for a in range(a, b, SEQUENTIAL_STEP)])
         if ahead:
             self._pending = [p for p in self._pending if not p[2].done() or p[2].exception() is not None]
             at = max(end, self._scheduled_to)
@@ -137,19 +134,20 @@ class RemoteFileMap:
         new = np.concatenate(([True], s[1:] > e[:-1] + COALESCE_GAP))
         group_start = s[new]
         group_end = np.maximum.reduceat(e, np.flatnonzero(new))
-        gaps = [g for a, b in zip(group_start.tolist(), group_end.tolist()) if b > a for g in self._missing(a, b)]
-        if len(gaps) == 1:
-            self._fetch(*gaps[0])
-        elif gaps:
-            for f in [_POOL.submit(self._fetch, a, b) for a, b in gaps]:
+        self._fetch_all([g for a, b in zip(group_start.tolist(), group_end.tolist()) if b > a
+                         for g in self._missing(a, b)])
+
+    def _fetch_all(self, ranges: list) -> None:
+        """Fetch ``ranges``: one in this thread, several in parallel (the first error surfaces)."""
+        if len(ranges) == 1:
+            self._fetch(*ranges[0])
+        elif ranges:
+            for f in [_POOL.submit(self._fetch, a, b) for a, b in ranges]:
                 f.result()
 
     def release(self, start: int, end: int) -> None:
         """Drop this process's pages of ``[start, end)`` (the temporary file keeps the bytes)."""
-        first = start - start % mmap.PAGESIZE
-        last = min(end - end % mmap.PAGESIZE, len(self._mm))
-        if last > first and hasattr(mmap, "MADV_DONTNEED"):
-            self._mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+        release_pages(self._mm, start, end)
 
     def close(self) -> None:
         pending, self._pending = self._pending, []
@@ -163,10 +161,7 @@ class RemoteFileMap:
             os.close(self._fd)
             self._fd = None
         self.array = None
-        try:
-            self._mm.close()
-        except BufferError:  # arrays handed out still use it: it closes with the last of them
-            pass
+        close_map(self._mm)
 
 
 __all__ = ["RemoteFileMap", "SEQUENTIAL_STEP", "CACHE_DIR_ENV"]
