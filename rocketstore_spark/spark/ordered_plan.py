@@ -37,6 +37,9 @@ COMMITLOG_MIN_SHARE = 0.5  # selected bytes / scanned bytes from which the commi
 # consume-queue task reads as fast as a commit-log stretch, without searching the stretch for record starts
 FEW_QUEUES, FEW_QUEUES_SHARE = 16, 0.9
 MIN_STRETCH_BYTES = 4096  # minPartitions never splits the commit log finer than this
+# a split point this close past its ideal place is taken without searching the other probes (a stretch ends up
+# at most this much longer than its neighbour: nothing next to the 128 MiB target, one search instead of eight)
+SPLIT_SLACK = 1 << 20
 PROBE_QUEUES = 8  # the largest queues, whose units give record starts near each split point
 _SUPPORTED = {"lmq", "prop-crc"}  # storage features whose records the commit-log plan reads as the queue plan
 
@@ -186,7 +189,8 @@ def plan_slices(store: RocketStore, handle: StoreHandle, spans: Spans, opts: Rea
         pieces = -(-(b - a) // target)
         points = [a]
         for k in range(1, pieces):
-            at = store.record_start_at_or_after(a + k * (b - a) // pieces, b, probes)
+            at = store.record_start_at_or_after(a + k * (b - a) // pieces, b, probes,
+                                                near=min(SPLIT_SLACK, target // 64))
             if at is not None and at > points[-1]:
                 points.append(at)
         points.append(b)

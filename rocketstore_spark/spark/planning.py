@@ -27,6 +27,7 @@ from ..store import (
     forget_listings,
     is_remote,
     scandir,
+    store_path,
 )
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
@@ -81,22 +82,18 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     """
     options = (tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
     cached = _RECOVERED.get(ref.path)
-    store = None
     if is_remote(ref.path):
-        # a remote store is listed once per plan: by opening it, whose listing then gives the fingerprint
-        store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
-                                 **opts.settings)
+        # one listing per plan (three list requests): the store is opened, and its queue ends searched, only when
+        # the listing shows a change
+        store_path(ref.path, dict(ref.fs_options))
         key = (fingerprint(ref.path, fresh=False),) + options
     else:
         key = (fingerprint(ref.path),) + options
     if cached is not None and cached[0] == key:
-        if store is not None:
-            store.close()
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    if store is None:
-        store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
-                                 **opts.settings)
+    store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
+                             **opts.settings)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

@@ -69,6 +69,14 @@ def test_both_plans_return_the_same_rows_on_the_golden_store(golden_store_path, 
     same_rows(dict(options, path=str(golden_store_path)))
 
 
+def test_a_stretch_searched_in_many_small_steps_reads_the_same(golden_store_path, monkeypatch):
+    """A stretch is searched and (remotely) fetched a step at a time; records straddling steps are read once."""
+    from rocketstore_spark.store.read import ordered_scan
+
+    monkeypatch.setattr(ordered_scan, "FETCH_STEP", 4099)
+    same_rows(dict(FEW, path=str(golden_store_path)))
+
+
 def test_time_bounds_and_pushed_filters_behave_the_same_in_both_plans(golden_store_path, manifest):
     path = str(golden_store_path)
     times = sorted(m["storeTimestamp"] for m in manifest if m["inConsumeQueue"])

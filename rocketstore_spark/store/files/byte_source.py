@@ -100,7 +100,7 @@ class LocalFileMap:
         self.size = len(self._mm)
         self.array = np.frombuffer(self._mm, dtype=np.uint8)
 
-    def ensure(self, start: int, end: int, ahead: int = 0) -> None:
+    def ensure(self, start: int, end: int, ahead: int = 0, until: int = -1) -> None:
         """Local bytes are always there (the page cache fetches them on touch)."""
 
     def ensure_ranges(self, starts, ends) -> None:

@@ -148,10 +148,11 @@ class MappedFileQueue:
         """``ensure(positions)`` for file ``index``'s records, or None for a local queue (always readable)."""
         return None if not self.remote else lambda positions: self.ensure_records(index, positions)
 
-    def ensure(self, index: int, start: int, end: int, ahead: int = 0) -> None:
+    def ensure(self, index: int, start: int, end: int, ahead: int = 0, until: int = -1) -> None:
         """Make bytes ``[start, end)`` of file ``index`` readable through :meth:`buffer` (a fetch for a remote
-        file; ``ahead`` more bytes are prefetched for a sequential reader). Free for a local file."""
-        self._map(index).ensure(start, end, ahead)
+        file; steps of ``ahead`` bytes short of ``until`` are prefetched for a sequential reader). Free for a
+        local file."""
+        self._map(index).ensure(start, end, ahead, until)
 
     def ensure_records(self, index: int, positions: np.ndarray, sizes=None) -> None:
         """Make the records starting at ``positions`` of file ``index`` readable; without their ``sizes``, each

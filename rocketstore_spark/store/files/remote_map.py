@@ -100,9 +100,10 @@ class RemoteFileMap:
             self._pending.remove(pending)
             pending[2].result()  # its error, if any, surfaces here
 
-    def ensure(self, start: int, end: int, ahead: int = 0) -> None:
-        """Make ``[start, end)`` (clipped to the file) readable; with ``ahead``, fetch the following ``ahead``
-        bytes in the background (a sequential reader asks for them next)."""
+    def ensure(self, start: int, end: int, ahead: int = 0, until: int = -1) -> None:
+        """Make ``[start, end)`` (clipped to the file) readable; with ``ahead``, fetch the following steps of
+        ``ahead`` bytes, short of ``until`` (default: the file's end), in the background (a sequential reader
+        asks for them next)."""
         start, end = max(start, 0), min(end, self.size)
         if end > start:
             self._wait_pending(start, end)
@@ -111,9 +112,10 @@ class RemoteFileMap:
                              for a in range(a, b, SEQUENTIAL_STEP)])
         if ahead:
             self._pending = [p for p in self._pending if not p[2].done() or p[2].exception() is not None]
+            limit = self.size if until < 0 else min(until, self.size)
             at = max(end, self._scheduled_to)
-            while len(self._pending) < PREFETCH_DEPTH and at < self.size:
-                nxt = (at, min(at + ahead, self.size))
+            while len(self._pending) < PREFETCH_DEPTH and at < limit:
+                nxt = (at, min(at + ahead, limit))
                 if self._missing(*nxt):
                     self._pending.append((nxt[0], nxt[1], _POOL.submit(self._fetch_missing, *nxt)))
                 at = self._scheduled_to = nxt[1]

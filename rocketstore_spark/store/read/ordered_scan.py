@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from ...errors import CorruptRecordError, DataLossError
 from ..files.consume_queue import Subscription
+from ..files.mapped_file_queue import SEQUENTIAL_STEP
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
 from ..format.columns import build_batch, fixed_fields_for, normalize_columns, view_array
@@ -37,6 +38,7 @@ log = logging.getLogger("rocketstore_spark")
 
 DEFAULT_SCAN_ROWS = 10_000
 PARSE_ROWS = 32_768  # records parsed and filtered at a time
+FETCH_STEP = SEQUENTIAL_STEP  # bytes of a stretch searched for record starts at a time (and fetched ahead)
 _KEY_SHIFT = 32  # (topic index << 32) | queue id: one int64 key per queue in a stretch
 
 
@@ -68,15 +70,31 @@ class OrderedScan:
         fixed = tuple(sorted(set(fixed_fields_for(want)) | {"queue_id", "queue_offset"}))
         index, base, buf = self._stretch_file(start)
         stop = min(end - base, len(buf))
-        self.commitlog.queue.ensure(index, start - base, stop)  # a remote file: the stretch, fetched in parallel
-        positions, end_pos, kind = chain_record_starts(buf, start - base, stop)
-        self.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the stretch
         where = str(self.commitlog.queue.files[index].path)
-        if kind != CHAIN_STOP and kind != CHAIN_BAD and base + end_pos < min(end, self.recovery.valid_end) \
-                and not (kind == CHAIN_BLANK and stop >= len(buf) - L.END_FILE_MIN_BLANK_LENGTH):
-            raise CorruptRecordError(f"commit log stops early: no record where one was expected before offset {end}",
-                                     where, end_pos)
         rules = _Rules(selected, limits)
+        pos = start - base
+        while True:
+            # a step of the stretch at a time: a remote file fetches the next steps while this one is decoded
+            step_stop = min(pos + FETCH_STEP, stop)
+            self.commitlog.queue.ensure(index, pos, step_stop + 8, ahead=FETCH_STEP, until=stop + 8)
+            positions, end_pos, kind = chain_record_starts(buf, pos, step_stop)
+            self.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the step
+            if kind == CHAIN_STOP and end_pos < stop:
+                yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, sub, columns, want,
+                                              fixed, batch_rows, verify_crc)
+                pos = end_pos
+                continue
+            if kind != CHAIN_STOP and kind != CHAIN_BAD and base + end_pos < min(end, self.recovery.valid_end) \
+                    and not (kind == CHAIN_BLANK and stop >= len(buf) - L.END_FILE_MIN_BLANK_LENGTH):
+                raise CorruptRecordError("commit log stops early: no record where one was expected before offset "
+                                         f"{end}", where, end_pos)
+            yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, sub, columns, want, fixed,
+                                          batch_rows, verify_crc)
+            return
+
+    def _stretch_rows(self, buf, index, where, positions, end_pos, rules, sub, columns, want, fixed, batch_rows,
+                      verify_crc) -> Iterator[pa.RecordBatch]:
+        """The accepted rows of the records at ``positions`` (chained, the last one ending by ``end_pos``)."""
         for a in range(0, len(positions), PARSE_ROWS):
             chunk = positions[a:a + PARSE_ROWS]
             # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
@@ -121,12 +139,15 @@ class OrderedScan:
                                      self.commitlog.queue.directory, start)
         return index, self.commitlog.queue.files[index].from_offset, self.commitlog.queue.buffer(index)
 
-    def record_start_at_or_after(self, phy_offset: int, limit: int, probes) -> Optional[int]:
+    def record_start_at_or_after(self, phy_offset: int, limit: int, probes, near: int = 0) -> Optional[int]:
         """A record start in ``[phy_offset, limit)`` taken from the units of the ``probes`` queues
-        ((topic, queue id) pairs: a binary search each), the nearest one found; None when no probe has a unit
-        there. The record found is checked: it parses and its PHYSICALOFFSET is where it lies."""
+        ((topic, queue id) pairs: a search each), the nearest one found, or the first found within ``near``
+        bytes of ``phy_offset`` (the rest are not searched); None when no probe has a unit there. The record
+        found is checked: it parses and its PHYSICALOFFSET is where it lies."""
         best = None
         for topic, queue_id in probes:
+            if best is not None and best - phy_offset <= near:
+                break
             cq = self.consume_queue(topic, queue_id)
             at = cq.first_at_or_past(phy_offset)
             if at >= cq.max_offset:

@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rocketstore_spark.store.files import file_reads
 from rocketstore_spark.store.files.consume_queue import ConsumeQueue
@@ -115,3 +117,53 @@ def test_no_descriptor_outlives_a_read(tmp_path):
     cq = ConsumeQueue("T", 0, d, PER_FILE * L.CQ_STORE_UNIT_SIZE)
     assert len(cq.units(PER_FILE - 5, PER_FILE + 5)) == 10
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+# --- first unit at or past a commit-log offset --------------------------------------------------------------
+
+def _counting_reader(phys: np.ndarray):
+    calls = []
+
+    def read(a, b):
+        calls.append((a, b))
+        out = np.zeros(max(0, min(b, len(phys)) - a), dtype=L.CQ_UNIT_DTYPE)
+        out["phy_offset"] = phys[a:a + len(out)]
+        return out
+
+    return read, calls
+
+
+@given(n=st.integers(1, 120_000), seed=st.integers(0, 2**32 - 1), bursty=st.booleans(),
+       fillers=st.integers(0, 3000), data=st.data())
+@settings(max_examples=150, deadline=None)
+def test_the_first_unit_at_or_past_an_offset_is_searchsorted(n, seed, bursty, fillers, data):
+    """Interpolation with bisection fallback finds exactly what a full scan finds, for any non-decreasing units
+    (steady, bursts and long pauses, filler units at 0 first), in a bounded number of reads."""
+    from rocketstore_spark.store.files.unit_search import WINDOW_UNITS, first_at_or_past
+
+    rng = np.random.default_rng(seed)
+    gaps = rng.integers(0, 2000, n)
+    if bursty:  # most units close together, a few pauses as long as everything else
+        gaps = np.where(rng.random(n) < 0.001, rng.integers(0, 10**9, n), gaps // 50)
+    phys = np.cumsum(gaps).astype(np.int64)
+    phys[:min(fillers, n)] = 0
+    lo = data.draw(st.integers(0, n))
+    hi = data.draw(st.integers(lo, n))
+    target = data.draw(st.integers(-1, int(phys[-1]) + 2) | st.sampled_from(phys.tolist()[:: max(1, n // 50)]))
+    read, calls = _counting_reader(phys)
+    expected = lo + int(np.searchsorted(phys[lo:hi], target, side="left"))
+    assert first_at_or_past(read, lo, hi, target) == expected
+    # at worst a bisection's probes, each after a failed guess, plus the ends and the last window
+    assert len(calls) <= 3 + 2 * max(1, int(np.log2(max(hi - lo, 1) / WINDOW_UNITS)) + 1)
+
+
+def test_a_steady_queue_is_searched_in_a_few_reads():
+    """Units at a steady pace (the common case): the first guess's window holds the answer."""
+    from rocketstore_spark.store.files.unit_search import first_at_or_past
+
+    phys = np.arange(300_000, dtype=np.int64) * 1000 + np.random.default_rng(1).integers(0, 900, 300_000)
+    phys.sort()
+    for target in (12_345_678, 150_000_000, 299_000_000):
+        read, calls = _counting_reader(phys)
+        assert first_at_or_past(read, 0, len(phys), target) == int(np.searchsorted(phys, target))
+        assert len(calls) <= 4
