@@ -90,9 +90,9 @@ class MappedFileQueue:
                  strays: Optional[list] = None):
         self._directory = directory
         self.file_size = file_size
-        self.files = list_offset_files(self.directory, strays) if files is None else files
+        self.files = list_offset_files(directory, strays) if files is None else files
         self._maps: dict = {}  # file index -> LocalFileMap or RemoteFileMap
-        self.remote = is_remote(self.directory)
+        self.remote = is_remote(directory)
         self._touched: dict[int, int] = {}  # bytes read through each map since its pages were last released
         for i, f in enumerate(self.files):
             if f.length != file_size:
