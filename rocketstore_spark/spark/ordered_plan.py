@@ -140,6 +140,7 @@ class Spans:
         index = {t: k for k, t in enumerate(topics)}
         self.topic_of = np.array([index[r.topic] for r in self.ranges], dtype=np.int64)
         self.qid = np.array([r.queue_id for r in self.ranges], dtype=np.int64)
+        self._selected_for, self._selected = None, ()
 
     def scan_bytes(self) -> int:
         return max(0, self.hi - self.lo)
@@ -150,16 +151,24 @@ class Spans:
         if not len(sel):
             return None
         listed = sel[(s < self.clean_first[sel]) | (e > self.clean_end[sel])]
-        selected = []
-        cuts = np.flatnonzero(np.diff(self.topic_of[sel])) + 1
-        for group in np.split(sel, cuts):
-            qids = self.qid[group]
-            contiguous = len(qids) == int(qids[-1]) - int(qids[0]) + 1  # sorted and distinct
-            selected.append((self.topic_names[int(self.topic_of[group[0]])],
-                             range(int(qids[0]), int(qids[-1]) + 1) if contiguous else tuple(qids.tolist())))
+        key = sel.tobytes()
+        if key != self._selected_for:  # neighbouring stretches mostly select the same queues: built once
+            self._selected_for, self._selected = key, self._selected_queues(sel)
+        selected = self._selected
         limits = tuple((self.ranges[i].topic, self.ranges[i].queue_id, self.ranges[i].lo, self.ranges[i].hi)
                        for i in listed.tolist())
-        return CommitLogSlicePartition(handle, s, e, tuple(selected), limits)
+        return CommitLogSlicePartition(handle, s, e, selected, limits)
+
+    def _selected_queues(self, sel: np.ndarray) -> tuple:
+        """``(topic, queue ids)`` pairs of the queues ``sel`` (a range when a topic's ids are contiguous)."""
+        topics, qids = self.topic_of[sel].tolist(), self.qid[sel].tolist()
+        bounds = [0] + (np.flatnonzero(np.diff(self.topic_of[sel])) + 1).tolist() + [len(sel)]
+        out = []
+        for a, b in zip(bounds, bounds[1:]):
+            q = qids[a:b]
+            contiguous = len(q) == q[-1] - q[0] + 1  # sorted and distinct
+            out.append((self.topic_names[topics[a]], range(q[0], q[-1] + 1) if contiguous else tuple(q)))
+        return tuple(out)
 
 
 def _unit_phy(cq, offset: int) -> Optional[int]:

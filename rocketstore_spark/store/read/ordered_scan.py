@@ -169,36 +169,50 @@ class OrderedScan:
 
 
 class _Rules:
-    """The per-record test of a stretch: transaction type, selected queue, queue-offset range."""
+    """The per-record test of a stretch: transaction type, selected queue, queue-offset range.
+
+    A queue is keyed ``(topic number << 32) | queue id`` with topics numbered once per stretch; the selected keys
+    and the limited ones are sorted arrays, so a chunk of records costs one dictionary encoding of its topics and
+    two ``searchsorted`` calls, however many queues a full scan selects."""
 
     def __init__(self, selected, limits):
-        self.selected = {t: np.asarray(sorted(q), dtype=np.int64) for t, q in dict(selected).items()}
-        by_topic: dict = {}
-        for topic, qid, lo, hi in limits:
-            by_topic.setdefault(topic, []).append((int(qid), int(lo), int(hi)))
-        self.limits = {t: np.array(rows, dtype=np.int64).reshape(-1, 3) for t, rows in by_topic.items()}
+        selected = dict(selected)
+        names = sorted(set(selected) | {t for t, _, _, _ in limits})
+        self.number = {name.encode("utf-8"): k for k, name in enumerate(names)}
+        self.wanted = np.unique(np.concatenate([np.zeros(0, np.int64)] + [
+            (self.number[t.encode("utf-8")] << _KEY_SHIFT) + np.asarray(list(q), dtype=np.int64)
+            for t, q in selected.items()]))
+        rows = sorted(((self.number[t.encode("utf-8")] << _KEY_SHIFT) + int(qid), int(lo), int(hi))
+                      for t, qid, lo, hi in limits)
+        table = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        self.limit_keys, self.limit_lo, self.limit_hi = table[:, 0], table[:, 1], table[:, 2]
 
     def accept(self, buf: np.ndarray, fields) -> np.ndarray:
         tran = fields.sysflag & L.TRANSACTION_TYPE_MASK
         ok = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
         encoded = view_array(buf, fields.topic_pos, fields.topic_len, pa.binary()).dictionary_encode()
-        names = [b.decode("utf-8", "replace") for b in encoded.dictionary.to_pylist()]
-        topic_idx = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        keys = (topic_idx << _KEY_SHIFT) | (fields.queue_id.astype(np.int64) & 0xFFFFFFFF)
-        wanted = [(d << _KEY_SHIFT) + self.selected[n] for d, n in enumerate(names) if n in self.selected]
-        if not wanted:
-            return np.zeros(len(keys), dtype=bool)
-        ok &= np.isin(keys, np.concatenate(wanted))
-        lo = np.zeros(len(keys), dtype=np.int64)
-        hi = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
-        tables = [(d, self.limits[n]) for d, n in enumerate(names) if n in self.limits]
-        if tables:
-            lim_keys = np.concatenate([(d << _KEY_SHIFT) + t[:, 0] for d, t in tables])
-            lim = np.concatenate([t[:, 1:] for _, t in tables])
-            order = np.argsort(lim_keys, kind="stable")
-            lim_keys, lim = lim_keys[order], lim[order]
-            j = np.minimum(np.searchsorted(lim_keys, keys), len(lim_keys) - 1)
-            listed = lim_keys[j] == keys
-            lo[listed], hi[listed] = lim[j[listed], 0], lim[j[listed], 1]
-        offsets = fields.queue_offset
-        return ok & (offsets >= lo) & (offsets < hi)
+        numbers = np.array([self._number_of(b) for b in encoded.dictionary.to_pylist()], dtype=np.int64)
+        topic = numbers[encoded.indices.to_numpy(zero_copy_only=False)]
+        keys = (topic << _KEY_SHIFT) | (fields.queue_id.astype(np.int64) & 0xFFFFFFFF)
+        ok &= (topic >= 0) & _member(self.wanted, keys)
+        if len(self.limit_keys):
+            j = np.minimum(np.searchsorted(self.limit_keys, keys), len(self.limit_keys) - 1)
+            listed = self.limit_keys[j] == keys
+            offsets = fields.queue_offset
+            ok &= ~listed | ((offsets >= self.limit_lo[j]) & (offsets < self.limit_hi[j]))
+        return ok
+
+
+    def _number_of(self, topic: bytes) -> int:
+        found = self.number.get(topic)
+        if found is None:  # a topic that is not valid UTF-8 is named as the broker decodes it (U+FFFD)
+            found = self.number.get(topic.decode("utf-8", "replace").encode("utf-8"), -1)
+        return found
+
+
+def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Whether each of ``keys`` is in ``sorted_keys``."""
+    if not len(sorted_keys):
+        return np.zeros(len(keys), dtype=bool)
+    j = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[j] == keys
