@@ -48,15 +48,22 @@ def store_for(handle: StoreHandle, partition=None) -> RocketStore:
     if files and not files[0].path.exists():  # expired under us: the cached listing is stale
         _OPEN_STORES.pop(key).close()
         store = None
-    if store is not None and isinstance(partition, (QueuePartition, QueueRangesPartition)) \
-            and not _covers(store, partition):
-        _OPEN_STORES.pop(key).close()
-        store = None
+    queue_read = isinstance(partition, (QueuePartition, QueueRangesPartition))
+    if store is not None and queue_read:
+        store.expect_queue_ends(_queue_ranges(partition))
+        if not _covers(store, partition):  # a store whose queues were all loaded (not lazily) before it grew
+            _OPEN_STORES.pop(key).close()
+            store = None
     if store is None:
         store = handle.open(lazy_queues=lazy)
         _OPEN_STORES[key] = store
         while len(_OPEN_STORES) > _MAX_OPEN_STORES:
             _OPEN_STORES.popitem(last=False)[1].close()
+        if queue_read:
+            # the planner found these ranges complete: queues load trusting the planned ends (a queue loaded
+            # for an earlier, shorter range loads again), and every unit read is checked, so a queue truncated
+            # or replaced since planning is data loss
+            store.expect_queue_ends(_queue_ranges(partition))
     _OPEN_STORES.move_to_end(key)
     return store
 

@@ -12,11 +12,11 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, StoreFormatError
+from ...errors import DataLossError, InvalidArgumentError, StoreFormatError
 from ..format import layout as L
 from ..format.java_hash import java_string_hash
 from .mapped_file_queue import MappedFileQueue
-from .unit_search import WINDOW_UNITS, file_units_reader, first_at_or_past, valid_prefix
+from .unit_search import WINDOW_UNITS, file_units_reader, first_at_or_past, valid_prefix, valid_units
 
 UNITS_PER_RECOVERY_FILES = 3  # ConsumeQueue.recover starts from the third-last file
 HASH_SCAN_UNITS = 1 << 16  # units tag-tested per step (1.3 MB of queue): measured fastest on 2.5M units
@@ -97,7 +97,7 @@ class ConsumeQueue:
     """
 
     def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, files=None,
-                 hint_from: Optional[int] = None, strays: Optional[list] = None):
+                 hint_from: Optional[int] = None, strays: Optional[list] = None, planned_end: Optional[int] = None):
         self.topic = topic
         self.queue_id = queue_id
         self.files = MappedFileQueue(directory, file_size, files, strays=strays)
@@ -106,7 +106,10 @@ class ConsumeQueue:
         # end search for recovery's first question (phy_offsets_from), then dropped
         self._hints: Optional[tuple] = None
         self._hint_from = hint_from
-        self._max_offset = self._recover_max_offset()
+        # an executor reading a range its planner found complete trusts the planned end instead of searching for
+        # it; every unit it reads is then checked (a queue truncated or replaced since is data loss, not zeros)
+        self.planned_end = planned_end
+        self._max_offset = self._recover_max_offset() if planned_end is None else self._planned_max_offset()
         self._disk_max_offset = self._max_offset
         self._cut_at: Optional[int] = None  # a commit-log valid end to truncate at when the queue is first used
         # units the real store would write when it opens the store (records past the queue's end)
@@ -157,15 +160,36 @@ class ConsumeQueue:
                 return end
             index += 1
 
+    def _planned_max_offset(self) -> int:
+        self._tail = self._last_file_max_phy = None
+        files = self.files.files
+        on_disk = (files[-1].from_offset + self.files.file_size) // L.CQ_STORE_UNIT_SIZE if files else 0
+        if self.planned_end > on_disk:
+            raise DataLossError(f"{self.topic}/{self.queue_id}: offsets up to {self.planned_end} were planned but "
+                                f"the consume queue in {self.files.directory} now holds files up to offset {on_disk} "
+                                "(truncated or replaced since planning)")
+        return self.planned_end
+
     def _disk_units(self, start: int, end: int) -> np.ndarray:
         """Units of queue offsets ``[start, end)`` inside one file, read from disk (no clamping)."""
         index = self.files.index_of(start * L.CQ_STORE_UNIT_SIZE)
+        if index < 0:
+            raise DataLossError(f"{self.topic}/{self.queue_id}: offsets {start}..{end} were planned but no "
+                                f"consume-queue file in {self.files.directory} holds them any more")
         base = self.files.files[index].from_offset // L.CQ_STORE_UNIT_SIZE
         with self.files.open_file(index) as handle:
             units = file_units_reader(handle)(start - base, end - base)
         if len(units) != end - start:
             raise StoreFormatError(f"consume-queue file {handle.path} is shorter than its queue's file size",
                                    handle.path)
+        if self.planned_end is not None:
+            bad = np.flatnonzero(~valid_units(units))
+            if len(bad):
+                at = start + int(bad[0])
+                raise DataLossError(
+                    f"{self.topic}/{self.queue_id}: offsets up to {self.planned_end} were planned but unit {at} in "
+                    f"{handle.path} (byte {(at - base) * L.CQ_STORE_UNIT_SIZE}) is no longer valid: the consume "
+                    "queue was truncated or replaced since planning")
         return units
 
     def first_at_or_past(self, phy_offset: int, lo: int = None, hi: int = None) -> int:

@@ -36,7 +36,7 @@ from ..format.record_chain import CHAIN_BAD, CHAIN_BLANK, CHAIN_STOP, chain_reco
 
 log = logging.getLogger("rocketstore_spark")
 
-DEFAULT_SCAN_ROWS = 10_000
+DEFAULT_SCAN_ROWS = 32_768
 PARSE_ROWS = 32_768  # records parsed and filtered at a time
 FETCH_STEP = SEQUENTIAL_STEP  # bytes of a stretch searched for record starts at a time (and fetched ahead)
 _KEY_SHIFT = 32  # (topic index << 32) | queue id: one int64 key per queue in a stretch

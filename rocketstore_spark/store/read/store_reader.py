@@ -98,6 +98,7 @@ class StoreReader(VariantReads, QueueReads, OrderedScan, MessageLookups):
         # queues loaded when first named (a reader of a few queues of thousands lists only those); only with a
         # given valid end, since recovery needs every queue
         self._lazy_queues = lazy_queues and valid_end is not None
+        self._planned_ends: dict[tuple[str, int], int] = {}  # see expect_queue_ends
         warn_strays(self.stray_files)
 
     @classmethod
@@ -223,10 +224,32 @@ class StoreReader(VariantReads, QueueReads, OrderedScan, MessageLookups):
         if cq is None and self._lazy_queues:
             directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id)
             if directory.is_dir():
-                cq = ConsumeQueue(topic, queue_id, directory, self.sizes.consume_queue_file_size)
-                cq.truncate_at_phy(self._given_valid_end)
+                planned = self._planned_ends.get((topic, queue_id))
+                cq = ConsumeQueue(topic, queue_id, directory, self.sizes.consume_queue_file_size,
+                                  planned_end=planned)
+                if planned is None:
+                    cq.truncate_at_phy(self._given_valid_end)
                 self._queues[(topic, queue_id)] = cq
         return cq
+
+    def expect_queue_ends(self, ranges) -> None:
+        """For a reader of planned ``(topic, queue id, start, end)`` ranges on a store opened with lazy queues:
+        each queue is loaded trusting its planned end (no end search, no truncation scan: the planner did both),
+        and every unit read is checked instead. A queue loaded earlier with a smaller end is loaded again."""
+        if not self._lazy_queues:
+            return
+        for topic, qid, _, end in ranges:
+            key = (topic, int(qid))
+            if end is None:
+                continue
+            loaded = self._queues.get(key)
+            if loaded is not None and getattr(loaded, "planned_end", None) is None:
+                continue  # loaded as a whole store loads it (a variant's queues, recovery's): its end is searched
+            if self._planned_ends.get(key, -1) < end:
+                self._planned_ends[key] = int(end)
+                if loaded is not None:
+                    self._queues.pop(key).files.close()
+                    self._queue_index = None
 
     def _queue_ids_by_topic(self) -> dict:
         """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
