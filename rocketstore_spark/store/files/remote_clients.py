@@ -1,5 +1,5 @@
-"""The ``pyarrow.fs`` client of each remote scheme, built from a store's :class:`~.remote_fs.FsOptions`, and where
-in that client's namespace a URI's authority lies.
+"""A remote store's filesystem options (:class:`FsOptions`), the ``pyarrow.fs`` client of each scheme built from
+them, and where in that client's namespace a URI's authority lies.
 
 pyarrow names an object ``bucket/key`` (S3, GCS), ``container/key`` (Azure) or ``/key`` (HDFS); the URI's
 authority is the bucket for S3 and GCS, and for Azure one of::
@@ -18,13 +18,11 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 from ...errors import InvalidArgumentError, UnsupportedLocationError
-
-if TYPE_CHECKING:
-    from .remote_fs import FsOptions
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
 GCS_SCHEMES = ("gs", "gcs")
@@ -36,6 +34,89 @@ AZURE_SERVICES = ("dfs", "blob")  # the account host's service label: <account>.
 SECRET_FIELDS = ("access_key", "secret_key", "session_token", "account_key")
 SECRET_ENVIRONMENT = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY", "AZURE_CLIENT_SECRET")
 
+DEFAULT_RETRIES = 4  # attempts after the first, for every request (the client's own retries come on top)
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class FsOptions:
+    """Filesystem settings of a remote store: Spark options ``fs.<name>``, CLI ``--fs name=value``, the store
+    API's ``fs_options={"name": value}``. Secrets never appear in ``repr`` (so in no log or error either)."""
+
+    endpoint: Optional[str] = None  # host:port or URL of another server (MinIO, SeaweedFS, a GCS/Azure emulator)
+    region: Optional[str] = None
+    anonymous: bool = False  # unsigned requests (public buckets, test servers); S3 and GCS
+    scheme: Optional[str] = None  # http or https for the endpoint (default: the endpoint URL's, else https)
+    access_key: Optional[str] = field(default=None, repr=False)  # S3; prefer the environment / instance profile
+    secret_key: Optional[str] = field(default=None, repr=False)
+    session_token: Optional[str] = field(default=None, repr=False)
+    account_name: Optional[str] = None  # Azure storage account, when the abfs:// URI does not name it
+    account_key: Optional[str] = field(default=None, repr=False)  # Azure shared key; else the default chain
+    retries: int = DEFAULT_RETRIES
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S  # seconds
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S  # seconds
+
+    NAMES = {"endpoint": "endpoint", "region": "region", "anonymous": "anonymous", "scheme": "scheme",
+             "accesskey": "access_key", "access_key": "access_key", "secretkey": "secret_key",
+             "secret_key": "secret_key", "sessiontoken": "session_token", "session_token": "session_token",
+             "retries": "retries", "connecttimeout": "connect_timeout", "connect_timeout": "connect_timeout",
+             "requesttimeout": "request_timeout", "request_timeout": "request_timeout",
+             "accountname": "account_name", "account_name": "account_name", "accountkey": "account_key",
+             "account_key": "account_key"}
+
+    @classmethod
+    def parse(cls, given) -> FsOptions:
+        """From a mapping of names (``endpoint`` or ``fs.endpoint``, camelCase or snake_case) to values (text
+        from Spark and the CLI, or Python values); an unknown name or a bad value is an error naming it."""
+        if isinstance(given, FsOptions):
+            return given
+        values = {}
+        for key, value in (given or {}).items():
+            name = key[3:] if key.lower().startswith("fs.") else key
+            target = cls.NAMES.get(name.lower())
+            if target is None:
+                raise InvalidArgumentError(
+                    f"unknown filesystem option {key!r}; expected one of fs.endpoint, fs.region, fs.anonymous, "
+                    "fs.scheme, fs.accessKey, fs.secretKey, fs.sessionToken, fs.accountName, fs.accountKey, "
+                    "fs.retries, fs.connectTimeout, fs.requestTimeout")
+            values[target] = _convert(key, target, value)
+        options = cls(**values)
+        if options.scheme not in (None, "http", "https"):
+            raise InvalidArgumentError(f"fs.scheme must be http or https, found {options.scheme!r}")
+        if (options.access_key is None) != (options.secret_key is None):
+            raise InvalidArgumentError("pass fs.accessKey and fs.secretKey together (or neither, to use the "
+                                       "standard credential chain)")
+        return options
+
+    def as_dict(self) -> dict:
+        """The options as ``parse`` takes them (for partitions sent to executors)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) != getattr(FsOptions, k)}
+
+
+def _convert(key: str, target: str, value):
+    try:
+        if target == "anonymous":
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false"):
+                    raise ValueError(value)
+                return value.lower() == "true"
+            return bool(value)
+        if target == "retries":
+            number = int(value)
+            if number < 0:
+                raise ValueError(value)
+            return number
+        if target in ("connect_timeout", "request_timeout"):
+            number = float(value)
+            if number <= 0:
+                raise ValueError(value)
+            return number
+        return str(value)
+    except (TypeError, ValueError) as e:
+        shown = "***" if target in SECRET_FIELDS else repr(value)
+        raise InvalidArgumentError(f"filesystem option {key} has a bad value {shown}") from e
+
 
 class AzureLocation(NamedTuple):
     account: str
@@ -43,7 +124,7 @@ class AzureLocation(NamedTuple):
     suffix: Optional[str]  # the account host's domain after the service label (core.windows.net), if named
 
 
-def azure_location(authority: str, options: "FsOptions") -> AzureLocation:
+def azure_location(authority: str, options: FsOptions) -> AzureLocation:
     """The account and container an ``abfs://`` authority names (see the module docstring)."""
     container, at, host = authority.rpartition("@")
     host = host.split(":", 1)[0]
@@ -67,7 +148,7 @@ def azure_location(authority: str, options: "FsOptions") -> AzureLocation:
     return AzureLocation(options.account_name, host, None)
 
 
-def bucket_root(scheme: str, authority: str, options: "FsOptions") -> str:
+def bucket_root(scheme: str, authority: str, options: FsOptions) -> str:
     """What precedes a key in pyarrow's name of an object: the bucket, the Azure container ("" for an account
     URI, whose path starts with the container), or "" for HDFS (whose names are ``/key``)."""
     if scheme in HDFS_SCHEMES:
@@ -77,7 +158,7 @@ def bucket_root(scheme: str, authority: str, options: "FsOptions") -> str:
     return authority
 
 
-def redacted(error: Exception, options: Optional["FsOptions"] = None) -> str:
+def redacted(error: Exception, options: Optional[FsOptions] = None) -> str:
     """``error``'s text on one line with every secret of the options and of the credential environment masked."""
     text = " ".join(str(error).split())
     secrets = [os.environ.get(name) for name in SECRET_ENVIRONMENT]
@@ -88,7 +169,7 @@ def redacted(error: Exception, options: Optional["FsOptions"] = None) -> str:
     return text
 
 
-def _endpoint(options: "FsOptions") -> tuple[Optional[str], Optional[str]]:
+def _endpoint(options: FsOptions) -> tuple[Optional[str], Optional[str]]:
     """(host:port, http/https) of ``fs.endpoint``, a URL's scheme standing in for a missing ``fs.scheme``."""
     endpoint, scheme = options.endpoint, options.scheme
     if endpoint and "://" in endpoint:
@@ -97,7 +178,7 @@ def _endpoint(options: "FsOptions") -> tuple[Optional[str], Optional[str]]:
     return (endpoint.rstrip("/") if endpoint else None), scheme
 
 
-def _check(scheme: str, authority: str, options: "FsOptions") -> None:
+def _check(scheme: str, authority: str, options: FsOptions) -> None:
     """Options that mean nothing to ``scheme``'s client are errors, not silently dropped credentials."""
     if scheme not in AZURE_SCHEMES and (options.account_name or options.account_key):
         raise InvalidArgumentError(f"fs.accountName and fs.accountKey are for abfs:// stores, not {scheme}://")
@@ -122,7 +203,7 @@ def _check(scheme: str, authority: str, options: "FsOptions") -> None:
                                            f"{len(options.account_key)} characters") from e
 
 
-def connect(scheme: str, authority: str, options: "FsOptions"):
+def connect(scheme: str, authority: str, options: FsOptions):
     """The pyarrow filesystem of ``scheme://authority`` (an error naming the location when it cannot be built)."""
     from pyarrow import fs as pafs
 
@@ -165,5 +246,5 @@ def connect(scheme: str, authority: str, options: "FsOptions"):
         raise UnsupportedLocationError(f"cannot reach {scheme}://{authority}: {redacted(e, options)}{needs}") from e
 
 
-__all__ = ["REMOTE_SCHEMES", "S3_SCHEMES", "GCS_SCHEMES", "HDFS_SCHEMES", "AZURE_SCHEMES", "azure_location",
-           "bucket_root", "connect", "redacted"]
+__all__ = ["FsOptions", "REMOTE_SCHEMES", "S3_SCHEMES", "GCS_SCHEMES", "HDFS_SCHEMES", "AZURE_SCHEMES",
+           "azure_location", "bucket_root", "connect", "redacted"]

@@ -15,97 +15,15 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
 
-from ...errors import InvalidArgumentError, RemoteReadError, StoreNotFoundError
+from ...errors import RemoteReadError, StoreNotFoundError
 from .file_reads import STATS
-from .remote_clients import GCS_SCHEMES, HDFS_SCHEMES, REMOTE_SCHEMES, SECRET_FIELDS, bucket_root, connect, redacted
+from .remote_clients import GCS_SCHEMES, HDFS_SCHEMES, REMOTE_SCHEMES, FsOptions, bucket_root, connect, redacted
 
-DEFAULT_RETRIES = 4  # attempts after the first, for every request (the client's own retries come on top)
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
-DEFAULT_REQUEST_TIMEOUT_S = 30.0
 RETRY_BACKOFF_S = 0.2  # first pause between attempts; doubled each time
-
-
-@dataclass(frozen=True)
-class FsOptions:
-    """Filesystem settings of a remote store: Spark options ``fs.<name>``, CLI ``--fs name=value``, the store
-    API's ``fs_options={"name": value}``. Secrets never appear in ``repr`` (so in no log or error either)."""
-
-    endpoint: Optional[str] = None  # host:port or URL of another server (MinIO, SeaweedFS, a GCS/Azure emulator)
-    region: Optional[str] = None
-    anonymous: bool = False  # unsigned requests (public buckets, test servers); S3 and GCS
-    scheme: Optional[str] = None  # http or https for the endpoint (default: the endpoint URL's, else https)
-    access_key: Optional[str] = field(default=None, repr=False)  # S3; prefer the environment / instance profile
-    secret_key: Optional[str] = field(default=None, repr=False)
-    session_token: Optional[str] = field(default=None, repr=False)
-    account_name: Optional[str] = None  # Azure storage account, when the abfs:// URI does not name it
-    account_key: Optional[str] = field(default=None, repr=False)  # Azure shared key; else the default chain
-    retries: int = DEFAULT_RETRIES
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S  # seconds
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S  # seconds
-
-    NAMES = {"endpoint": "endpoint", "region": "region", "anonymous": "anonymous", "scheme": "scheme",
-             "accesskey": "access_key", "access_key": "access_key", "secretkey": "secret_key",
-             "secret_key": "secret_key", "sessiontoken": "session_token", "session_token": "session_token",
-             "retries": "retries", "connecttimeout": "connect_timeout", "connect_timeout": "connect_timeout",
-             "requesttimeout": "request_timeout", "request_timeout": "request_timeout",
-             "accountname": "account_name", "account_name": "account_name", "accountkey": "account_key",
-             "account_key": "account_key"}
-
-    @classmethod
-    def parse(cls, given) -> "FsOptions":
-        """From a mapping of names (``endpoint`` or ``fs.endpoint``, camelCase or snake_case) to values (text
-        from Spark and the CLI, or Python values); an unknown name or a bad value is an error naming it."""
-        if isinstance(given, FsOptions):
-            return given
-        values = {}
-        for key, value in (given or {}).items():
-            name = key[3:] if key.lower().startswith("fs.") else key
-            target = cls.NAMES.get(name.lower())
-            if target is None:
-                raise InvalidArgumentError(
-                    f"unknown filesystem option {key!r}; expected one of fs.endpoint, fs.region, fs.anonymous, "
-                    "fs.scheme, fs.accessKey, fs.secretKey, fs.sessionToken, fs.accountName, fs.accountKey, "
-                    "fs.retries, fs.connectTimeout, fs.requestTimeout")
-            values[target] = _convert(key, target, value)
-        options = cls(**values)
-        if options.scheme not in (None, "http", "https"):
-            raise InvalidArgumentError(f"fs.scheme must be http or https, found {options.scheme!r}")
-        if (options.access_key is None) != (options.secret_key is None):
-            raise InvalidArgumentError("pass fs.accessKey and fs.secretKey together (or neither, to use the "
-                                       "standard credential chain)")
-        return options
-
-    def as_dict(self) -> dict:
-        """The options as ``parse`` takes them (for partitions sent to executors)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) != getattr(FsOptions, k)}
-
-
-def _convert(key: str, target: str, value):
-    try:
-        if target == "anonymous":
-            if isinstance(value, str):
-                if value.lower() not in ("true", "false"):
-                    raise ValueError(value)
-                return value.lower() == "true"
-            return bool(value)
-        if target == "retries":
-            number = int(value)
-            if number < 0:
-                raise ValueError(value)
-            return number
-        if target in ("connect_timeout", "request_timeout"):
-            number = float(value)
-            if number <= 0:
-                raise ValueError(value)
-            return number
-        return str(value)
-    except (TypeError, ValueError) as e:
-        shown = "***" if target in SECRET_FIELDS else repr(value)
-        raise InvalidArgumentError(f"filesystem option {key} has a bad value {shown}") from e
 
 
 @dataclass
