@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-compat lint demo venv clean
+.PHONY: test test-slow test-compat lint demo venv clean azurite
 
 venv: $(VENV)/.installed
 
@@ -33,6 +33,19 @@ lint: venv
 
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test
+
+# Azurite, Microsoft's Azure Blob Storage emulator (npm, not PyPI), for the slow abfs:// tests: installed into
+# $(VENV)/azurite on demand (tests/azure_server.py runs this target when it is missing)
+AZURITE_VERSION ?= 3.35.0
+AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
+
+azurite: $(AZURITE)
+
+$(AZURITE):
+	@command -v npm >/dev/null || { echo "make azurite: npm is not installed (the abfs:// tests need Azurite from npm)" >&2; exit 1; }
+	npm install --prefix $(VENV)/azurite --no-audit --no-fund --loglevel=error azurite@$(AZURITE_VERSION) || \
+	  { echo "make azurite: npm could not install azurite@$(AZURITE_VERSION): is the npm registry reachable?" >&2; exit 1; }
+	test -x $@
 
 # The Spark tests against an older PySpark in its own venv (not part of `make test`): make test-compat SPARK=4.0.5
 SPARK ?= 4.0.5

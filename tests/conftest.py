@@ -181,3 +181,27 @@ def s3_server(tmp_path_factory):
     server = start_s3_server(tmp_path_factory.mktemp("s3") / "weed")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """gcp-storage-emulator on a free loopback port for the whole session (see ``tests/gcs_server.py``)."""
+    from tests.gcs_server import start_gcs_server
+
+    server = start_gcs_server(tmp_path_factory.mktemp("gcs"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def azure_server(tmp_path_factory):
+    """Azurite's blob service on a free loopback port for the whole session (see ``tests/azure_server.py``);
+    installed from npm by ``make azurite`` when missing."""
+    from tests.azure_server import start_azure_server
+
+    try:
+        server = start_azure_server(tmp_path_factory.mktemp("azure") / "azurite")
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    yield server
+    server.stop()

@@ -40,8 +40,9 @@ VARIANT = typer.Option(None, "--variant", help="storage variant: default, or fea
 STORE_HELP = "store directory, or a remote store's URI (s3://bucket/path, gs://, hdfs://, abfs://; see --fs)"
 # A remote store's filesystem settings (FsOptions): --fs endpoint=host:9000 --fs anonymous=true
 FS = typer.Option(None, "--fs", help="filesystem setting of a remote store (s3://, gs://, hdfs://, abfs://) as "
-                  "name=value, repeatable: endpoint, region, anonymous, scheme, accessKey, secretKey, retries, "
-                  "connectTimeout, requestTimeout (credentials otherwise from the standard chain)")
+                  "name=value, repeatable: endpoint, region, anonymous, scheme, accessKey, secretKey, "
+                  "sessionToken, accountName, accountKey (abfs://), retries, connectTimeout, requestTimeout "
+                  "(credentials otherwise from the provider's standard chain)")
 
 
 def fs_given(values) -> dict:

@@ -1,4 +1,4 @@
-"""The CLI's read commands on a store on S3 (the test server) print what they print for the local copy."""
+"""The CLI's read commands on a store on S3 and on GCS (the test servers) print what they print for the local copy."""
 
 from __future__ import annotations
 
@@ -42,3 +42,20 @@ def test_inspect_dump_query_verify_and_lag_print_the_same_from_s3(s3_store, gold
     offsets = json.dumps({topic: {"0": 0}})
     assert same(run("lag", uri, "--offsets", offsets, *flags).stdout, uri, golden_store_path) == \
         same(run("lag", golden_store_path, "--offsets", offsets).stdout, uri, golden_store_path)
+
+
+@pytest.mark.slow
+def test_inspect_and_dump_print_the_same_from_gcs(gcs_server, golden_store_path):
+    """The gcp-storage-emulator server: ``--fs`` as for S3, without a region."""
+    uri = gcs_server.upload(golden_store_path, "rst", "cli-remote/broker-a/store")
+    flags = ["--fs", f"endpoint=http://{gcs_server.endpoint}", "--fs", "anonymous=true"]
+    inspected = json.loads(run("inspect", uri, "--json", *flags).stdout)
+    local = json.loads(run("inspect", golden_store_path, "--json").stdout)
+    for report in (inspected, local):
+        report.pop("path")
+        report.pop("disk_bytes")
+        report["topic_table"].pop("path")
+    assert inspected == local
+    topic = next(t["topic"] for t in local["topics"] if not t["topic"].startswith(("%", "RMQ_SYS")))
+    dumped = run("dump", uri, "--topic", topic, "--format", "jsonl", *flags).stdout
+    assert dumped and dumped == run("dump", golden_store_path, "--topic", topic, "--format", "jsonl").stdout

@@ -13,102 +13,17 @@ chain (environment, profile, instance metadata) and are never part of a message.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
 
-from ...errors import InvalidArgumentError, RemoteReadError, StoreNotFoundError, UnsupportedLocationError
+from ...errors import RemoteReadError, StoreNotFoundError
 from .file_reads import STATS
+from .remote_clients import GCS_SCHEMES, HDFS_SCHEMES, REMOTE_SCHEMES, FsOptions, bucket_root, connect, redacted
 
-S3_SCHEMES = ("s3", "s3a", "s3n")
-GCS_SCHEMES = ("gs", "gcs")
-HDFS_SCHEMES = ("hdfs", "viewfs")
-AZURE_SCHEMES = ("abfs", "abfss")
-REMOTE_SCHEMES = S3_SCHEMES + GCS_SCHEMES + HDFS_SCHEMES + AZURE_SCHEMES
-
-DEFAULT_RETRIES = 4  # attempts after the first, for every request (the client's own retries come on top)
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
-DEFAULT_REQUEST_TIMEOUT_S = 30.0
 RETRY_BACKOFF_S = 0.2  # first pause between attempts; doubled each time
-
-
-@dataclass(frozen=True)
-class FsOptions:
-    """Filesystem settings of a remote store: Spark options ``fs.<name>``, CLI ``--fs name=value``, the store
-    API's ``fs_options={"name": value}``. Secrets never appear in ``repr`` (so in no log or error either)."""
-
-    endpoint: Optional[str] = None  # host:port or URL of an S3-compatible server (MinIO, SeaweedFS, Ceph)
-    region: Optional[str] = None
-    anonymous: bool = False  # unsigned requests (public buckets, test servers)
-    scheme: Optional[str] = None  # http or https for the endpoint (default: the endpoint URL's, else https)
-    access_key: Optional[str] = field(default=None, repr=False)  # prefer the environment / instance profile
-    secret_key: Optional[str] = field(default=None, repr=False)
-    session_token: Optional[str] = field(default=None, repr=False)
-    retries: int = DEFAULT_RETRIES
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S  # seconds
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S  # seconds
-
-    NAMES = {"endpoint": "endpoint", "region": "region", "anonymous": "anonymous", "scheme": "scheme",
-             "accesskey": "access_key", "access_key": "access_key", "secretkey": "secret_key",
-             "secret_key": "secret_key", "sessiontoken": "session_token", "session_token": "session_token",
-             "retries": "retries", "connecttimeout": "connect_timeout", "connect_timeout": "connect_timeout",
-             "requesttimeout": "request_timeout", "request_timeout": "request_timeout"}
-
-    @classmethod
-    def parse(cls, given) -> "FsOptions":
-        """From a mapping of names (``endpoint`` or ``fs.endpoint``, camelCase or snake_case) to values (text
-        from Spark and the CLI, or Python values); an unknown name or a bad value is an error naming it."""
-        if isinstance(given, FsOptions):
-            return given
-        values = {}
-        for key, value in (given or {}).items():
-            name = key[3:] if key.lower().startswith("fs.") else key
-            target = cls.NAMES.get(name.lower())
-            if target is None:
-                raise InvalidArgumentError(
-                    f"unknown filesystem option {key!r}; expected one of fs.endpoint, fs.region, fs.anonymous, "
-                    "fs.scheme, fs.accessKey, fs.secretKey, fs.sessionToken, fs.retries, fs.connectTimeout, "
-                    "fs.requestTimeout")
-            values[target] = _convert(key, target, value)
-        options = cls(**values)
-        if options.scheme not in (None, "http", "https"):
-            raise InvalidArgumentError(f"fs.scheme must be http or https, found {options.scheme!r}")
-        if (options.access_key is None) != (options.secret_key is None):
-            raise InvalidArgumentError("pass fs.accessKey and fs.secretKey together (or neither, to use the "
-                                       "standard credential chain)")
-        return options
-
-    def as_dict(self) -> dict:
-        """The options as ``parse`` takes them (for partitions sent to executors)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) != getattr(FsOptions, k)}
-
-
-def _convert(key: str, target: str, value):
-    try:
-        if target == "anonymous":
-            if isinstance(value, str):
-                if value.lower() not in ("true", "false"):
-                    raise ValueError(value)
-                return value.lower() == "true"
-            return bool(value)
-        if target == "retries":
-            number = int(value)
-            if number < 0:
-                raise ValueError(value)
-            return number
-        if target in ("connect_timeout", "request_timeout"):
-            number = float(value)
-            if number <= 0:
-                raise ValueError(value)
-            return number
-        return str(value)
-    except (TypeError, ValueError) as e:
-        shown = "***" if target in ("access_key", "secret_key", "session_token") else repr(value)
-        raise InvalidArgumentError(f"filesystem option {key} has a bad value {shown}") from e
 
 
 @dataclass
@@ -137,7 +52,8 @@ class RemoteFilesystem:
 
     def __init__(self, scheme: str, authority: str, options: FsOptions):
         self.scheme, self.authority, self.options = scheme, authority, options
-        self.fs = _connect(scheme, authority, options)
+        self.fs = connect(scheme, authority, options)
+        self.root = bucket_root(scheme, authority, options)
         self._listings: dict[str, dict[str, RemoteEntry]] = {}
         self._listed_at: dict[str, float] = {}  # when each listing was made (time.monotonic)
         self._lock = threading.Lock()
@@ -146,8 +62,11 @@ class RemoteFilesystem:
         return f"{self.scheme}://{self.authority}/{key}".rstrip("/")
 
     def object_path(self, key: str) -> str:
-        """What pyarrow calls the object: ``bucket/key`` for object stores, ``/key`` on HDFS."""
-        return "/" + key if self.scheme in HDFS_SCHEMES else f"{self.authority}/{key}".rstrip("/")
+        """What pyarrow calls the object: ``bucket/key`` for object stores (``container/key`` on Azure), ``/key``
+        on HDFS."""
+        if self.scheme in HDFS_SCHEMES:
+            return "/" + key
+        return f"{self.root}/{key}".rstrip("/") if self.root else key
 
     def forget(self, max_age: float = 0.0) -> None:
         """Drop the listings older than ``max_age`` seconds: the next question lists again (a store re-opened, a
@@ -165,7 +84,10 @@ class RemoteFilesystem:
                 return self._listings[key]
         from pyarrow import fs as pafs
 
-        recursive = key.rsplit("/", 1)[-1] in ("consumequeue", "batchconsumequeue")
+        # GCS: pyarrow lists one level with includeTrailingDelimiter and reads only the items, so a "directory"
+        # shows only when a marker object (``dir/``) exists, which gsutil/gcloud uploads do not write: every
+        # listing there is recursive, the directories implied by the keys, and one listing answers the subtree
+        recursive = self.scheme in GCS_SCHEMES or key.rsplit("/", 1)[-1] in ("consumequeue", "batchconsumequeue")
         selector = pafs.FileSelector(self.object_path(key), recursive=recursive, allow_not_found=True)
         infos = self.call(lambda: self.fs.get_file_info(selector), key)
         base = self.object_path(key).rstrip("/") + "/"
@@ -180,9 +102,12 @@ class RemoteFilesystem:
             if is_dir:
                 tree.setdefault(parent + "/" + name, {})
             # object stores imply the directories of a key: add those a recursive listing did not return
-            while recursive and parent != key and parent.rpartition("/")[0] not in tree:
+            while recursive and parent != key:
                 up, _, dname = parent.rpartition("/")
-                tree.setdefault(up, {})[dname] = RemoteEntry(dname, self.uri(parent), 0, True)
+                siblings = tree.setdefault(up, {})
+                if dname in siblings:
+                    break
+                siblings[dname] = RemoteEntry(dname, self.uri(parent), 0, True)
                 parent = up
         if not infos and not self._exists_as_dir(key):
             return None
@@ -236,13 +161,12 @@ class RemoteFilesystem:
                 return request()
             except FileNotFoundError as e:
                 raise StoreNotFoundError(f"{self.uri(key)} does not exist (removed or never uploaded?): "
-                                         f"{_redacted(e)}") from e
+                                         f"{redacted(e, self.options)}") from e
             except (OSError, ValueError) as e:  # pyarrow reports network and HTTP errors as OSError
                 if attempt == self.options.retries or _permanent(e):
                     where = f" at offset {offset}" if offset is not None else ""
-                    raise RemoteReadError(
-                        f"reading {self.uri(key)}{where} failed after {attempt + 1} attempt(s): {_redacted(e)}",
-                        self.uri(key), offset) from e
+                    raise RemoteReadError(f"reading {self.uri(key)}{where} failed after {attempt + 1} attempt(s): "
+                                          f"{redacted(e, self.options)}", self.uri(key), offset) from e
                 time.sleep(pause)
                 pause *= 2
         raise AssertionError("unreachable")
@@ -251,51 +175,8 @@ class RemoteFilesystem:
 def _permanent(error: Exception) -> bool:
     text = str(error).lower()
     return any(s in text for s in ("access denied", "accessdenied", "403", "nosuchbucket", "invalidaccesskey",
-                                    "signaturedoesnotmatch"))
-
-
-def _redacted(error: Exception) -> str:
-    text = " ".join(str(error).split())
-    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        secret = os.environ.get(name)
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
-def _connect(scheme: str, authority: str, options: FsOptions):
-    from pyarrow import fs as pafs
-
-    try:
-        if scheme in S3_SCHEMES:
-            # unsigned test servers store aws-chunked upload bodies verbatim; reads are unaffected either way
-            os.environ.setdefault("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
-            endpoint, scheme_given = options.endpoint, options.scheme
-            if endpoint and "://" in endpoint:
-                scheme_given, endpoint = scheme_given or endpoint.split("://", 1)[0], endpoint.split("://", 1)[1]
-            kwargs = dict(endpoint_override=endpoint, scheme=scheme_given or "https", region=options.region,
-                          anonymous=options.anonymous, connect_timeout=options.connect_timeout,
-                          request_timeout=options.request_timeout,
-                          retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=2))
-            if options.access_key:
-                kwargs.update(access_key=options.access_key, secret_key=options.secret_key,
-                              session_token=options.session_token)
-            if not options.region and not endpoint:
-                kwargs["region"] = pafs.resolve_s3_region(authority)
-            return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
-        if scheme in GCS_SCHEMES:
-            kwargs = dict(anonymous=options.anonymous, endpoint_override=options.endpoint, scheme=options.scheme,
-                          retry_time_limit=timedelta(seconds=options.request_timeout))
-            return pafs.GcsFileSystem(**{k: v for k, v in kwargs.items() if v is not None})
-        if scheme in HDFS_SCHEMES:
-            host, _, port = authority.partition(":")
-            return pafs.HadoopFileSystem(host or "default", int(port or 0))
-        account = authority.split("@", 1)[1].split(".", 1)[0] if "@" in authority else authority
-        return pafs.AzureFileSystem(account_name=account)
-    except (OSError, ValueError, ImportError, AttributeError) as e:
-        needs = (" (pyarrow's HDFS client needs a JVM and libhdfs: set JAVA_HOME, HADOOP_HOME and the Hadoop "
-                 "CLASSPATH, as for any pyarrow HDFS access)") if scheme in HDFS_SCHEMES else ""
-        raise UnsupportedLocationError(f"cannot reach {scheme}://{authority}: {_redacted(e)}{needs}") from e
+                                    "signaturedoesnotmatch", "authenticationfailed", "authorizationfailure",
+                                    "containernotfound", "permission_denied"))
 
 
 _FILESYSTEMS: dict[tuple[str, str], RemoteFilesystem] = {}

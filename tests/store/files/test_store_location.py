@@ -75,12 +75,47 @@ def test_a_file_uri_store_opens_for_reading_and_writing(golden_store_path, tmp_p
 def test_every_remote_scheme_has_its_filesystem(monkeypatch):
     """gs:// and abfs:// build pyarrow's clients (no request is made); hdfs:// needs a JVM and libhdfs, and says
     so when they are missing."""
+    from rocketstore_spark.store.files.remote_clients import connect
     from rocketstore_spark.store.files.remote_fs import FsOptions as Options
-    from rocketstore_spark.store.files.remote_fs import _connect
 
-    assert type(_connect("gs", "bucket", Options.parse({"anonymous": "true"}))).__name__ == "GcsFileSystem"
-    assert type(_connect("abfs", "container@account.dfs.core.windows.net", Options())).__name__ == \
+    assert type(connect("gs", "bucket", Options.parse({"anonymous": "true"}))).__name__ == "GcsFileSystem"
+    assert type(connect("abfs", "container@account.dfs.core.windows.net", Options())).__name__ == \
         "AzureFileSystem"
     monkeypatch.setenv("JAVA_HOME", "/nonexistent-jvm")
     with pytest.raises(UnsupportedLocationError, match="hdfs://nn:8020.*needs a JVM and libhdfs"):
-        _connect("hdfs", "nn:8020", Options())
+        connect("hdfs", "nn:8020", Options())
+
+
+def test_abfs_authorities_name_an_account_and_a_container():
+    """Hadoop's container@account.dfs.core.windows.net, an account host (the container first in the path), or a
+    bare container with fs.accountName; anything else is an error saying which forms are expected."""
+    from rocketstore_spark.errors import InvalidArgumentError
+    from rocketstore_spark.store.files.remote_clients import azure_location, bucket_root, connect
+    from rocketstore_spark.store.files.remote_fs import FsOptions as Options
+
+    none, named = Options(), Options.parse({"fs.accountName": "acct"})
+    assert azure_location("ctr@acct.dfs.core.windows.net", none) == ("acct", "ctr", "core.windows.net")
+    assert azure_location("ctr@acct.blob.core.chinacloudapi.cn", none) == ("acct", "ctr", "core.chinacloudapi.cn")
+    assert azure_location("acct.dfs.core.windows.net", none) == ("acct", "", "core.windows.net")
+    assert azure_location("ctr", named) == ("acct", "ctr", None)
+    assert bucket_root("abfs", "ctr@acct.dfs.core.windows.net", none) == "ctr"
+    assert bucket_root("gs", "bkt", none) == "bkt" and bucket_root("hdfs", "nn:8020", none) == ""
+    for authority, options, message in [
+            ("ctr", none, "names no storage account and fs.accountName is not set"),
+            ("ctr@acct", none, "found no account host after '@'"),
+            ("ctr@acct.queue.core.windows.net", none, "found host 'acct.queue.core.windows.net'"),
+            ("ctr@other.dfs.core.windows.net", named, "names account 'other' but fs.accountName is 'acct'")]:
+        with pytest.raises(InvalidArgumentError, match=message) as err:
+            azure_location(authority, options)
+        assert "abfs://<container>@<account>.dfs.core.windows.net/<path>" in str(err.value) or "names account" \
+            in message
+    secret = "not base64 at all!"
+    with pytest.raises(InvalidArgumentError, match="fs.accountKey is not base64") as err:
+        connect("abfs", "ctr", Options.parse({"accountName": "acct", "accountKey": secret}))
+    assert secret not in str(err.value) and secret not in repr(Options.parse({"accountKey": secret}))
+    with pytest.raises(InvalidArgumentError, match="fs.accountKey .*not fs.accessKey"):
+        connect("abfs", "ctr", Options.parse({"accountName": "acct", "accessKey": "a", "secretKey": "b"}))
+    with pytest.raises(InvalidArgumentError, match="are for abfs:// stores, not gs://"):
+        connect("gs", "bkt", Options.parse({"accountKey": "YWJj"}))
+    with pytest.raises(InvalidArgumentError, match="gs:// takes no fs.accessKey"):
+        connect("gs", "bkt", Options.parse({"accessKey": "a", "secretKey": "b"}))

@@ -4,15 +4,19 @@ errors naming the object, and nothing hangs."""
 
 from __future__ import annotations
 
-import json
 import time
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
 from rocketstore_spark.errors import RemoteReadError, StoreNotFoundError
-from rocketstore_spark.store import RocketStore, counting, verify_store
+from rocketstore_spark.store import RocketStore, counting
+from tests.store.read.remote_checks import (
+    assert_lookups_answer_the_same,
+    assert_one_queue_fetches_its_records,
+    assert_queues_read_the_same,
+    assert_verify_reports_the_same,
+)
 
 
 @pytest.fixture(scope="session")
@@ -30,63 +34,24 @@ def s3_options(server) -> dict:
 def test_every_queue_and_the_commit_log_read_the_same_from_s3(s3_golden, golden_store):
     uri, fs = s3_golden
     with RocketStore.open(uri, fs_options=fs) as remote:
-        assert str(remote.root) == uri and remote.topics() == golden_store.topics()
-        assert (remote.recovery.mode, remote.recovery.valid_end) == \
-            (golden_store.recovery.mode, golden_store.recovery.valid_end)
-        for topic in golden_store.topics():
-            assert remote.queue_ids(topic) == golden_store.queue_ids(topic)
-            for qid in golden_store.queue_ids(topic):
-                assert (remote.min_offset(topic, qid), remote.max_offset(topic, qid)) == \
-                    (golden_store.min_offset(topic, qid), golden_store.max_offset(topic, qid))
-                local = pa.Table.from_batches(list(golden_store.read_queue(topic, qid)))
-                assert pa.Table.from_batches(list(remote.read_queue(topic, qid))).equals(local), (topic, qid)
-        assert pa.Table.from_batches(list(remote.scan_commitlog())).equals(
-            pa.Table.from_batches(list(golden_store.scan_commitlog())))
+        assert str(remote.root) == uri
+        assert_queues_read_the_same(remote, golden_store)
 
 
 def test_a_one_queue_read_fetches_its_records_not_the_files(s3_golden, golden_store, golden_store_path):
     uri, fs = s3_golden
-    store_bytes = sum(p.stat().st_size for p in golden_store_path.rglob("*") if p.is_file())
-    topic = max(golden_store.topics(), key=lambda t: 0 if t.startswith(("%", "RMQ_SYS")) else len(t) < 40)
-    qid = golden_store.queue_ids(topic)[0]
-    local = pa.Table.from_batches(list(golden_store.read_queue(topic, qid)))
-    with RocketStore.open(uri, fs_options=fs) as remote:
-        remote.max_phy_offset()  # recovery first: what it costs is not the read's
-        with counting() as cost:
-            table = pa.Table.from_batches(list(remote.read_queue(topic, qid)))
-    assert table.equals(local) and table.num_rows > 0
-    record_bytes = int(np.sum(local.column("storeSize").to_numpy()))
-    # the queue's records (neighbours closer than the coalescing gap come along) and its consume-queue units
-    assert cost.remote_bytes < record_bytes * 4 + 64 * 1024 + table.num_rows * 20 * 4
-    assert cost.remote_bytes < store_bytes // 10 and cost.files_mapped <= len(list((golden_store_path /
-                                                                                  "commitlog").iterdir()))
+    assert_one_queue_fetches_its_records(uri, fs, golden_store, golden_store_path)
 
 
 def test_lookups_by_key_msg_id_offset_and_time_answer_as_locally(s3_golden, golden_store, golden_view):
     uri, fs = s3_golden
     with RocketStore.open(uri, fs_options=fs) as remote:
-        for query in golden_view["queries"][:25]:
-            local = golden_store.query_by_key(query["topic"], query["key"])
-            assert remote.query_by_key(query["topic"], query["key"]).equals(local)
-            assert sorted(remote.query_by_key(query["topic"], query["key"]).column("commitLogOffset")
-                          .to_pylist()) == sorted(query["commitLogOffsets"])
-        rows = pa.Table.from_batches(list(golden_store.read_queue(golden_store.topics()[2], 0))).slice(0, 20)
-        for msg_id, phy, ts in zip(rows.column("msgId").to_pylist(), rows.column("commitLogOffset").to_pylist(),
-                                   rows.column("storeTimestamp").to_pylist()):
-            assert remote.look_message_by_msg_id(msg_id) == golden_store.look_message_by_msg_id(msg_id)
-            assert remote.read_record_at(phy).equals(golden_store.read_record_at(phy))
-            when = int(ts.timestamp() * 1000) if hasattr(ts, "timestamp") else int(ts)
-            topic = golden_store.topics()[2]
-            assert remote.offset_by_time(topic, 0, when) == golden_store.offset_by_time(topic, 0, when)
+        assert_lookups_answer_the_same(remote, golden_store, golden_view["queries"][:25])
 
 
 def test_verify_reports_the_same_from_s3(s3_golden, golden_store_path):
     uri, fs = s3_golden
-    with RocketStore.open(uri, fs_options=fs) as remote, RocketStore.open(golden_store_path) as local:
-        there, here = verify_store(remote), verify_store(local)
-    strip = lambda report: json.loads(json.dumps(report, default=str).replace(uri, "ROOT")  # noqa: E731
-                                      .replace(str(golden_store_path), "ROOT"))
-    assert strip(there) == strip(here)
+    assert_verify_reports_the_same(uri, fs, golden_store_path)
 
 
 def test_missing_buckets_prefixes_and_non_stores_are_clear_errors(s3_server, s3_golden):
