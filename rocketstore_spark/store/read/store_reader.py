@@ -34,6 +34,7 @@ from ..files.variant import (
 from ..format import layout as L
 from ..format.codec import dispatch_tags_code, parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
+from .lazy_queues import LazyQueues
 from .messages import GetMessageResult, MessageLookups
 from .ordered_scan import OrderedScan
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
@@ -43,7 +44,7 @@ from .variant_reads import VariantReads
 REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
 
 
-class StoreReader(VariantReads, QueueReads, OrderedScan, MessageLookups):
+class StoreReader(LazyQueues, VariantReads, QueueReads, OrderedScan, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
@@ -217,39 +218,6 @@ class StoreReader(VariantReads, QueueReads, OrderedScan, MessageLookups):
         """Whether (topic, queue_id) has a consume queue (after recovery)."""
         _ = self.recovery
         return self._queue(topic, int(queue_id)) is not None
-
-    def _queue(self, topic: str, queue_id: int) -> Optional[ConsumeQueue]:
-        """The loaded queue, or with lazy queues the queue loaded now from its directory (None when absent)."""
-        cq = self._queues.get((topic, queue_id))
-        if cq is None and self._lazy_queues:
-            directory = self.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id)
-            if directory.is_dir():
-                planned = self._planned_ends.get((topic, queue_id))
-                cq = ConsumeQueue(topic, queue_id, directory, self.sizes.consume_queue_file_size,
-                                  planned_end=planned)
-                if planned is None:
-                    cq.truncate_at_phy(self._given_valid_end)
-                self._queues[(topic, queue_id)] = cq
-        return cq
-
-    def expect_queue_ends(self, ranges) -> None:
-        """For a reader of planned ``(topic, queue id, start, end)`` ranges on a store opened with lazy queues:
-        each queue is loaded trusting its planned end (no end search, no truncation scan: the planner did both),
-        and every unit read is checked instead. A queue loaded earlier with a smaller end is loaded again."""
-        if not self._lazy_queues:
-            return
-        for topic, qid, _, end in ranges:
-            key = (topic, int(qid))
-            if end is None:
-                continue
-            loaded = self._queues.get(key)
-            if loaded is not None and getattr(loaded, "planned_end", None) is None:
-                continue  # loaded as a whole store loads it (a variant's queues, recovery's): its end is searched
-            if self._planned_ends.get(key, -1) < end:
-                self._planned_ends[key] = int(end)
-                if loaded is not None:
-                    self._queues.pop(key).files.close()
-                    self._queue_index = None
 
     def _queue_ids_by_topic(self) -> dict:
         """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
