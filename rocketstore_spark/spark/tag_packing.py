@@ -23,10 +23,12 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
     the others trimmed to their first and last match. Past that, counting would be a sequential scan of every
     unit on the driver before the tasks scan them all again in parallel (5M messages: 100 MB, ~15 ms of a
     ~0.25 s query; a month of a busy broker: seconds), so each range's matches are estimated from evenly
-    spaced samples and the tasks do the only full scan.
+    spaced samples (short ranges: from their topic's, see :class:`_TopicSamples`) and the tasks do the only
+    full scan.
     """
     total_units = sum(p.end - p.start for p in parts)
     ranges, counts = [], []
+    sampled = _TopicSamples()
     for p in parts:
         cq = store.consume_queue(p.topic, p.queue_id)
         if total_units <= EXACT_COUNT_UNITS:
@@ -40,7 +42,7 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
                 counts.append(count)
         else:
             ranges.append((p.topic, p.queue_id, p.start, p.end))
-            counts.append(_estimated_matches(cq, sub, p.start, p.end))
+            counts.append(sampled.matches(cq, sub, p.start, p.end))
     if not ranges:
         return []
     total = sum(counts)
@@ -57,6 +59,29 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
         scanned += units
     packed.append(QueueRangesPartition(handle, tuple(current)))
     return packed
+
+
+class _TopicSamples:
+    """Estimated matches of ranges too short to sample in blocks: a topic's short ranges are counted exactly
+    until :data:`TOPIC_SAMPLE_UNITS` of its units or :data:`TOPIC_SAMPLE_RANGES` of its ranges were seen; the
+    rest get the topic's match rate (a topic's queues share its producers' tags). A store of 20,000 young
+    queues is then planned from a few queues of each topic instead of a read of every queue."""
+
+    def __init__(self):
+        self.seen: dict[str, list] = {}  # topic -> [units counted, matches among them, ranges counted]
+
+    def matches(self, cq, sub: Subscription, start: int, end: int) -> int:
+        units = end - start
+        if units > SAMPLE_FRACTION * SAMPLE_BLOCK_UNITS:
+            return _estimated_matches(cq, sub, start, end)
+        seen = self.seen.setdefault(cq.topic, [0, 0, 0])
+        if seen[0] and (seen[0] >= TOPIC_SAMPLE_UNITS or seen[2] >= TOPIC_SAMPLE_RANGES):
+            return -(-seen[1] * units // seen[0])
+        hits = sum(int(np.count_nonzero(u["size"] != L.CQ_FILLER_SIZE)) for _, u in cq.hash_matches(sub, start, end))
+        seen[0] += units
+        seen[1] += hits
+        seen[2] += 1
+        return hits
 
 
 def _estimated_matches(cq, sub: Subscription, start: int, end: int) -> int:
@@ -78,4 +103,6 @@ def _estimated_matches(cq, sub: Subscription, start: int, end: int) -> int:
 EXACT_COUNT_UNITS = 1_000_000  # consume-queue units (20 MB, ~3 ms) a tag-filtered plan counts exactly
 SAMPLE_BLOCK_UNITS = 4096
 SAMPLE_FRACTION = 16  # past EXACT_COUNT_UNITS, one unit in about this many is tested on the driver
+TOPIC_SAMPLE_UNITS = 1024  # short ranges of a topic counted exactly before its rate stands for the rest
+TOPIC_SAMPLE_RANGES = 2  # ... or this many of its ranges
 SCAN_UNITS_PER_PARTITION = 2_500_000  # consume-queue units (50 MB) one task of a tag-filtered read examines

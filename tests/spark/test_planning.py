@@ -171,6 +171,45 @@ def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matc
         assert got == expected
 
 
+def test_a_tag_read_of_many_small_queues_is_planned_from_a_few_queues_per_topic(tmp_path, monkeypatch):
+    """Past EXACT_COUNT_UNITS, short ranges get their topic's match rate from at most TOPIC_SAMPLE_RANGES of the
+    topic's queues (a store of 20,000 young queues is not read queue by queue on the driver); the tasks still
+    return exactly the matches."""
+    import numpy as np
+    import pyarrow as pa
+
+    from rocketstore_spark.spark import tag_packing
+    from rocketstore_spark.store import RocketStore
+    from rocketstore_spark.store.files.consume_queue import ConsumeQueue
+
+    topics, queues, n = 6, 8, 4800
+    rng = np.random.default_rng(5)
+    topic = np.array([f"T{i % topics}" for i in range(n)])
+    rare = rng.random(n) < 0.1
+    table = pa.table({"topic": topic.tolist(), "queueId": pa.array((np.arange(n) // topics) % queues, pa.int32()),
+                      "tags": np.where(rare, "rare", "common").tolist(),
+                      "body": pa.array([b"m%d" % i for i in range(n)], pa.binary())})
+    root = tmp_path / "store"
+    with RocketStore.open(root, mode="a", commit_log_file_size=1 << 20, consume_queue_file_size=20 * 1000) as w:
+        w.append(table)
+    opts = parse_read_options({"path": str(root), "tags": "rare"})
+    plan(opts, Pushed())  # the store opened and recovered: what follows is the packing's own reading
+    monkeypatch.setattr(tag_packing, "EXACT_COUNT_UNITS", 100)
+    counted = set()
+    real = ConsumeQueue.hash_matches
+
+    def hash_matches(cq, *args, **kwargs):
+        counted.add((cq.topic, cq.queue_id))
+        return real(cq, *args, **kwargs)
+
+    monkeypatch.setattr(ConsumeQueue, "hash_matches", hash_matches)
+    parts = plan(opts, Pushed())
+    assert len(counted) <= topics * tag_packing.TOPIC_SAMPLE_RANGES < topics * queues
+    monkeypatch.setattr(ConsumeQueue, "hash_matches", real)
+    got = sorted(int(r["body"][1:]) for r in _rows(opts, parts))
+    assert got == sorted(int(i) for i in np.flatnonzero(rare))
+
+
 def test_stream_batches_pack_the_ranges_of_many_small_queues_by_size():
     """A micro-batch spread over 1,000 queues is a few tasks, not 1,000; a queue filling a task keeps its own."""
     from rocketstore_spark.spark.planning import StoreHandle
