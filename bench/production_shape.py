@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import emit, interleaved, spark_session, timed  # noqa: E402
+from common import emit, interleaved, register_floor_sink, spark_session, timed  # noqa: E402
 
 OPEN_AND_ENDS = """
 import json, sys, time
@@ -171,8 +171,15 @@ def _write_many_queues(spark, args) -> float:
     rocketstore_write()
     best = interleaved({"parquet": parquet_write, "rocketstore": rocketstore_write}, rounds=3)
     t_pq, t_rs = best["parquet"][0], best["rocketstore"][0]
+    # the same rows into a Python sink that does nothing: the most any Python sink can reach here
+    register_floor_sink(spark)
+    floor = lambda: df.write.format("floorsink").mode("append").save()  # noqa: E731
+    floor()
+    t_floor, _ = timed(floor, repeat=2)
     emit(step="write_many_queues", messages=args.write_messages, queues=int(queue_layout(spec)[1].sum()),
-         rocketstore_s=round(t_rs, 3), parquet_s=round(t_pq, 3), write_vs_parquet=round(t_pq / t_rs, 2))
+         rocketstore_s=round(t_rs, 3), parquet_s=round(t_pq, 3), python_sink_floor_s=round(t_floor, 3),
+         write_vs_parquet=round(t_pq / t_rs, 2), floor_vs_parquet=round(t_pq / t_floor, 2),
+         rocketstore_vs_floor=round(t_floor / t_rs, 2))
     df.unpersist()
     shutil.rmtree(work, ignore_errors=True)
     return t_pq / t_rs

@@ -20,14 +20,19 @@ def temporary_name(path: Path) -> Path:
     return path.with_name(f"{TEMPORARY_PREFIX}{path.name}{TEMPORARY_SUFFIX}")
 
 
-def create_full_size(path: Path, size: int, header: bytes = b"") -> None:
-    """Create ``path`` with its final ``size`` (sparse) and ``header`` at its start, all at once."""
+def create_full_size(path: Path, size: int, header: bytes = b"", writes=(), sync: bool = False) -> None:
+    """Create ``path`` with its final ``size`` (sparse), ``header`` at its start and each ``(offset, bytes)`` of
+    ``writes`` in place, all at once (forced to disk first with ``sync``)."""
     tmp = temporary_name(Path(path))
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.ftruncate(fd, size)
         if header:
             os.pwrite(fd, header, 0)
+        for offset, data in writes:
+            os.pwrite(fd, data, offset)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)

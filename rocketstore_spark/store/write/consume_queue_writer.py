@@ -8,11 +8,13 @@ commit log, one ``pwrite`` per queue and consume-queue file.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import MessageValidationError
+from ..files.store_files import create_full_size
 from ..format import layout as L
 from .encoded_batch import EncodedBatch
 from .open_files import OpenFiles
@@ -91,10 +93,15 @@ class ConsumeQueueWriter:
             self.write_pending()
 
     def write_pending(self) -> None:
-        """Write the gathered units: per queue, one ``pwrite`` per consume-queue file and run of offsets."""
+        """Write the gathered units: per queue, one ``pwrite`` per consume-queue file and run of offsets. New
+        directories and new files (created whole, units included) are made by several threads at once: a job
+        spread over thousands of new queues is bound by the filesystem's metadata operations, not by bytes."""
         cq_size = self.file_size
+        self._make_dirs(list(self._pending))
+        new_files: dict[Path, list] = {}
+        existing = []
         for (topic, queue_id), parts in self._pending.items():
-            directory = self._queue_dir(topic, queue_id)
+            directory = self._made[(topic, int(queue_id))]
             offsets = parts[0][0] if len(parts) == 1 else np.concatenate([o for o, _ in parts])
             units = parts[0][1] if len(parts) == 1 else np.concatenate([u for _, u in parts], dtype=L.CQ_UNIT_DTYPE)
             byte = offsets * L.CQ_STORE_UNIT_SIZE
@@ -103,27 +110,53 @@ class ConsumeQueueWriter:
             cuts = (np.flatnonzero((np.diff(file_no) != 0) | (np.diff(offsets) != 1)) + 1).tolist()
             for a, b in zip([0] + cuts, cuts + [len(units)]):
                 f = int(file_no[a])
-                fd = self._files.fd(directory / L.offset_to_file_name(f * cq_size), cq_size)
-                os.pwrite(fd, units[a:b].view(np.uint8), int(byte[a]) - f * cq_size)
+                path = directory / L.offset_to_file_name(f * cq_size)
+                write = (int(byte[a]) - f * cq_size, units[a:b].view(np.uint8))
+                if path in new_files or (path not in self._files and not path.exists()):
+                    new_files.setdefault(path, []).append(write)
+                else:
+                    existing.append((path, write))
+        sync = self._files.sync_evicted
+        _in_parallel(lambda item: create_full_size(item[0], cq_size, writes=item[1], sync=sync), new_files.items())
+        for path, (at, data) in existing:
+            os.pwrite(self._files.fd(path, cq_size), data, at)
         self.discard_pending()
 
     def discard_pending(self) -> None:
         self._pending.clear()
         self._pending_units = 0
 
-    def _queue_dir(self, topic: str, queue_id: int) -> Path:
-        key = (topic, int(queue_id))
-        directory = self._made.get(key)
-        if directory is None:
-            directory = self.directory / topic / str(queue_id)
-            directory.mkdir(parents=True, exist_ok=True)
-            self._made[key] = directory
-        return directory
+    def _make_dirs(self, keys) -> None:
+        """The directories of the queues ``keys`` ((topic, queue id) pairs) that this writer has not made yet:
+        topics first, then their queues, several at a time."""
+        todo = [(t, int(q)) for t, q in keys if (t, int(q)) not in self._made]
+        if not todo:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True), sorted({t for t, _ in todo}))
+        _in_parallel(lambda k: (self.directory / k[0] / str(k[1])).mkdir(exist_ok=True), todo)
+        for t, q in todo:
+            self._made[(t, q)] = self.directory / t / str(q)
 
-    def create_queues(self, topic: str, queue_nums: int) -> None:
-        """The consume-queue directories 0..queue_nums-1 of ``topic`` (a new topic's queues, empty ones too)."""
-        for qid in range(queue_nums):
-            self._queue_dir(topic, qid)
+    def create_queues(self, queue_nums: dict) -> None:
+        """The consume-queue directories 0..n-1 of every new topic of ``queue_nums`` (topic → n: a new topic's
+        queues, empty ones too)."""
+        self._make_dirs([(topic, qid) for topic, n in queue_nums.items() for qid in range(n)])
+
+
+METADATA_THREADS = 16  # directories and files created at once (each a metadata round trip to the filesystem)
+
+
+def _in_parallel(fn, items) -> None:
+    """``fn`` on every item, :data:`METADATA_THREADS` at a time (the first error surfaces)."""
+    items = list(items)
+    if len(items) < 4:
+        for item in items:
+            fn(item)
+        return
+    with ThreadPoolExecutor(METADATA_THREADS) as pool:
+        for _ in pool.map(fn, items):
+            pass
 
 
 __all__ = ["QueueOffsets", "ConsumeQueueWriter", "PENDING_UNITS"]

@@ -26,6 +26,9 @@ class OpenFiles:
         self.max_open = MAX_OPEN_FILES if max_open is None else max_open
         self.sync_evicted = True  # SYNC_FLUSH: a file closed before the flush is forced to disk first
 
+    def __contains__(self, path: Path) -> bool:
+        return path in self._fds
+
     def fd(self, path: Path, size: int) -> int:
         """The descriptor of ``path``, creating the file at ``size`` bytes when it does not exist yet."""
         fd = self._fds.pop(path, None)

@@ -129,8 +129,7 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
             _publish_in_place(writer, staged, reserved, chunks, stamps)
         else:
             _publish_by_copy(writer, chunks, stamps)
-        for topic, queue_nums in new_topic_queues.items():
-            writer.consume_queues.create_queues(topic, queue_nums)
+        writer.consume_queues.create_queues(new_topic_queues)
         writer.flush()  # 10.
         register = topics_to_register(root, _written_topic_queues(root, chunks, new_topic_queues))
         fault_point("before-done")
