@@ -47,10 +47,10 @@ class QueueReads:
                     verify_crc: bool = False, fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
         """Messages of several ``(topic, queue_id, start, end)`` ranges (None: the queue's edges).
 
-        Without tags each range is read in queue-offset order. With tags, the hash matches of all ranges are
-        gathered until about a batch is ready and decoded together (per commit-log file), so a selective read
-        over many consume-queue files decodes a few large batches instead of many small ones; rows of one
-        queue keep their queue-offset order.
+        Without tags each range is read in queue-offset order; short ranges (fewer than ``batch_rows``
+        messages: a micro-batch spread over thousands of queues) and, with tags, the hash matches of all ranges
+        are gathered until about a batch is ready and decoded together (per commit-log file), so such reads
+        decode a few large batches instead of many small ones; rows of one queue keep their queue-offset order.
         """
         columns = normalize_columns(columns)
         sub = Subscription.parse(tags)
@@ -58,6 +58,17 @@ class QueueReads:
         gathered = gathered_bytes = 0
         for topic, queue_id, start, end in ranges:
             cq, lo, hi = self._clamped_range(topic, queue_id, start, end, fail_on_data_loss)
+            if sub.is_all and 0 < hi - lo < batch_rows:
+                # a short range (a micro-batch spread over many queues): decoded with the next ones, as matches are
+                units = cq.units(lo, hi)
+                pending.append((cq, np.arange(lo, lo + len(units), dtype=np.int64), units))
+                gathered += len(units)
+                gathered_bytes += int(units["size"].sum(dtype=np.int64))
+                if gathered >= batch_rows or gathered_bytes >= TAG_DECODE_BYTES:
+                    yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
+                                                decode_rows=gathered)
+                    pending, gathered, gathered_bytes = [], 0, 0
+                continue
             if sub.is_all:
                 step = max(batch_rows, 1) * 4
                 while lo < hi:
@@ -77,7 +88,7 @@ class QueueReads:
                     yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
                                                 decode_rows=gathered)
                     pending, gathered, gathered_bytes = [], 0, 0
-        if pending and not sub.is_all:
+        if pending:
             yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
                                         decode_rows=gathered)
 

@@ -122,3 +122,20 @@ def test_a_reader_with_a_known_valid_end_loads_only_the_queues_it_names(sparse_s
         assert store.topics() == ["t0042"] and not store.has_queue("t9999", 0)
     assert got.equals(expected)
     assert cost.files_opened <= 4
+
+
+def test_short_ranges_of_many_queues_are_decoded_together(tmp_path):
+    """A micro-batch spread over many queues (a few messages each) decodes a few batches, not one per queue,
+    and returns every row once with each queue's rows in queue-offset order."""
+    root = tmp_path / "store"
+    with RocketStore.open(root, mode="a", consume_queue_file_size=20 * 1000) as w:
+        w.append(many_queues_table(25, 8, 3))
+    with RocketStore.open(root) as store:
+        ranges = [(t, q, 1, 3) for t in store.topics() for q in store.queue_ids(t)]
+        batches = list(store.read_queues(ranges, columns=["topic", "queueId", "queueOffset"]))
+    rows = [r for b in batches for r in b.to_pylist()]
+    assert len(ranges) == 200 and len(rows) == 400 and len(batches) <= 2
+    by_queue: dict = {}
+    for r in rows:
+        by_queue.setdefault((r["topic"], r["queueId"]), []).append(r["queueOffset"])
+    assert all(offsets == [1, 2] for offsets in by_queue.values()) and len(by_queue) == 200
