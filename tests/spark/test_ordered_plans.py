@@ -74,7 +74,7 @@ def test_a_stretch_searched_in_many_small_steps_reads_the_same(golden_store_path
     from rocketstore_spark.store.read import ordered_scan
 
     monkeypatch.setattr(ordered_scan, "FETCH_STEP", 4099)
-    same_rows(dict(FEW, path=str(golden_store_path)))
+    same_rows({"path": str(golden_store_path), "topics": "TopicTest,BenchTopic"})
 
 
 def test_time_bounds_and_pushed_filters_behave_the_same_in_both_plans(golden_store_path, manifest):
