@@ -73,6 +73,26 @@ def emit(**fields):
     print(json.dumps(fields), flush=True)
 
 
+def spark_python_peaks_mib() -> dict:
+    """Peak resident size (VmHWM, MiB) of every live Python process Spark started (its worker daemon, the
+    workers it forked, the planning workers), by role: what a read cost in memory, executors and planner alike.
+    Resident pages of memory-mapped store files count here too."""
+    peaks: dict = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            if "pyspark" not in cmd or "python" not in cmd.split(" ", 1)[0]:
+                continue  # not a Python process Spark started (the JVM's command line names pyspark too)
+            with open(f"/proc/{pid}/status") as fh:
+                hwm = int(fh.read().split("VmHWM:")[1].split()[0]) / 1024
+        except (OSError, IndexError, ValueError):
+            continue
+        role = cmd.split()[-1].rsplit(".", 1)[-1]
+        peaks[role] = round(max(peaks.get(role, 0.0), hwm))
+    return peaks
+
+
 def register_floor_source(spark, rows: int, body_bytes: int = 1024, partitions: int = 8, batch_rows: int = 10_000):
     """A Python data source ``floor`` that yields ``rows`` bodies of ``body_bytes`` from memory, doing no work
     of its own: what Spark's Python data source path costs by itself, the ceiling for any Python source."""

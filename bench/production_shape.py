@@ -36,6 +36,7 @@ from common import (  # noqa: E402
     interleaved,
     register_floor_sink,
     register_floor_source,
+    spark_python_peaks_mib,
     spark_session,
     timed,
 )
@@ -131,10 +132,12 @@ def _spark_measurements(store, parquet, spec, args):
     (t_rs, n_rs), (t_pq, n_pq) = best["rocketstore"], best["parquet"]
     # the same rows (count and mean body size) from a Python source that does nothing, in as many partitions
     # and batches as large as rocketstore's: the most any Python data source can reach on this shape
+    peaks = spark_python_peaks_mib()  # rocketstore's workers and planner after its scans (before the floor's)
     rows = spark.read.parquet(parquet).count()
     register_floor_source(spark, rows, max(1, n_pq // max(rows, 1)), partitions, batch_rows=32_768)
     total(spark.read.format("floor").load())
     t_floor, _ = timed(lambda: total(spark.read.format("floor").load()), repeat=2)
+    emit(step="python_peak_rss_mib_after_full_scans", **peaks)
     emit(step="full_scan", rocketstore_s=round(t_rs, 3), parquet_s=round(t_pq, 3), bytes=n_rs,
          parquet_bytes=n_pq, python_source_floor_s=round(t_floor, 3), read_vs_parquet=round(t_pq / t_rs, 2),
          floor_vs_parquet=round(t_pq / t_floor, 2), rocketstore_vs_floor=round(t_floor / t_rs, 2))

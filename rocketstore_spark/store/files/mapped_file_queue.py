@@ -18,11 +18,22 @@ import numpy as np
 from ...errors import StoreConfigError, StoreFormatError
 from ..format.layout import FILE_NAME_DIGITS
 from .byte_source import LocalFileMap, as_path, is_remote, map_file, open_file, scandir
+from .file_reads import PAGE_SIZE
 from .remote_map import SEQUENTIAL_STEP
 from .strays import note, stray_reason
 
 MAX_REMOTE_MAPS = 4  # remote files a queue keeps fetched data of (recovery walks the last three)
-RESIDENT_BUDGET = 128 << 20  # bytes a reader reads through one file's map before letting its pages go
+RESIDENT_BUDGET = 64 << 20  # mapped store bytes a reader holds before letting their pages go
+RESIDENT_CHECK_BYTES = 8 << 20  # bytes read between looks at the resident size
+
+
+def resident_file_bytes() -> Optional[int]:
+    """File-backed bytes resident in this process (Linux ``/proc/self/statm``), None where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[2]) * PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,9 @@ class MappedFileQueue:
         self.files = list_offset_files(directory, strays) if files is None else files
         self._maps: dict = {}  # file index -> LocalFileMap or RemoteFileMap
         self.remote = is_remote(directory)
-        self._touched: dict[int, int] = {}  # bytes read through each map since its pages were last released
+        self._touched = 0  # bytes read through the maps since the resident size was last looked at
+        self._counted = 0  # ... since the pages were last released
+        self._resident_base = resident_file_bytes() or 0  # resident file pages after the last release
         for i, f in enumerate(self.files):
             if f.length != file_size:
                 raise StoreConfigError(
@@ -185,12 +198,24 @@ class MappedFileQueue:
             mapped.release(start, end)
 
     def note_read(self, index: int, nbytes: int) -> None:
-        """Count ``nbytes`` read from file ``index`` through its map; past :data:`RESIDENT_BUDGET` the file's
-        pages are released (they stay in the page cache), so a reader scanning gigabytes holds a bounded part."""
-        self._touched[index] = self._touched.get(index, 0) + nbytes
-        if self._touched[index] >= RESIDENT_BUDGET:
-            self._touched[index] = 0
-            self.release(index, 0, self.file_size)
+        """Count ``nbytes`` read through the maps (``index``: the file read). Every :data:`RESIDENT_CHECK_BYTES`
+        the process's resident file pages are looked at (``/proc/self/statm``: the kernel maps whole large
+        folios around a touched byte, so bytes read undercount what a scattered read holds); past
+        :data:`RESIDENT_BUDGET` more than after the last release, the pages of every mapped file are released
+        (they stay in the page cache), so a reader of gigabytes, in order or scattered, holds a bounded part.
+        Without ``/proc`` the bytes read stand for the pages held."""
+        self._touched += nbytes
+        if self._touched < RESIDENT_CHECK_BYTES:
+            return
+        counted, self._touched = self._touched, 0
+        resident = resident_file_bytes()
+        self._counted += counted
+        grown = self._counted if resident is None else resident - self._resident_base
+        if grown >= RESIDENT_BUDGET:
+            for mapped in self._maps.values():
+                mapped.release(0, self.file_size)
+            self._counted = 0
+            self._resident_base = resident_file_bytes() or 0
 
     def open_file(self, index: int):
         """File ``index`` opened for windowed reads (counted; close it, or use it in a ``with``)."""

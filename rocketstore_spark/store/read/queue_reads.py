@@ -22,6 +22,8 @@ from ..format.columns import build_batch, fixed_fields_for, normalize_columns
 log = logging.getLogger("rocketstore_spark")
 
 DEFAULT_BATCH_ROWS = 10_000
+FAULT_WINDOW = 64 << 10  # bytes the kernel maps around a touched page of a file (fault-around): what RSS grows by
+SCATTER_WINDOWS = 128  # windows one decoded piece may touch, however scattered its records
 # A tag read decodes its hash matches once several batches' worth have gathered: each decode costs a fixed
 # amount per commit-log file the matches fall in, and selective matches spread over every file. The byte cap
 # bounds the memory of one decode (the consume-queue units give each record's size).
@@ -158,20 +160,41 @@ class QueueReads:
             for f in chunk_files[:1] if single else np.unique(chunk_files):
                 # most chunks of a full read lie in one commit-log file: no per-file selection to compute
                 in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
-                fields = self.commitlog.read_fields(int(f), pos[in_file], size[in_file], verify_crc, what, fixed)
-                if batch_cq:
-                    fields = self._unwrap_inner(self.commitlog.queue.buffer(int(f)), fields, cqs,
-                                                group_of_row[in_file], unit_offsets[in_file],
-                                                self.commitlog.queue.files[int(f)].path)
-                batch = build_batch(self.commitlog.queue.buffer(int(f)), fields, want,
-                                    str(self.commitlog.queue.files[int(f)].path))
-                if lmq:
-                    batch = self._lmq_overlay_fields(batch, self.commitlog.queue.buffer(int(f)), fields, cqs,
-                                                     group_of_row[in_file], unit_offsets[in_file])
-                if not sub.is_all:
-                    batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
-                                                               value_set=pa.array(sub.tags)), False))
-                    if want != columns:
-                        batch = batch.select(list(columns))
-                for start in range(0, batch.num_rows, max(batch_rows, 1)):
-                    yield batch.slice(start, batch_rows)
+                for piece, windows in _resident_pieces(pos, in_file):
+                    batch = self._decode_piece(int(f), piece, pos, size, verify_crc, what, fixed, want, cqs,
+                                               group_of_row if lmq or batch_cq else None,
+                                               unit_offsets if lmq or batch_cq else None, lmq, batch_cq)
+                    # the pages this piece faulted in (the kernel maps a window around each touched page) are
+                    # counted, so a task's resident share of the commit log is let go in bounded steps
+                    self.commitlog.queue.note_read(int(f), windows * FAULT_WINDOW)
+                    if not sub.is_all:
+                        batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
+                                                                   value_set=pa.array(sub.tags)), False))
+                        if want != columns:
+                            batch = batch.select(list(columns))
+                    for start in range(0, batch.num_rows, max(batch_rows, 1)):
+                        yield batch.slice(start, batch_rows)
+
+    def _decode_piece(self, f, rows, pos, size, verify_crc, what, fixed, want, cqs, group_of_row, unit_offsets, lmq,
+                      batch_cq) -> pa.RecordBatch:
+        """The batch of the records ``rows`` of commit-log file ``f`` (inner batches unwrapped, LMQ rows overlaid)."""
+        buf, path = self.commitlog.queue.buffer(f), self.commitlog.queue.files[f].path
+        fields = self.commitlog.read_fields(f, pos[rows], size[rows], verify_crc, what, fixed)
+        if batch_cq:
+            fields = self._unwrap_inner(buf, fields, cqs, group_of_row[rows], unit_offsets[rows], path)
+        batch = build_batch(buf, fields, want, str(path))
+        if lmq:
+            batch = self._lmq_overlay_fields(batch, buf, fields, cqs, group_of_row[rows], unit_offsets[rows])
+        return batch
+
+
+def _resident_pieces(pos: np.ndarray, rows: np.ndarray):
+    """``rows`` in pieces touching at most :data:`SCATTER_WINDOWS` fault-around windows each, with the number
+    of windows each touches: records close together stay one piece, scattered ones (a task over thousands of
+    queues) are decoded a few hundred at a time, so the mapped pages a decode holds stay bounded."""
+    windows = np.unique(pos[rows] // FAULT_WINDOW)
+    if len(windows) <= SCATTER_WINDOWS:
+        yield rows, len(windows)
+        return
+    for piece in np.array_split(rows, -(-len(windows) // SCATTER_WINDOWS)):
+        yield piece, len(np.unique(pos[piece] // FAULT_WINDOW))
