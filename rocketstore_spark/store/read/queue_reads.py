@@ -23,7 +23,7 @@ log = logging.getLogger("rocketstore_spark")
 
 DEFAULT_BATCH_ROWS = 10_000
 FAULT_WINDOW = 64 << 10  # bytes the kernel maps around a touched page of a file (fault-around): what RSS grows by
-SCATTER_WINDOWS = 128  # windows one decoded piece may touch, however scattered its records
+SCATTER_WINDOWS = 1024  # windows one decoded piece may touch, however scattered its records
 # A tag read decodes its hash matches once several batches' worth have gathered: each decode costs a fixed
 # amount per commit-log file the matches fall in, and selective matches spread over every file. The byte cap
 # bounds the memory of one decode (the consume-queue units give each record's size).
