@@ -7,15 +7,13 @@ that target when it is missing (a clear failure when npm or its registry is not 
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.s3_server import LOOPBACK, free_ports
+from tests.s3_server import LOOPBACK, free_ports, launch_server, stop_server
 
 START_TIMEOUT_S = 60
 REPO = Path(__file__).resolve().parents[1]
@@ -67,13 +65,7 @@ class AzureServer:
         return f"abfs://{container}@{ACCOUNT}.dfs.core.windows.net/{prefix}"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=20)
+        stop_server(self.process)
 
 
 def start_azure_server(data_dir: Path) -> AzureServer:
@@ -82,12 +74,9 @@ def start_azure_server(data_dir: Path) -> AzureServer:
     data_dir.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
     log_path = data_dir / "azurite.log"
-    log = open(log_path, "wb")
-    process = subprocess.Popen([str(binary), "--blobHost", LOOPBACK, "--blobPort", str(port), "--location",
-                                str(data_dir), "--silent", "--skipApiVersionCheck", "--loose", "--disableTelemetry"],
-                               cwd=data_dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
-    log.close()
+    process = launch_server([str(binary), "--blobHost", LOOPBACK, "--blobPort", str(port), "--location",
+                             str(data_dir), "--silent", "--skipApiVersionCheck", "--loose", "--disableTelemetry"],
+                            log_path, cwd=data_dir)
     server = AzureServer(f"{LOOPBACK}:{port}", process, log_path)
     deadline = time.monotonic() + START_TIMEOUT_S
     last_error = None

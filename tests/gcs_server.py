@@ -9,8 +9,6 @@ pyarrow's client (google-cloud-cpp) talks to it anonymously over plain HTTP.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from tests.s3_server import LOOPBACK, free_ports
+from tests.s3_server import LOOPBACK, free_ports, launch_server, stop_server
 
 START_TIMEOUT_S = 60
 PROJECT = "rocketstore-test"  # creating a bucket needs a project id; reading does not
@@ -67,13 +65,7 @@ class GcsServer:
         return f"gs://{bucket}/{prefix}"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=20)
+        stop_server(self.process)
 
 
 def start_gcs_server(work_dir: Path) -> GcsServer:
@@ -81,11 +73,8 @@ def start_gcs_server(work_dir: Path) -> GcsServer:
     work_dir.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
     log_path = work_dir / "gcs-emulator.log"
-    log = open(log_path, "wb")
     args = ["start", f"--host={LOOPBACK}", f"--port={port}", "--no-store-on-disk", "--quiet"]
-    process = subprocess.Popen([sys.executable, "-c", LAUNCH, *args], cwd=work_dir, stdout=log,
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    log.close()
+    process = launch_server([sys.executable, "-c", LAUNCH, *args], log_path, cwd=work_dir)
     server = GcsServer(f"{LOOPBACK}:{port}", process, log_path)
     deadline = time.monotonic() + START_TIMEOUT_S
     last_error = None

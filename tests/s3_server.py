@@ -47,6 +47,25 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
+def launch_server(args: list, log_path: Path, cwd: Optional[Path] = None) -> subprocess.Popen:
+    """A test server process in its own session (stopped as a group), its output in ``log_path``."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(args, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    """Stop a server started by :func:`launch_server`; its data is a temporary directory, so one slow to shut
+    down is killed."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=20)
+
+
 @dataclass
 class S3Server:
     endpoint: str  # host:port of the S3 gateway
@@ -79,14 +98,7 @@ class S3Server:
         return f"s3://{bucket}/{prefix}"
 
     def stop(self) -> None:
-        """Stop the server; its data is a temporary directory, so a server slow to shut down is killed."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=20)
+        stop_server(self.process)
 
 
 def start_s3_server(data_dir: Path, identities: Optional[list] = None) -> S3Server:
@@ -106,10 +118,7 @@ def start_s3_server(data_dir: Path, identities: Optional[list] = None) -> S3Serv
         config.write_text(json.dumps({"identities": identities}))
         args.append(f"-s3.config={config}")
     log_path = data_dir / "weed.log"
-    log = open(log_path, "wb")
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               start_new_session=True)
-    log.close()
+    process = launch_server(args, log_path)
     server = S3Server(f"{LOOPBACK}:{s3}", process, log_path, identities)
     deadline = time.monotonic() + START_TIMEOUT_S
     last_error = None
