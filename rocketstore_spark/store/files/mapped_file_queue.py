@@ -106,7 +106,9 @@ class MappedFileQueue:
         self.remote = is_remote(directory)
         self._touched = 0  # bytes read through the maps since the resident size was last looked at
         self._counted = 0  # ... since the pages were last released
-        self._resident_base = resident_file_bytes() or 0  # resident file pages after the last release
+        # resident file pages when the counting started or after the last release (looked up at the first check:
+        # a store opens thousands of consume queues, which are never mapped)
+        self._resident_base: Optional[int] = None
         for i, f in enumerate(self.files):
             if f.length != file_size:
                 raise StoreConfigError(
@@ -209,6 +211,8 @@ class MappedFileQueue:
             return
         counted, self._touched = self._touched, 0
         resident = resident_file_bytes()
+        if self._resident_base is None:  # the first check: what was resident before this reader's reads
+            self._resident_base = 0 if resident is None else max(0, resident - counted)
         self._counted += counted
         grown = self._counted if resident is None else resident - self._resident_base
         if grown >= RESIDENT_BUDGET:
