@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.s3_server import LOOPBACK, free_ports, launch_server, stop_server
+from tests.s3_server import LOOPBACK, free_ports, launch_server, stop_server, wait_until_serving
 
 START_TIMEOUT_S = 60
 REPO = Path(__file__).resolve().parents[1]
@@ -78,15 +77,4 @@ def start_azure_server(data_dir: Path) -> AzureServer:
                              str(data_dir), "--silent", "--skipApiVersionCheck", "--loose", "--disableTelemetry"],
                             log_path, cwd=data_dir)
     server = AzureServer(f"{LOOPBACK}:{port}", process, log_path)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    last_error = None
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            server.filesystem().create_dir("rocketstore-probe")
-            return server
-        except OSError as e:  # not listening yet
-            last_error = e
-            time.sleep(0.3)
-    server.stop()
-    raise RuntimeError(f"Azurite did not serve on {server.endpoint} within {START_TIMEOUT_S} s (last error: "
-                       f"{last_error}); its log:\n{log_path.read_text(errors='replace')[-3000:]}")
+    return wait_until_serving(server, "Azurite", START_TIMEOUT_S)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from tests.s3_server import LOOPBACK, free_ports, launch_server, stop_server
+from tests.s3_server import LOOPBACK, free_ports, launch_server, stop_server, wait_until_serving
 
 START_TIMEOUT_S = 60
 PROJECT = "rocketstore-test"  # creating a bucket needs a project id; reading does not
@@ -76,16 +75,5 @@ def start_gcs_server(work_dir: Path) -> GcsServer:
     args = ["start", f"--host={LOOPBACK}", f"--port={port}", "--no-store-on-disk", "--quiet"]
     process = launch_server([sys.executable, "-c", LAUNCH, *args], log_path, cwd=work_dir)
     server = GcsServer(f"{LOOPBACK}:{port}", process, log_path)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    last_error = None
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            server.filesystem().create_dir("rocketstore-probe")
-            return server
-        except OSError as e:  # not listening yet
-            last_error = e
-            time.sleep(0.3)
-    server.stop()
-    raise RuntimeError(f"gcp-storage-emulator did not serve on {server.endpoint} within {START_TIMEOUT_S} s (last "
-                       f"error: {last_error}; is it installed? `make test` installs the test extra); its log:\n"
-                       f"{log_path.read_text(errors='replace')[-3000:]}")
+    return wait_until_serving(server, "gcp-storage-emulator", START_TIMEOUT_S,
+                              "; is it installed? `make test` installs the test extra")

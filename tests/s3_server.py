@@ -66,6 +66,23 @@ def stop_server(process: subprocess.Popen) -> None:
             process.wait(timeout=20)
 
 
+def wait_until_serving(server, name: str, timeout_s: float, hint: str = ""):
+    """``server`` once its filesystem can create a directory (a bucket or container); stopped, and an error with
+    the end of its log, when it cannot within ``timeout_s`` or exits."""
+    deadline = time.monotonic() + timeout_s
+    last_error = None
+    while time.monotonic() < deadline and server.process.poll() is None:
+        try:
+            server.filesystem().create_dir("rocketstore-probe")
+            return server
+        except OSError as e:  # not listening yet, or not ready to create
+            last_error = e
+            time.sleep(0.3)
+    server.stop()
+    raise RuntimeError(f"{name} did not serve on {server.endpoint} within {timeout_s} s (last error: {last_error})"
+                       f"{hint}; its log:\n{server.log_path.read_text(errors='replace')[-3000:]}")
+
+
 @dataclass
 class S3Server:
     endpoint: str  # host:port of the S3 gateway
@@ -120,17 +137,4 @@ def start_s3_server(data_dir: Path, identities: Optional[list] = None) -> S3Serv
     log_path = data_dir / "weed.log"
     process = launch_server(args, log_path)
     server = S3Server(f"{LOOPBACK}:{s3}", process, log_path, identities)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    last_error = None
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        try:
-            server.filesystem().create_dir("rocketstore-probe")
-            return server
-        except OSError as e:  # not listening yet, or the filer not ready
-            last_error = e
-            time.sleep(0.5)
-    server.stop()
-    raise RuntimeError(f"weed server did not serve S3 on {server.endpoint} within {START_TIMEOUT_S} s "
-                       f"(last error: {last_error}); its log:\n{log_path.read_text(errors='replace')[-3000:]}")
+    return wait_until_serving(server, "weed server (S3)", START_TIMEOUT_S)
