@@ -83,8 +83,8 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     options = (tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
     cached = _RECOVERED.get(ref.path)
     if is_remote(ref.path):
-        # one listing per plan (three list requests): the store is opened, and its queue ends searched, only when
-        # the listing shows a change
+        # an unchanged store costs one listing per plan (three list requests); only a listing that shows a change
+        # opens the store again (which lists it once more and searches its queue ends)
         store_path(ref.path, dict(ref.fs_options))
         key = (fingerprint(ref.path, fresh=False),) + options
     else:
