@@ -72,8 +72,12 @@ class RocketStoreWriter(DataSourceArrowWriter):
                 count += table.num_rows
                 yield table
 
+        def new_topic_queues():  # as the commit will count them: every queue id used, and at least queueNums
+            return {t: max(top + 1, self.opts.queue_nums) for t, top in new_topics.items()}
+
         stems = stage(self.opts.path, self.job_id, name, tables(), store_host=self.opts.store_host,
-                      max_message_size=self.opts.max_message_size, sizes=self.opts.sizes, overwrite=self.overwrite)
+                      max_message_size=self.opts.max_message_size, sizes=self.opts.sizes, overwrite=self.overwrite,
+                      new_topic_queues=new_topic_queues)
         return StagedCommit(self.job_id, partition, attempt, tuple(stems), count, tuple(sorted(new_topics.items())))
 
     def normalize(self, table: pa.Table, partition: int, row_base: int, new_topics: dict) -> pa.Table:

@@ -138,6 +138,13 @@ class ConsumeQueueWriter:
         for t, q in todo:
             self._made[(t, q)] = self.directory / t / str(q)
 
+    def adopted(self, queues: dict) -> None:
+        """Queue directories that now exist without this writer having made them (topic → queue ids: a job's
+        skeleton moved into the store)."""
+        for topic, qids in queues.items():
+            for qid in qids:
+                self._made[(topic, int(qid))] = self.directory / topic / str(qid)
+
     def create_queues(self, queue_nums: dict) -> None:
         """The consume-queue directories 0..n-1 of every new topic of ``queue_nums`` (topic → n: a new topic's
         queues, empty ones too)."""

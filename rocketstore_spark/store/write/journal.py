@@ -30,6 +30,9 @@ META_DIR = ".rocketstore"
 JOURNAL_DIR = "journal"
 STAGING_DIR = "staging"
 TRASH_DIR = "trash"
+#: a job's consume-queue skeleton inside its staging directory (+ its file size; :mod:`.queue_skeleton`): empty
+#: directories by design, kept by the housekeeping until their job's staging directory goes
+SKELETON_PREFIX = "consumequeue-"
 STATE_PUBLISHING = "publishing"
 STATE_DONE = "done"
 
@@ -266,14 +269,21 @@ def _rollback_overwrite(root: Path, journal: dict) -> None:
 
 
 def remove_empty_dirs(directory: Path) -> None:
-    """Remove ``directory`` and its subdirectories where they hold no file (``.rocketstore`` housekeeping)."""
-    if not directory.is_dir():
-        return
-    for sub in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
-        if sub.is_dir() and not any(sub.iterdir()):
-            sub.rmdir()
-    if not any(directory.iterdir()):
-        directory.rmdir()
+    """Remove ``directory`` and its subdirectories where they hold no file (``.rocketstore`` housekeeping); a
+    running job's consume-queue skeleton is left alone."""
+    if Path(directory).is_dir():
+        _remove_if_empty(str(directory))
+
+
+def _remove_if_empty(directory: str) -> bool:
+    empty = True
+    for entry in os.scandir(directory):
+        if not (entry.is_dir(follow_symlinks=False) and not entry.name.startswith(SKELETON_PREFIX)
+                and _remove_if_empty(entry.path)):
+            empty = False
+    if empty:
+        os.rmdir(directory)
+    return empty
 
 
 def pending_journals(root: Path) -> list[Path]:

@@ -8,7 +8,8 @@ store would give them if nothing else were published first. :func:`publish_stage
 3. for an overwrite, journal it and set the old store aside (renames only, so rollback can bring it back);
 4. close the job's reservation: from here no task attempt (a zombie, a speculative copy) can write;
 5. load the committed attempts' staged records in commit-log order;
-6. journal the store's state before the job (the commit log's end, the touched queues' ends, the index header);
+6. journal the store's state before the job (the commit log's end, the touched queues' ends, the index header),
+   then move the new topics' consume-queue skeletons that the tasks made into the store (:mod:`.queue_skeleton`);
 7. assign queue offsets and store times;
 8. lay the records into the commit log:
    * **in place**, when the store still ends where the job was staged and the committed attempts tile the staged
@@ -25,7 +26,7 @@ store would give them if nothing else were published first. :func:`publish_stage
 
 :func:`~.staging.discard_staged` is the abort: the store is never touched. ``ROCKETSTORE_FAULT_AT=<step>`` kills
 the process at a named step; the crash-safety tests use it to prove that every step is recoverable: ``journal``,
-``moved``, ``part-<i>``, ``before-done``, ``after-done``.
+``adopted``, ``moved``, ``part-<i>``, ``before-done``, ``after-done``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from .journal import (
 )
 from .open_files import fsync_directory
 from .placement import place_records
+from .queue_skeleton import adopt_skeletons
 from .reservation import close_job, staged_commitlog_dir
 from .staged_commitlog import move_into_store, patch_staged
 from .staging import discard_staged
@@ -122,6 +124,10 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
                                          root / L.INDEX_DIR, sum(len(c.entry_rec) for c in chunks),
                                          sink=list(sink) if sink else None))
             fault_point("journal")
+        adopted = adopt_skeletons(staging_dir(root, job_id), writer.root / L.CONSUMEQUEUE_DIR,
+                                  writer.sizes.consume_queue_file_size, new_topic_queues, _dispatched_queues(chunks))
+        writer.consume_queues.adopted(adopted)
+        fault_point("adopted")
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms  # the job's store time: its commit
         stamps = [writer.assign(c, now_ms) for c in chunks]  # 7.
         in_place = _staged_in_place(writer, reserved, chunks)  # 8. and 9.
@@ -231,14 +237,21 @@ def _index_chunks(writer: StoreWriter, chunks: list[EncodedBatch], stamps) -> No
         writer.index_batch(chunk, chunk.phy, store_ts)
 
 
-def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
-    """'topic/qid' → [max offset before, the queue's files before (None: no directory)] for every queue the
-    job writes or creates."""
-    keys = set()
+def _dispatched_queues(batches) -> dict[str, set]:
+    """Topic → the queue ids the batches' records go to."""
+    out: dict[str, set] = {}
     for b in batches:
         rows = np.flatnonzero(b.dispatch)
         pairs = np.unique((b.topic_idx[rows].astype(np.int64) << 32) | b.queue_id[rows].astype(np.int64))
-        keys.update((b.topic_names[p >> 32], p & 0xFFFFFFFF) for p in pairs.tolist())
+        for p in pairs.tolist():
+            out.setdefault(b.topic_names[p >> 32], set()).add(p & 0xFFFFFFFF)
+    return out
+
+
+def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
+    """'topic/qid' → [max offset before, the queue's files before (None: no directory)] for every queue the
+    job writes or creates."""
+    keys = {(t, q) for t, qids in _dispatched_queues(batches).items() for q in qids}
     for topic, n in new_topic_queues.items():
         keys.update((topic, q) for q in range(n))
     cq = writer.root / L.CONSUMEQUEUE_DIR

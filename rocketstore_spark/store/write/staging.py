@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,7 @@ from ..read.store_reader import StoreReader
 from .encoded_batch import EncodedBatch, encode_table
 from .journal import meta_dir, remove_empty_dirs, staging_dir
 from .placement import patch_longs
+from .queue_skeleton import SkeletonBuilder
 from .reservation import JobReservation, close_job, staged_commitlog_dir
 
 STAGE_FILE_ROWS = 200_000  # messages per metadata file: bounds the metadata a task holds in memory
@@ -33,12 +34,15 @@ STAGE_FILE_ROWS = 200_000  # messages per metadata file: bounds the metadata a t
 
 def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_host: str,
           max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, rows_per_file: int = STAGE_FILE_ROWS,
-          sizes: Optional[dict] = None, overwrite: bool = False) -> list[str]:
+          sizes: Optional[dict] = None, overwrite: bool = False,
+          new_topic_queues: Optional[Callable[[], dict]] = None) -> list[str]:
     """Encode ``tables`` and stage them for job ``job_id``; returns the metadata stems, in order.
 
     Each table is encoded on its own (Spark hands over small Arrow batches: encoding them one by one avoids
     concatenating bodies) and is one reservation. ``sizes`` are the store's size options (used when the store
-    has no files yet); ``overwrite`` stages against an empty store.
+    has no files yet); ``overwrite`` stages against an empty store. ``new_topic_queues()`` (topic → number of
+    queues, for the topics the store does not have, as seen so far) has the job's consume-queue skeleton of
+    those topics made alongside (:mod:`.queue_skeleton`).
     """
     root = Path(root)
     job_dir = staging_dir(root, job_id)
@@ -46,12 +50,16 @@ def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_hos
     stems: list[str] = []
     parts: list[EncodedBatch] = []
     rows = 0
-    with JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files:
+    cq_file_size = lambda: detect_sizes(root, **(sizes or {})).consume_queue_file_size  # noqa: E731
+    with JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files, \
+            SkeletonBuilder(job_dir, cq_file_size) as skeleton:
         for table in tables:
             if table.num_rows == 0:
                 continue
             batch = encode_table(table, store_host=store_host, uniq_factory=factory,
                                  max_message_size=max_message_size)
+            if new_topic_queues is not None:
+                skeleton.add(batch, new_topic_queues())
             placement = reservation.reserve(batch.lengths, lambda: _store_start(root, sizes or {}, overwrite))
             with reservation.writing():
                 files.write(batch, placement)

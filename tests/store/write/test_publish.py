@@ -14,7 +14,7 @@ from rocketstore_spark.store.write.publish import new_job_id, publish_staged
 from rocketstore_spark.store.write.staging import discard_staged, stage
 from tests.store.write.test_writer import SMALL, messages, tree_digest
 
-STEPS = ["journal", "moved", "part-0", "part-1", "before-done"]
+STEPS = ["journal", "adopted", "moved", "part-0", "part-1", "before-done"]
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def base_store(tmp_path):
 
 def stage_job(root, job):
     return (stage(root, job, "p0", [messages(200, start=300), messages(50, topic="fresh", start=500)],
-                  store_host="10.0.0.1:10911")
+                  store_host="10.0.0.1:10911", new_topic_queues=lambda: {"fresh": 4})
             + stage(root, job, "p1", [messages(80, start=550)], store_host="10.0.0.1:10911"))
 
 
