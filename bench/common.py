@@ -4,6 +4,7 @@ import json
 import os
 import sys
 import time
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -54,8 +55,9 @@ def timed(fn, repeat: int = 1):
     return best, result
 
 
-def interleaved(fns: dict, rounds: int = 3) -> dict:
-    """Best time and last result of each of ``fns`` (name → callable), run in turn, round after round.
+def interleaved(fns: dict, rounds: int = 3, prepare: Optional[dict] = None) -> dict:
+    """Best time and last result of each of ``fns`` (name → callable), run in turn, round after round;
+    ``prepare`` (name → callable) runs untimed before each run of that name (removing an earlier output).
 
     The development VM's speed drifts by up to ~1.5x within minutes; timing one candidate's repeats and then
     the other's would fold that drift into their ratio, interleaving spreads it over both.
@@ -63,6 +65,8 @@ def interleaved(fns: dict, rounds: int = 3) -> dict:
     best: dict = {}
     for _ in range(rounds):
         for name, fn in fns.items():
+            if prepare and name in prepare:
+                prepare[name]()
             elapsed, result = timed(fn)
             if name not in best or elapsed < best[name][0]:
                 best[name] = (elapsed, result)
@@ -156,3 +160,15 @@ def register_floor_sink(spark):
             return FloorWriter()
 
     spark.dataSource.register(FloorSink)
+
+
+def fresh_output(path: str):
+    """A ``prepare`` step for :func:`interleaved`: remove a write's earlier output and let the disk settle
+    (``sync``), so that neither deleting thousands of files nor writing back the last run's bytes is timed as
+    part of the next write."""
+    def prepare():
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+        os.sync()
+    return prepare

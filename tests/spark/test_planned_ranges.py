@@ -91,3 +91,36 @@ def test_a_longer_range_planned_later_reloads_the_queue(golden_store_path):
     second = [o for b in reader.read(full) for o in b.column(0).to_pylist()]
     assert first == list(range(lo, lo + (hi - lo) // 2))
     assert second == list(range(lo, hi))
+
+
+def test_a_task_names_the_planned_files_instead_of_listing_queue_directories(golden_store_path, monkeypatch):
+    """A task over thousands of short queues opens the files its ranges need by name: no queue directory is
+    listed (a listing and a stat per file cost more than reading a young queue's few units)."""
+    import rocketstore_spark.store.files.mapped_file_queue as mfq
+
+    opts, parts = queue_plan(golden_store_path, maxMessagesPerPartition="100000")
+    listed = []
+    real = mfq.scandir
+    monkeypatch.setattr(mfq, "scandir", lambda d: listed.append(str(d)) or real(d))
+    reader = RocketStoreReader(opts, ("body",))
+    rows = sum(b.num_rows for p in parts for b in reader.read(p))
+    assert rows == sum(hi - lo for p in parts for _, _, lo, hi in ranges_of(p))
+    assert not [d for d in listed if f"/{L.CONSUMEQUEUE_DIR}/" in d]
+
+
+def test_a_range_starting_earlier_than_a_loaded_one_reloads_the_queue(tmp_path):
+    """Files are named from a range's start: a later range starting earlier (in an earlier consume-queue file)
+    loads the queue again instead of reading from the later file on."""
+    from rocketstore_spark.store import RocketStore
+    from tests.store.write.test_writer import SMALL, messages
+
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as w:  # 10 units per consume-queue file
+        w.append(messages(90, queueId=[0] * 90))
+    opts, parts = queue_plan(tmp_path / "s", topics="orders")
+    reader = RocketStoreReader(opts, ("queueOffset",))
+    lo, hi = 0, max(r[3] for p in parts for r in ranges_of(p) if r[:2] == ("orders", 0))
+    topic, qid, handle = "orders", 0, parts[0].store
+    assert hi == 90
+    late = [o for b in reader.read(QueuePartition(handle, topic, qid, hi - 1, hi)) for o in b.column(0).to_pylist()]
+    whole = [o for b in reader.read(QueuePartition(handle, topic, qid, lo, hi)) for o in b.column(0).to_pylist()]
+    assert late == [hi - 1] and whole == list(range(lo, hi))

@@ -100,6 +100,7 @@ class StoreReader(LazyQueues, VariantReads, QueueReads, OrderedScan, MessageLook
         # given valid end, since recovery needs every queue
         self._lazy_queues = lazy_queues and valid_end is not None
         self._planned_ends: dict[tuple[str, int], int] = {}  # see expect_queue_ends
+        self._planned_starts: dict[tuple[str, int], int] = {}  # ... and the earliest planned start of each
         warn_strays(self.stray_files)
 
     @classmethod
