@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from ...errors import StoreFormatError
 from ..files.index_file import index_key
 from ..format import layout as L
-from ..format.encoder import UniqKeyFactory, encode_records, record_lengths, value_offsets
+from ..format.encoder import UniqKeyFactory, encode_records, value_offsets
 from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hashes
 from .message_input import PreparedMessages, prepare_messages
 
@@ -202,15 +202,13 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
     offsets = offsets - offsets[0]
     tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
     dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
-    encoded_topics = pc.dictionary_encode(enc.topic)
-    topic_names = encoded_topics.dictionary.to_pylist()
-    topic_idx = np.asarray(encoded_topics.indices, dtype=np.int32)
+    topic_names = msgs.topic_codes.dictionary.to_pylist()
+    topic_idx = np.asarray(msgs.topic_codes.indices, dtype=np.int32)
     tags_code, delay_ms = _tags_codes(msgs, topic_names, topic_idx)
     entry_rec, entry_hash = _index_entries(msgs, topic_names, topic_idx, tran)
     ts_pos = L.BORN_HOST_POSITION + np.where(enc.sysflag & L.BORNHOST_V6_FLAG, L.IPV6_HOST_LENGTH,
                                              L.IPV4_HOST_LENGTH)
     given = msgs.given_queue_offset if msgs.given_queue_offset is not None else np.full(n, -1, np.int64)
-    assert np.array_equal(np.diff(offsets), record_lengths(enc))
     return EncodedBatch(
         data=data, record_offsets=offsets, topic_names=topic_names, topic_idx=topic_idx,
         queue_id=enc.queue_id.astype(np.int32), queue_offset_given=np.where(dispatch, given, -1),
