@@ -10,6 +10,7 @@ loads the metadata back and finds the bytes by ``phy``.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from ...errors import StoreFormatError
 from ..files.index_file import index_key
 from ..format import layout as L
 from ..format.encoder import UniqKeyFactory, encode_records, value_offsets
-from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hashes
+from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hash, java_string_hashes
 from .message_input import PreparedMessages, prepare_messages
 
 META_SUFFIX = ".meta.npy"
@@ -253,25 +254,40 @@ def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndar
     indexed = tran != L.TRANSACTION_ROLLBACK_TYPE
     has_uniq = np.asarray(pc.is_valid(msgs.uniq_key)) & indexed
     key_offsets = value_offsets_list(msgs.keys)
-    token_counts = np.where(indexed, np.diff(key_offsets), 0)
-    per_row = has_uniq.astype(np.int64) + token_counts
-    total = int(per_row.sum())
+    tokens = np.diff(key_offsets)
+    per_row = has_uniq + np.where(indexed, tokens, 0)
+    ends = np.cumsum(per_row)
+    total = int(ends[-1]) if n else 0
     if total == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    entry_rec = np.repeat(np.arange(n), per_row)
-    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
-    slot = np.arange(total) - np.repeat(starts, per_row)  # 0 = UNIQ_KEY when present
-    is_uniq = has_uniq[entry_rec] & (slot == 0)
-    uniq_hash, uniq_len = java_hashes_and_lengths(msgs.uniq_key)
-    key_hash, key_len = java_hashes_and_lengths(msgs.keys.flatten())
-    token = np.where(is_uniq, 0, key_offsets[entry_rec] + slot - has_uniq[entry_rec].astype(np.int64))
-    if len(key_hash) == 0:  # no tokens at all: every entry is a UNIQ_KEY
-        key_hash, key_len = np.zeros(1, np.int64), np.zeros(1, np.int64)
-    suffix_hash = np.where(is_uniq, uniq_hash[entry_rec], key_hash[token])
-    suffix_len = np.where(is_uniq, uniq_len[entry_rec], key_len[token])
-    prefix = java_string_hashes([index_key(topic, "") for topic in topic_names])  # "topic#"
-    hashes = np.abs(concat_hashes(prefix[topic_idx[entry_rec]], suffix_hash, suffix_len))
-    return entry_rec.astype(np.int64), np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+    first = ends - per_row  # each row's first entry
+    prefix = np.array([_topic_prefix_hash(topic) for topic in topic_names], dtype=np.int64)[topic_idx]
+    # every entry is written once, where it belongs: the row's UNIQ_KEY first, then its KEYS tokens
+    entry_rec = np.empty(total, dtype=np.int64)
+    entry_hash = np.empty(total, dtype=np.int64)
+    rows = np.flatnonzero(has_uniq)
+    if len(rows):
+        uniq_hash, uniq_len = java_hashes_and_lengths(msgs.uniq_key)
+        entry_rec[first[rows]] = rows
+        entry_hash[first[rows]] = concat_hashes(prefix[rows], uniq_hash[rows], uniq_len[rows])
+    if total > len(rows):
+        key_hash, key_len = java_hashes_and_lengths(msgs.keys.flatten())
+        token_row = np.repeat(np.arange(n), tokens)
+        slot = first[token_row] + has_uniq[token_row] + np.arange(len(token_row)) - key_offsets[token_row]
+        if not indexed.all():  # ROLLBACK rows' tokens have no entries
+            kept = indexed[token_row]
+            token_row, slot, key_hash, key_len = token_row[kept], slot[kept], key_hash[kept], key_len[kept]
+        entry_rec[slot] = token_row
+        entry_hash[slot] = concat_hashes(prefix[token_row], key_hash, key_len)
+    hashes = np.abs(entry_hash)
+    return entry_rec, np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+
+
+@functools.lru_cache(maxsize=65536)
+def _topic_prefix_hash(topic: str) -> int:
+    """Java hash of ``topic#``, the start of every index key of ``topic`` (the same few topics, batch after
+    batch)."""
+    return java_string_hash(index_key(topic, ""))
 
 
 def _mapped_npy(fh, mm: mmap.mmap) -> np.ndarray:
