@@ -137,9 +137,11 @@ class RocketStoreWriter(DataSourceArrowWriter):
             raise MessageValidationError(
                 f"queueId {int(top[k])} is beyond topic {topic!r}, which has {count} queues "
                 f"(0..{count - 1}) in {self.opts.path}")
-        for k in np.flatnonzero(existing < 0).tolist():
-            topic = topic_names[k]
-            new_topics[topic] = max(new_topics.get(topic, -1), int(top[k]))
+        new = np.flatnonzero(existing < 0)
+        for topic_no, highest in zip(new.tolist(), top[new].tolist()):
+            topic = topic_names[topic_no]
+            if highest > new_topics.get(topic, -1):
+                new_topics[topic] = highest
 
     def _flag_compression(self, table: pa.Table) -> pa.Table:
         """Set RocketMQ's COMPRESSED flag and type bits on bodies over the threshold (the producer's rule)."""

@@ -29,7 +29,10 @@ from ..format.encoder import (
     value_offsets,
 )
 
-TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")  # TopicValidator.VALID_CHAR_BIT_MAP characters
+TOPIC_CHARACTER = "[%|a-zA-Z0-9_-]"  # TopicValidator.VALID_CHAR_BIT_MAP characters
+TOPIC_PATTERN = re.compile(f"^{TOPIC_CHARACTER}+$")
+#: topics certainly valid: TOPIC_CHARACTERs (all ASCII: one byte each), at most MAX_TOPIC_LENGTH of them
+_CLEAR_TOPIC = f"^{TOPIC_CHARACTER}{{1,{L.MAX_TOPIC_LENGTH}}}$"
 IGNORED_COLUMNS = ("msgId", "commitLogOffset", "storeSize")  # always derived from where a record lands
 OVERRIDDEN = {"tags": L.PROPERTY_TAGS, "keys": L.PROPERTY_KEYS, "uniqKey": L.PROPERTY_UNIQ_KEY}
 
@@ -101,11 +104,10 @@ def validate_topics(topics: pa.Array) -> None:
     """RocketMQ's topic rules: non-empty, ``[%|a-zA-Z0-9_-]`` only (so no path separators or '..'),
     at most 255 bytes (over 127 needs v2 records, as for long retry topics)."""
     distinct = pc.unique(topics)
-    # Arrow's regex engine clears the (many) valid topics in one pass; Python's re judges the rest, so what is
-    # accepted and the error raised stay exactly those of TOPIC_PATTERN.match
-    clear = pc.and_(pc.match_substring_regex(distinct, TOPIC_PATTERN.pattern),
-                    pc.less_equal(pc.binary_length(distinct), L.MAX_TOPIC_LENGTH))
-    for topic in distinct.filter(pc.invert(pc.fill_null(clear, False))).to_pylist():
+    # Arrow's regex engine clears the (many) valid topics in one pass; Python's re judges the rest (nulls
+    # included), so what is accepted and the error raised stay exactly those of the checks below
+    clear = pc.match_substring_regex(distinct, _CLEAR_TOPIC)
+    for topic in distinct.filter(pc.invert(clear), null_selection_behavior="emit_null").to_pylist():
         if topic is None or topic == "":
             raise MessageValidationError("topic is required: found a null or empty topic")
         if not TOPIC_PATTERN.match(topic):
@@ -294,14 +296,35 @@ def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyF
         born_addr=born_addr, born_port=born_port, store_timestamp=store_ts, store_addr=store_addr,
         store_port=store_port, reconsume_times=_ints(table, "reconsumeTimes", 0),
         prepared_offset=_ints(table, "preparedTransactionOffset", 0), body=body, properties=props)
+    key_tokens = None
     if known is None:  # dispatch reads what is stored, exactly as the broker does
         parsed = parse_properties(props)
         known = {name: property_values(parsed, name) for name in
                  (L.PROPERTY_TAGS, L.PROPERTY_KEYS, L.PROPERTY_UNIQ_KEY, L.PROPERTY_DELAY_TIME_LEVEL)}
+    elif "keys" in names:  # KEYS was joined from the column: its tokens may be the column's lists as they are
+        key_tokens = _listed_key_tokens(_column(table, "keys"))
     none = pa.nulls(n, pa.string())
     return PreparedMessages(
         enc=enc, topic_codes=topic_codes, tags=known.get(L.PROPERTY_TAGS, none),
-        keys=split_keys(known.get(L.PROPERTY_KEYS, none)),
+        keys=key_tokens if key_tokens is not None else split_keys(known.get(L.PROPERTY_KEYS, none)),
         uniq_key=known.get(L.PROPERTY_UNIQ_KEY, none),
         delay_level=known.get(L.PROPERTY_DELAY_TIME_LEVEL, none),
         given_queue_offset=_ints(table, "queueOffset", -1) if "queueOffset" in names else None)
+
+
+def _listed_key_tokens(keys: pa.Array) -> pa.ListArray | None:
+    """A ``keys`` list column when it is exactly what splitting its joined KEYS text gives back (no null list
+    or element, no empty element, no element holding the separator), else None: the split is then skipped."""
+    if not pa.types.is_list(keys.type) or keys.null_count:
+        return None
+    tokens = keys.cast(FIELD_TYPES["keys"])
+    elements = tokens.flatten()
+    if elements.null_count or not (binary_lengths(elements) > 0).all():
+        return None
+    offsets = value_offsets(elements)
+    data = elements.buffers()[2]
+    text = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
+    return None if (text == _KEY_SEPARATOR).any() else tokens
+
+
+_KEY_SEPARATOR = ord(L.KEY_SEPARATOR)
