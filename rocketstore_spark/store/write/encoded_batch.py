@@ -82,39 +82,37 @@ class EncodedBatch:
         names = self.topic_names
         return [names[i] for i in self.topic_idx]
 
-    def save_meta(self, stem: Path) -> None:
-        """Write ``<stem>.meta.npy``: everything but the record bytes, as consecutive ``.npy`` arrays (field
-        names, topic names, then one array per field; a zip archive would CRC every byte when read back). Not
-        fsynced: only the same job's driver reads it back, through the same page cache."""
-        meta = {k: v for k, v in self.__dict__.items()
-                if k not in ("data", "topic_names", "staged_dir", "staged_file_size", "_queue_groups")
-                and v is not None}
-        with open(str(stem) + META_SUFFIX, "wb") as fh:
-            np.save(fh, np.array(list(meta), dtype=str))
-            np.save(fh, np.array(self.topic_names, dtype=object).astype(str))
-            for value in meta.values():
-                np.save(fh, value)
-
-    @classmethod
-    def concat_meta(cls, parts: list["EncodedBatch"]) -> "EncodedBatch":
-        """The metadata of staged batches as one batch (no record bytes); each part is one reservation."""
-        position: dict = {}
-        topic_idx, record_offsets, entry_rec = [], [np.zeros(1, np.int64)], []
-        base_bytes = base_rows = 0
+    @staticmethod
+    def save_meta(parts: list["EncodedBatch"], stem: Path) -> None:
+        """Write ``<stem>.meta.npy``: the metadata of staged batches (each part one reservation) as one batch,
+        everything but the record bytes, as consecutive ``.npy`` arrays (field names, topic names, then one array
+        per field; a zip archive would CRC every byte when read back). A field is written part after part, as
+        ``np.save`` would write the parts concatenated: the concatenation is never built in memory. Not fsynced:
+        only the same job's driver reads it back, through the same page cache."""
+        every_name = [t for part in parts for t in part.topic_names]
+        numbering = pc.dictionary_encode(pa.array(every_name, pa.string()))  # topics numbered as they appear
+        number = np.asarray(numbering.indices, dtype=np.int32)
+        sizes = np.array([len(p) for p in parts], dtype=np.int64)
+        pieces: dict[str, list] = {name: [] for name in _META_FIELDS}
+        pieces["record_offsets"].append(np.zeros(1, np.int64))
+        pieces["chunk_starts"].append(np.cumsum(sizes) - sizes)
+        base_bytes = base_rows = base_names = 0
         for part in parts:
-            remap = np.array([position.setdefault(t, len(position)) for t in part.topic_names], dtype=np.int32)
-            topic_idx.append(remap[part.topic_idx] if len(part.topic_idx) else part.topic_idx)
-            record_offsets.append(part.record_offsets[1:] + base_bytes)
-            entry_rec.append(part.entry_rec + base_rows)
+            remap = number[base_names:base_names + len(part.topic_names)]
+            pieces["topic_idx"].append(remap[part.topic_idx] if len(part.topic_idx) else part.topic_idx)
+            pieces["record_offsets"].append(part.record_offsets[1:] + base_bytes)
+            pieces["entry_rec"].append(part.entry_rec + base_rows)
+            for name in _META_FIELDS_AS_STAGED:
+                pieces[name].append(getattr(part, name))
             base_bytes += int(part.record_offsets[-1])
             base_rows += len(part)
-        same = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts", "ts_given",
-                "ts_pos", "entry_hash", "phy")
-        sizes = np.array([len(p) for p in parts], dtype=np.int64)
-        return cls(data=np.zeros(0, np.uint8), record_offsets=np.concatenate(record_offsets),
-                   topic_names=list(position), topic_idx=np.concatenate(topic_idx).astype(np.int32),
-                   entry_rec=np.concatenate(entry_rec), chunk_starts=np.cumsum(sizes) - sizes,
-                   **{k: np.concatenate([getattr(p, k) for p in parts]) for k in same})
+            base_names += len(part.topic_names)
+        pieces["topic_idx"] = [p.astype(np.int32, copy=False) for p in pieces["topic_idx"]]
+        with open(str(stem) + META_SUFFIX, "wb") as fh:
+            np.save(fh, np.array(_META_FIELDS, dtype=str))
+            np.save(fh, np.array(numbering.dictionary.to_pylist(), dtype=object).astype(str))
+            for name in _META_FIELDS:
+                _save_concatenated(fh, pieces[name])
 
     @classmethod
     def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
@@ -175,6 +173,23 @@ class EncodedBatch:
                 raise StoreFormatError(f"staged records end early: expected {nbytes} bytes, found {got}",
                                        str(path), first % size)
         return view
+
+
+#: the fields of a staged batch's metadata file, in their order there, and those of them copied from the parts
+_META_FIELDS = ("record_offsets", "topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms",
+                "store_ts", "ts_given", "ts_pos", "entry_rec", "entry_hash", "phy", "chunk_starts")
+_META_FIELDS_AS_STAGED = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
+                          "ts_given", "ts_pos", "entry_hash", "phy")
+
+
+def _save_concatenated(fh, pieces: list) -> None:
+    """What ``np.save(fh, np.concatenate(pieces))`` writes, without building the concatenation."""
+    dtype = np.result_type(*pieces)
+    header = np.lib.format.header_data_from_array_1_0(np.empty(0, dtype))
+    header["shape"] = (sum(len(p) for p in pieces),)
+    np.lib.format.write_array_header_1_0(fh, header)
+    for piece in pieces:
+        fh.write(np.ascontiguousarray(piece, dtype=dtype).data)
 
 
 def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
