@@ -298,7 +298,7 @@ def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndar
     return entry_rec, np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=8192)
 def _topic_prefix_hash(topic: str) -> int:
     """Java hash of ``topic#``, the start of every index key of ``topic`` (the same few topics, batch after
     batch)."""

@@ -107,7 +107,7 @@ def validate_topics(topics: pa.Array) -> None:
             raise MessageValidationError(problem)
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=8192)
 def _topic_problem(topic: str | None) -> str | None:
     """Why ``topic`` breaks the rules, None when it is valid (remembered: batch after batch has the same
     topics)."""
