@@ -94,21 +94,20 @@ class RocketStoreWriter(DataSourceArrowWriter):
         topics = out.column("topic").combine_chunks()
         if topics.null_count:
             raise MessageValidationError("column topic has a null value; every message needs a topic")
-        queue_counts = self._queue_counts_for(topics)
+        # encoded once: queue selection and the queue id check both work per distinct topic
+        topic_codes = pc.dictionary_encode(topics)
+        topic_names = topic_codes.dictionary.to_pylist()
+        topic_idx = np.asarray(topic_codes.indices)
+        existing = np.array([self.queue_counts.get(t, -1) for t in topic_names], dtype=np.int64)  # -1: new
         if "queueId" not in out.column_names:
-            out = out.append_column("queueId", pa.array(self._select_queues(table, queue_counts, partition, row_base),
+            counts = np.where(existing >= 0, existing, opts.queue_nums)[topic_idx]
+            out = out.append_column("queueId", pa.array(self._select_queues(table, counts, partition, row_base),
                                                         pa.int32()))
         qids = np.asarray(pc.fill_null(out.column("queueId").combine_chunks(), 0), dtype=np.int64)
-        self._check_queue_ids(topics, qids, new_topics)
+        self._check_queue_ids(topic_names, topic_idx, existing, qids, new_topics)
         if opts.compress_body != "none" and "body" in out.column_names:
             out = self._flag_compression(out)
         return out
-
-    def _queue_counts_for(self, topics: pa.Array) -> np.ndarray:
-        encoded = pc.dictionary_encode(topics)
-        per_topic = np.array([self.queue_counts.get(t, self.opts.queue_nums)
-                              for t in encoded.dictionary.to_pylist()], dtype=np.int64)
-        return per_topic[np.asarray(encoded.indices)]
 
     def _select_queues(self, table: pa.Table, counts: np.ndarray, partition: int, row_base: int) -> np.ndarray:
         selector = self.opts.queue_selector
@@ -127,20 +126,26 @@ class RocketStoreWriter(DataSourceArrowWriter):
             return (hashes % counts).astype(np.int32)
         return ((partition + row_base + np.arange(n)) % counts).astype(np.int32)
 
-    def _check_queue_ids(self, topics: pa.Array, qids: np.ndarray, new_topics: dict) -> None:
+    def _check_queue_ids(self, topic_names: list, topic_idx: np.ndarray, existing: np.ndarray, qids: np.ndarray,
+                         new_topics: dict) -> None:
+        """Queue ids must fit existing topics; new topics record their highest queue id (for the commit).
+        ``existing`` is the queue count of each of ``topic_names`` in the store, -1 for a new topic."""
         if (qids < 0).any():
             raise MessageValidationError(f"queueId must be >= 0, found {int(qids.min())}")
-        encoded = pc.dictionary_encode(topics)
-        idx = np.asarray(encoded.indices)
-        for k, topic in enumerate(encoded.dictionary.to_pylist()):
-            top = int(qids[idx == k].max())
-            if topic in self.queue_counts:
-                if top >= self.queue_counts[topic]:
-                    raise MessageValidationError(
-                        f"queueId {top} is beyond topic {topic!r}, which has {self.queue_counts[topic]} queues "
-                        f"(0..{self.queue_counts[topic] - 1}) in {self.opts.path}")
-            else:
-                new_topics[topic] = max(new_topics.get(topic, -1), top)
+        top = np.full(len(topic_names), -1, dtype=np.int64)  # highest queue id per topic, in one pass over rows
+        np.maximum.at(top, topic_idx, qids)
+        beyond = np.flatnonzero((existing >= 0) & (top >= existing))
+        if len(beyond):
+            k = int(beyond[0])
+            topic, count = topic_names[k], int(existing[k])
+            raise MessageValidationError(
+                f"queueId {int(top[k])} is beyond topic {topic!r}, which has {count} queues "
+                f"(0..{count - 1}) in {self.opts.path}")
+        new = np.flatnonzero(existing < 0)
+        for topic_no, highest in zip(new.tolist(), top[new].tolist()):
+            topic = topic_names[topic_no]
+            if highest > new_topics.get(topic, -1):
+                new_topics[topic] = highest
 
     def _flag_compression(self, table: pa.Table) -> pa.Table:
         """Set RocketMQ's COMPRESSED flag and type bits on bodies over the threshold (the producer's rule)."""

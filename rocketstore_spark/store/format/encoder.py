@@ -58,12 +58,16 @@ def topic_magic(topic_lengths: np.ndarray) -> np.ndarray:
 
 def record_lengths(enc: EncodeInput) -> np.ndarray:
     """``calMsgLength`` per record."""
-    topic_len = binary_lengths(enc.topic)
-    v6_born = (enc.sysflag & L.BORNHOST_V6_FLAG) != 0
-    v6_store = (enc.sysflag & L.STOREHOSTADDRESS_V6_FLAG) != 0
+    return _record_lengths(enc.sysflag, binary_lengths(enc.topic), binary_lengths(enc.body),
+                           binary_lengths(enc.properties))
+
+
+def _record_lengths(sysflag: np.ndarray, topic_len: np.ndarray, body_len: np.ndarray, props_len: np.ndarray):
+    v6_born = (sysflag & L.BORNHOST_V6_FLAG) != 0
+    v6_store = (sysflag & L.STOREHOSTADDRESS_V6_FLAG) != 0
     return (4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + np.where(v6_born, 20, 8) + 8 + np.where(v6_store, 20, 8)
-            + 4 + 8 + 4 + binary_lengths(enc.body) + np.where(topic_len > L.MAX_TOPIC_LENGTH_V1, 2, 1)
-            + topic_len + 2 + binary_lengths(enc.properties))
+            + 4 + 8 + 4 + body_len + np.where(topic_len > L.MAX_TOPIC_LENGTH_V1, 2, 1)
+            + topic_len + 2 + props_len)
 
 
 def _put(matrix: np.ndarray, col: np.ndarray, values: np.ndarray, width: int) -> None:
@@ -82,6 +86,14 @@ def _variable_binary(matrix: np.ndarray, widths: np.ndarray) -> pa.Array:
     offsets = np.zeros(len(widths) + 1, dtype=np.int32)
     np.cumsum(widths, out=offsets[1:])
     return pa.Array.from_buffers(pa.binary(), len(widths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _fixed_width_binary(raw: np.ndarray) -> pa.Array:
+    """Each row of the (n, width) byte matrix ``raw`` as one binary value (the matrix is the data buffer)."""
+    n, width = raw.shape
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(np.ascontiguousarray(raw))])
 
 
 def value_offsets(arr: pa.Array) -> np.ndarray:
@@ -127,33 +139,33 @@ def _v4_heads(enc: EncodeInput, total, magic, crcs, phy_offsets, body_len) -> pa
         head[name] = values
     head["born_addr"] = enc.born_addr[:, :4]
     head["store_addr"] = enc.store_addr[:, :4]
-    offsets = np.arange(0, (len(enc) + 1) * V4_RECORD_HEAD.itemsize, V4_RECORD_HEAD.itemsize, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), len(enc), [None, pa.py_buffer(offsets), pa.py_buffer(head)])
+    return _fixed_width_binary(head.view(np.uint8).reshape(len(enc), V4_RECORD_HEAD.itemsize))
 
 
 def encode_records(enc: EncodeInput, phy_offsets: np.ndarray) -> pa.Array:
     """The records' bytes, one binary value per record, for records placed at ``phy_offsets``."""
     n = len(enc)
-    total = record_lengths(enc)
     topic_len = binary_lengths(enc.topic)
     body_len = binary_lengths(enc.body)
     props_len = binary_lengths(enc.properties)
+    total = _record_lengths(enc.sysflag, topic_len, body_len, props_len)
     if not (enc.sysflag & (L.BORNHOST_V6_FLAG | L.STOREHOSTADDRESS_V6_FLAG)).any():
         heads = _v4_heads(enc, total, topic_magic(topic_len), body_crcs(enc.body), phy_offsets, body_len)
     else:
         heads = _mixed_heads(enc, total, topic_len, phy_offsets, body_len)
-    zero = np.zeros(n, dtype=np.int64)
     v2 = topic_len > L.MAX_TOPIC_LENGTH_V1
-    tlen = np.zeros((n, 2), dtype=np.uint8)
-    _put(tlen, zero, np.where(v2, topic_len, topic_len << 8), 2)  # v1: the high byte alone
-    plen = np.zeros((n, 2), dtype=np.uint8)
-    _put(plen, zero, props_len, 2)
+    if v2.any():
+        tlen = np.zeros((n, 2), dtype=np.uint8)
+        _put(tlen, np.zeros(n, dtype=np.int64), np.where(v2, topic_len, topic_len << 8), 2)  # v1: high byte alone
+        topic_length_field = _variable_binary(tlen, np.where(v2, 2, 1))
+    else:  # v1 records only: TOPICLEN is one byte, the length itself
+        topic_length_field = _fixed_width_binary(topic_len.astype(np.uint8).reshape(n, 1))
     parts = [
         heads,
         enc.body.cast(pa.binary()),
-        _variable_binary(tlen, np.where(v2, 2, 1)),
+        topic_length_field,
         enc.topic.cast(pa.binary()),
-        _variable_binary(plen, zero + 2),
+        _fixed_width_binary(props_len.astype(_BE[2]).view(np.uint8).reshape(n, 2)),  # PROPERTIESLENGTH
         enc.properties.cast(pa.binary()),
     ]
     out = pc.binary_join_element_wise(*parts, pa.scalar(b"", type=pa.binary()))

@@ -36,7 +36,8 @@ def java_hashes_and_lengths(texts) -> tuple[np.ndarray, np.ndarray]:
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out, np.zeros(0, dtype=np.int64)
-    arr = pc.fill_null(arr, "")
+    if arr.null_count:
+        arr = pc.fill_null(arr, "")
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
     starts, lengths = offsets[:-1], np.diff(offsets)
@@ -45,10 +46,15 @@ def java_hashes_and_lengths(texts) -> tuple[np.ndarray, np.ndarray]:
     if chars.size and (chars >= 0x80).any():
         high = np.flatnonzero(chars >= 0x80) + offsets[0]
         ascii_rows[np.searchsorted(starts, high, side="right") - 1] = False
-    short = lengths <= _HORNER_MAX_LENGTH
-    rows = np.flatnonzero(short)
-    out[rows] = _horner_hashes(data, starts[rows], lengths[rows])
-    rows = np.flatnonzero(~short)
+    lower = -1
+    for upper in _DOT_WIDTH_CLASSES:  # rows of similar lengths together: a matrix row wastes at most 4x
+        in_class = (lengths > lower) & (lengths <= upper)
+        lower = upper
+        if in_class.all():  # one class holds every row (the usual case): its characters are all of chars
+            out[:] = _dot_hashes(chars, lengths)
+        elif in_class.any():
+            out[in_class] = _dot_hashes(chars[np.repeat(in_class, lengths)], lengths[in_class])
+    rows = np.flatnonzero(lengths > _DOT_WIDTH_CLASSES[-1])
     if len(rows):
         out[rows] = _bincount_hashes(data, starts[rows], lengths[rows])
     utf16_lengths = lengths.copy()
@@ -72,7 +78,11 @@ def concat_hashes(prefix_hashes: np.ndarray, suffix_hashes: np.ndarray, suffix_l
     return _to_signed32(h & mask)
 
 
-_HORNER_MAX_LENGTH = 256  # longer strings are hashed by _bincount_hashes (one vector step per character)
+#: upper bounds of the string lengths hashed together by _dot_hashes (a power of 4 apart); longer strings are
+#: hashed by _bincount_hashes
+_DOT_WIDTH_CLASSES = (16, 64, 256)
+#: 31**k mod 2**32 for k = 0 .. 255, highest power first: the weights of a right-aligned row of 256 characters
+_POWERS_OF_31 = np.array([pow(31, k, 1 << 32) for k in range(_DOT_WIDTH_CLASSES[-1] - 1, -1, -1)], dtype=np.float64)
 
 
 def _to_signed32(h: np.ndarray) -> np.ndarray:
@@ -80,25 +90,22 @@ def _to_signed32(h: np.ndarray) -> np.ndarray:
     return np.where(h >= 1 << 31, h - (1 << 32), h)
 
 
-def _horner_hashes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """h = 31*h + c, one character position at a time over the rows still that long (longest rows first, so
-    the rows still active are always a prefix); uint32 arithmetic wraps exactly like Java's int."""
-    n = len(starts)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    order = np.argsort(-lengths, kind="stable")
-    pos = starts[order]
-    ascending = lengths[order][::-1]
-    max_len = int(ascending[-1])
-    active = n - np.searchsorted(ascending, np.arange(max_len), side="right")
-    h = np.zeros(n, dtype=np.uint32)
-    thirty_one = np.uint32(31)
-    for k in range(max_len):
-        m = int(active[k])
-        h[:m] = h[:m] * thirty_one + data[pos[:m] + k]
-    out = np.empty(n, dtype=np.int64)
-    out[order] = _to_signed32(h)
-    return out
+def _dot_hashes(chars: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Hashes of the strings laid end to end in ``chars`` (each at most 256 long): sum(c[i] * 31**(len-1-i))
+    mod 2**32 is the dot product of the string, right-aligned in a zero-padded row (leading zeros add nothing),
+    with the powers of 31 mod 2**32 — one matrix-vector product for all rows. float64 is exact: each term is
+    below 2**40 and a row sums at most 256 of them, below 2**48."""
+    n = len(lengths)
+    width = int(lengths.max(initial=0))
+    if width == 0:
+        return np.zeros(n, dtype=np.int64)
+    if len(chars) == n * width:  # all of one length (such as UNIQ_KEYs): the characters are the matrix
+        matrix = chars.reshape(n, width)
+    else:
+        matrix = np.zeros((n, width), dtype=np.uint8)
+        matrix[np.arange(width) >= (width - lengths)[:, None]] = chars
+    sums = matrix @ _POWERS_OF_31[-width:]
+    return _to_signed32(sums.astype(np.uint64) & np.uint64(0xFFFFFFFF))
 
 
 def _bincount_hashes(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

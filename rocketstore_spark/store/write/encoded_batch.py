@@ -10,6 +10,7 @@ loads the metadata back and finds the bytes by ``phy``.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -23,8 +24,8 @@ import pyarrow.compute as pc
 from ...errors import StoreFormatError
 from ..files.index_file import index_key
 from ..format import layout as L
-from ..format.encoder import UniqKeyFactory, encode_records, record_lengths, value_offsets
-from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hashes
+from ..format.encoder import UniqKeyFactory, encode_records, value_offsets
+from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hash, java_string_hashes
 from .message_input import PreparedMessages, prepare_messages
 
 META_SUFFIX = ".meta.npy"
@@ -81,39 +82,37 @@ class EncodedBatch:
         names = self.topic_names
         return [names[i] for i in self.topic_idx]
 
-    def save_meta(self, stem: Path) -> None:
-        """Write ``<stem>.meta.npy``: everything but the record bytes, as consecutive ``.npy`` arrays (field
-        names, topic names, then one array per field; a zip archive would CRC every byte when read back). Not
-        fsynced: only the same job's driver reads it back, through the same page cache."""
-        meta = {k: v for k, v in self.__dict__.items()
-                if k not in ("data", "topic_names", "staged_dir", "staged_file_size", "_queue_groups")
-                and v is not None}
-        with open(str(stem) + META_SUFFIX, "wb") as fh:
-            np.save(fh, np.array(list(meta), dtype=str))
-            np.save(fh, np.array(self.topic_names, dtype=object).astype(str))
-            for value in meta.values():
-                np.save(fh, value)
-
-    @classmethod
-    def concat_meta(cls, parts: list["EncodedBatch"]) -> "EncodedBatch":
-        """The metadata of staged batches as one batch (no record bytes); each part is one reservation."""
-        position: dict = {}
-        topic_idx, record_offsets, entry_rec = [], [np.zeros(1, np.int64)], []
-        base_bytes = base_rows = 0
+    @staticmethod
+    def save_meta(parts: list["EncodedBatch"], stem: Path) -> None:
+        """Write ``<stem>.meta.npy``: the metadata of staged batches (each part one reservation) as one batch,
+        everything but the record bytes, as consecutive ``.npy`` arrays (field names, topic names, then one array
+        per field; a zip archive would CRC every byte when read back). A field is written part after part, as
+        ``np.save`` would write the parts concatenated: the concatenation is never built in memory. Not fsynced:
+        only the same job's driver reads it back, through the same page cache."""
+        every_name = [t for part in parts for t in part.topic_names]
+        numbering = pc.dictionary_encode(pa.array(every_name, pa.string()))  # topics numbered as they appear
+        number = np.asarray(numbering.indices, dtype=np.int32)
+        sizes = np.array([len(p) for p in parts], dtype=np.int64)
+        pieces: dict[str, list] = {name: [] for name in _META_FIELDS}
+        pieces["record_offsets"].append(np.zeros(1, np.int64))
+        pieces["chunk_starts"].append(np.cumsum(sizes) - sizes)
+        base_bytes = base_rows = base_names = 0
         for part in parts:
-            remap = np.array([position.setdefault(t, len(position)) for t in part.topic_names], dtype=np.int32)
-            topic_idx.append(remap[part.topic_idx] if len(part.topic_idx) else part.topic_idx)
-            record_offsets.append(part.record_offsets[1:] + base_bytes)
-            entry_rec.append(part.entry_rec + base_rows)
+            remap = number[base_names:base_names + len(part.topic_names)]
+            pieces["topic_idx"].append(remap[part.topic_idx] if len(part.topic_idx) else part.topic_idx)
+            pieces["record_offsets"].append(part.record_offsets[1:] + base_bytes)
+            pieces["entry_rec"].append(part.entry_rec + base_rows)
+            for name in _META_FIELDS_AS_STAGED:
+                pieces[name].append(getattr(part, name))
             base_bytes += int(part.record_offsets[-1])
             base_rows += len(part)
-        same = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts", "ts_given",
-                "ts_pos", "entry_hash", "phy")
-        sizes = np.array([len(p) for p in parts], dtype=np.int64)
-        return cls(data=np.zeros(0, np.uint8), record_offsets=np.concatenate(record_offsets),
-                   topic_names=list(position), topic_idx=np.concatenate(topic_idx).astype(np.int32),
-                   entry_rec=np.concatenate(entry_rec), chunk_starts=np.cumsum(sizes) - sizes,
-                   **{k: np.concatenate([getattr(p, k) for p in parts]) for k in same})
+            base_names += len(part.topic_names)
+        pieces["topic_idx"] = [p.astype(np.int32, copy=False) for p in pieces["topic_idx"]]
+        with open(str(stem) + META_SUFFIX, "wb") as fh:
+            np.save(fh, np.array(_META_FIELDS, dtype=str))
+            np.save(fh, np.array(numbering.dictionary.to_pylist(), dtype=object).astype(str))
+            for name in _META_FIELDS:
+                _save_concatenated(fh, pieces[name])
 
     @classmethod
     def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
@@ -176,6 +175,23 @@ class EncodedBatch:
         return view
 
 
+#: the fields of a staged batch's metadata file, in their order there, and those of them copied from the parts
+_META_FIELDS = ("record_offsets", "topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms",
+                "store_ts", "ts_given", "ts_pos", "entry_rec", "entry_hash", "phy", "chunk_starts")
+_META_FIELDS_AS_STAGED = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
+                          "ts_given", "ts_pos", "entry_hash", "phy")
+
+
+def _save_concatenated(fh, pieces: list) -> None:
+    """What ``np.save(fh, np.concatenate(pieces))`` writes, without building the concatenation."""
+    dtype = np.result_type(*pieces)
+    header = np.lib.format.header_data_from_array_1_0(np.empty(0, dtype))
+    header["shape"] = (sum(len(p) for p in pieces),)
+    np.lib.format.write_array_header_1_0(fh, header)
+    for piece in pieces:
+        fh.write(np.ascontiguousarray(piece, dtype=dtype).data)
+
+
 def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
                  max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> EncodedBatch:
     """Check, resolve and encode the messages of ``table`` (see :mod:`.message_input`): what the store writer
@@ -202,15 +218,13 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
     offsets = offsets - offsets[0]
     tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
     dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
-    encoded_topics = pc.dictionary_encode(enc.topic)
-    topic_names = encoded_topics.dictionary.to_pylist()
-    topic_idx = np.asarray(encoded_topics.indices, dtype=np.int32)
+    topic_names = msgs.topic_codes.dictionary.to_pylist()
+    topic_idx = np.asarray(msgs.topic_codes.indices, dtype=np.int32)
     tags_code, delay_ms = _tags_codes(msgs, topic_names, topic_idx)
     entry_rec, entry_hash = _index_entries(msgs, topic_names, topic_idx, tran)
     ts_pos = L.BORN_HOST_POSITION + np.where(enc.sysflag & L.BORNHOST_V6_FLAG, L.IPV6_HOST_LENGTH,
                                              L.IPV4_HOST_LENGTH)
     given = msgs.given_queue_offset if msgs.given_queue_offset is not None else np.full(n, -1, np.int64)
-    assert np.array_equal(np.diff(offsets), record_lengths(enc))
     return EncodedBatch(
         data=data, record_offsets=offsets, topic_names=topic_names, topic_idx=topic_idx,
         queue_id=enc.queue_id.astype(np.int32), queue_offset_given=np.where(dispatch, given, -1),
@@ -255,25 +269,40 @@ def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndar
     indexed = tran != L.TRANSACTION_ROLLBACK_TYPE
     has_uniq = np.asarray(pc.is_valid(msgs.uniq_key)) & indexed
     key_offsets = value_offsets_list(msgs.keys)
-    token_counts = np.where(indexed, np.diff(key_offsets), 0)
-    per_row = has_uniq.astype(np.int64) + token_counts
-    total = int(per_row.sum())
+    tokens = np.diff(key_offsets)
+    per_row = has_uniq + np.where(indexed, tokens, 0)
+    ends = np.cumsum(per_row)
+    total = int(ends[-1]) if n else 0
     if total == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    entry_rec = np.repeat(np.arange(n), per_row)
-    starts = np.concatenate(([0], np.cumsum(per_row)[:-1]))
-    slot = np.arange(total) - np.repeat(starts, per_row)  # 0 = UNIQ_KEY when present
-    is_uniq = has_uniq[entry_rec] & (slot == 0)
-    uniq_hash, uniq_len = java_hashes_and_lengths(msgs.uniq_key)
-    key_hash, key_len = java_hashes_and_lengths(msgs.keys.flatten())
-    token = np.where(is_uniq, 0, key_offsets[entry_rec] + slot - has_uniq[entry_rec].astype(np.int64))
-    if len(key_hash) == 0:  # no tokens at all: every entry is a UNIQ_KEY
-        key_hash, key_len = np.zeros(1, np.int64), np.zeros(1, np.int64)
-    suffix_hash = np.where(is_uniq, uniq_hash[entry_rec], key_hash[token])
-    suffix_len = np.where(is_uniq, uniq_len[entry_rec], key_len[token])
-    prefix = java_string_hashes([index_key(topic, "") for topic in topic_names])  # "topic#"
-    hashes = np.abs(concat_hashes(prefix[topic_idx[entry_rec]], suffix_hash, suffix_len))
-    return entry_rec.astype(np.int64), np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+    first = ends - per_row  # each row's first entry
+    prefix = np.array([_topic_prefix_hash(topic) for topic in topic_names], dtype=np.int64)[topic_idx]
+    # every entry is written once, where it belongs: the row's UNIQ_KEY first, then its KEYS tokens
+    entry_rec = np.empty(total, dtype=np.int64)
+    entry_hash = np.empty(total, dtype=np.int64)
+    rows = np.flatnonzero(has_uniq)
+    if len(rows):
+        uniq_hash, uniq_len = java_hashes_and_lengths(msgs.uniq_key)
+        entry_rec[first[rows]] = rows
+        entry_hash[first[rows]] = concat_hashes(prefix[rows], uniq_hash[rows], uniq_len[rows])
+    if total > len(rows):
+        key_hash, key_len = java_hashes_and_lengths(msgs.keys.flatten())
+        token_row = np.repeat(np.arange(n), tokens)
+        slot = first[token_row] + has_uniq[token_row] + np.arange(len(token_row)) - key_offsets[token_row]
+        if not indexed.all():  # ROLLBACK rows' tokens have no entries
+            kept = indexed[token_row]
+            token_row, slot, key_hash, key_len = token_row[kept], slot[kept], key_hash[kept], key_len[kept]
+        entry_rec[slot] = token_row
+        entry_hash[slot] = concat_hashes(prefix[token_row], key_hash, key_len)
+    hashes = np.abs(entry_hash)
+    return entry_rec, np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+
+
+@functools.lru_cache(maxsize=8192)
+def _topic_prefix_hash(topic: str) -> int:
+    """Java hash of ``topic#``, the start of every index key of ``topic`` (the same few topics, batch after
+    batch)."""
+    return java_string_hash(index_key(topic, ""))
 
 
 def _mapped_npy(fh, mm: mmap.mmap) -> np.ndarray:

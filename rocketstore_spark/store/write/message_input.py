@@ -8,6 +8,7 @@ properties map for TAGS, KEYS and UNIQ_KEY; ``propertiesString`` is written verb
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import time
@@ -39,6 +40,7 @@ class PreparedMessages:
     """Encoder input plus what dispatch needs (topic per row, tags, keys, uniq keys, given queue offsets)."""
 
     enc: EncodeInput
+    topic_codes: pa.DictionaryArray  # enc.topic dictionary-encoded (distinct topics in order of appearance)
     tags: pa.Array
     keys: pa.ListArray
     uniq_key: pa.Array
@@ -68,20 +70,13 @@ def _ints(table: pa.Table, name: str, default: int, dtype=np.int64) -> np.ndarra
 def _hosts(table: pa.Table, name: str, default: str):
     """(n, 16) address bytes, ports and IPv6 mask from 'a.b.c.d:port' / '[v6]:port' strings."""
     n = table.num_rows
+    if name not in table.column_names and n:  # every row has the writer's host: parsed once, shared by all
+        packed, port_no, v6 = _parse_host(name, default)
+        return (np.broadcast_to(np.frombuffer(packed, dtype=np.uint8), (n, 16)), np.full(n, port_no, np.int64),
+                np.full(n, v6, dtype=bool))
     col = _column(table, name) if name in table.column_names else pa.nulls(n, pa.string())
     encoded = pc.dictionary_encode(pc.fill_null(col.cast(pa.string()), default))
-    parsed = []
-    for text in encoded.dictionary.to_pylist():
-        host, _, port = text.rpartition(":")
-        try:
-            packed = ipaddress.ip_address(host.strip("[]")).packed
-            port_no = int(port)
-            if not 0 <= port_no <= 0xFFFF:
-                raise ValueError("port out of range")
-        except ValueError as e:
-            raise MessageValidationError(
-                f"column {name!r}: expected 'a.b.c.d:port' or '[ipv6]:port', found {text!r}") from e
-        parsed.append((packed.ljust(16, b"\0"), port_no, len(packed) == 16))
+    parsed = [_parse_host(name, text) for text in encoded.dictionary.to_pylist()]
     idx = np.asarray(encoded.indices, dtype=np.int64)
     addr = np.frombuffer(b"".join(p[0] for p in parsed), dtype=np.uint8).reshape(-1, 16)[idx]
     ports = np.array([p[1] for p in parsed], dtype=np.int64)[idx]
@@ -89,19 +84,41 @@ def _hosts(table: pa.Table, name: str, default: str):
     return addr, ports, v6
 
 
+def _parse_host(name: str, text: str) -> tuple[bytes, int, bool]:
+    """'a.b.c.d:port' or '[v6]:port' → (16 address bytes, zero-padded; port; is IPv6)."""
+    host, _, port = text.rpartition(":")
+    try:
+        packed = ipaddress.ip_address(host.strip("[]")).packed
+        port_no = int(port)
+        if not 0 <= port_no <= 0xFFFF:
+            raise ValueError("port out of range")
+    except ValueError as e:
+        raise MessageValidationError(
+            f"column {name!r}: expected 'a.b.c.d:port' or '[ipv6]:port', found {text!r}") from e
+    return packed.ljust(16, b"\0"), port_no, len(packed) == 16
+
+
 def validate_topics(topics: pa.Array) -> None:
     """RocketMQ's topic rules: non-empty, ``[%|a-zA-Z0-9_-]`` only (so no path separators or '..'),
     at most 255 bytes (over 127 needs v2 records, as for long retry topics)."""
     for topic in pc.unique(topics).to_pylist():
-        if topic is None or topic == "":
-            raise MessageValidationError("topic is required: found a null or empty topic")
-        if not TOPIC_PATTERN.match(topic):
-            raise MessageValidationError(
-                f"invalid topic {topic!r}: RocketMQ topics may contain only letters, digits, '%', '|', '_' "
+        problem = _topic_problem(topic)
+        if problem:
+            raise MessageValidationError(problem)
+
+
+@functools.lru_cache(maxsize=8192)
+def _topic_problem(topic: str | None) -> str | None:
+    """Why ``topic`` breaks the rules, None when it is valid (remembered: batch after batch has the same
+    topics)."""
+    if topic is None or topic == "":
+        return "topic is required: found a null or empty topic"
+    if not TOPIC_PATTERN.match(topic):
+        return (f"invalid topic {topic!r}: RocketMQ topics may contain only letters, digits, '%', '|', '_' "
                 "and '-' (no path separators or '..')")
-        if len(topic.encode("utf-8")) > L.MAX_TOPIC_LENGTH:
-            raise MessageValidationError(f"topic {topic[:40]!r}... is {len(topic)} characters; the store "
-                                         f"allows at most {L.MAX_TOPIC_LENGTH}")
+    if len(topic.encode("utf-8")) > L.MAX_TOPIC_LENGTH:
+        return f"topic {topic[:40]!r}... is {len(topic)} characters; the store allows at most {L.MAX_TOPIC_LENGTH}"
+    return None
 
 
 def _pair(name: str, values: pa.Array) -> pa.Array:
@@ -116,8 +133,11 @@ def _serialised(parts: list, pairs: dict, n: int) -> pa.Array:
     ``pairs`` (property name → column), row by row."""
     pieces = list(parts)
     if all(values.null_count == 0 for values in pairs.values()):  # no pair to leave out: joined in one pass
+        between = ""  # the constant text between two values is one piece: each piece costs a pass over the rows
         for name, values in pairs.items():
-            pieces += [pa.scalar(name + L.NAME_VALUE_SEPARATOR), values, pa.scalar(L.PROPERTY_SEPARATOR)]
+            pieces += [pa.scalar(between + name + L.NAME_VALUE_SEPARATOR), values]
+            between = L.PROPERTY_SEPARATOR
+        pieces += [pa.scalar(between)] if pairs else []
     else:
         pieces += [_pair(name, values) for name, values in pairs.items()]
     if len(pieces) > 1:
@@ -136,22 +156,12 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
     """
     n = table.num_rows
     names = table.column_names
+    parts = []  # the map's pairs, serialised (no map: nothing to serialise)
     if "properties" in names:
         props = _column(table, "properties")
         if not pa.types.is_map(props.type):
             raise MessageValidationError(f"column 'properties' must be map<string,string>, found {props.type}")
-    else:
-        props = pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], pa.string()),
-                                        pa.array([], pa.string()))
-    overridden = [OVERRIDDEN[c] for c in OVERRIDDEN if c in names]
-    offsets = np.asarray(props.offsets)
-    keep = ~np.asarray(pc.fill_null(pc.is_in(props.keys, value_set=pa.array(overridden, pa.string())), False))
-    rows = np.repeat(np.arange(n), np.diff(offsets))[keep]
-    new_offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(rows, minlength=n), out=new_offsets[1:])
-    base = pa.MapArray.from_arrays(pa.array(new_offsets), props.keys.filter(pa.array(keep)),
-                                   props.items.filter(pa.array(keep)))
-    parts = [serialize_properties(base)] if "properties" in names else []  # no map: nothing to serialise
+        parts.append(serialize_properties(_without(props, [OVERRIDDEN[c] for c in OVERRIDDEN if c in names])))
     from_columns: dict[str, pa.Array] = {}  # property name → the column values written as its pairs
     if "tags" in names:
         from_columns[L.PROPERTY_TAGS] = _column(table, "tags").cast(pa.string())
@@ -164,14 +174,20 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
             keys_text = keys_col.cast(pa.string())
         keys_text = pc.if_else(pc.equal(pc.fill_null(keys_text, ""), ""), pa.scalar(None, pa.string()), keys_text)
         from_columns[L.PROPERTY_KEYS] = keys_text
-    uniq = _column(table, "uniqKey").cast(pa.string()) if "uniqKey" in names else \
-        property_values(props, L.PROPERTY_UNIQ_KEY)
+    if "uniqKey" in names:
+        uniq = _column(table, "uniqKey").cast(pa.string())
+    elif "properties" in names:
+        uniq = property_values(props, L.PROPERTY_UNIQ_KEY)
+    else:
+        uniq = pa.nulls(n, pa.string())
     # a uniqKey column (even with nulls, as read back from a store) is taken as it is; only tables without
     # one get keys generated, like a producer that sets UNIQ_KEY on send
     missing = np.asarray(pc.is_null(uniq)) & ("uniqKey" not in names)
     if "propertiesString" in names:
         missing &= np.asarray(pc.is_null(_column(table, "propertiesString")))
-    if missing.any():
+    if missing.all() and n:  # no row has a key (the usual table): the new keys are the whole column
+        uniq = generated = uniq_factory.make(n, now_ms)
+    elif missing.any():
         mask = pa.array(missing)
         uniq = pc.replace_with_mask(uniq.cast(pa.string()), mask, uniq_factory.make(int(missing.sum()), now_ms))
         generated = pc.if_else(mask, uniq, pa.scalar(None, pa.string()))
@@ -186,6 +202,18 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
     if "properties" in names:
         return text, None
     return text, _known_values(text, from_columns)
+
+
+def _without(props: pa.MapArray, names: list) -> pa.MapArray:
+    """``props`` minus the pairs named in ``names``."""
+    n = len(props)
+    offsets = np.asarray(props.offsets)
+    keep = ~np.asarray(pc.fill_null(pc.is_in(props.keys, value_set=pa.array(names, pa.string())), False))
+    rows = np.repeat(np.arange(n), np.diff(offsets))[keep]
+    new_offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=n), out=new_offsets[1:])
+    return pa.MapArray.from_arrays(pa.array(new_offsets), props.keys.filter(pa.array(keep)),
+                                   props.items.filter(pa.array(keep)))
 
 
 def _known_values(text: pa.Array, from_columns: dict) -> dict | None:
@@ -222,7 +250,10 @@ def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyF
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     n = table.num_rows
     topic = _column(table, "topic").cast(pa.string())
-    validate_topics(topic)
+    # encoded once for both checking and dispatch; nulls encoded as a value so the distinct topics, in order,
+    # are exactly pc.unique's
+    topic_codes = pc.dictionary_encode(topic, null_encoding="encode")
+    validate_topics(topic_codes.dictionary)
     sysflag = _ints(table, "sysFlag", 0) & ~(L.BORNHOST_V6_FLAG | L.STOREHOSTADDRESS_V6_FLAG)
     if "rawBody" in names:
         body = _column(table, "rawBody").cast(pa.binary())
@@ -267,14 +298,35 @@ def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyF
         born_addr=born_addr, born_port=born_port, store_timestamp=store_ts, store_addr=store_addr,
         store_port=store_port, reconsume_times=_ints(table, "reconsumeTimes", 0),
         prepared_offset=_ints(table, "preparedTransactionOffset", 0), body=body, properties=props)
+    key_tokens = None
     if known is None:  # dispatch reads what is stored, exactly as the broker does
         parsed = parse_properties(props)
         known = {name: property_values(parsed, name) for name in
                  (L.PROPERTY_TAGS, L.PROPERTY_KEYS, L.PROPERTY_UNIQ_KEY, L.PROPERTY_DELAY_TIME_LEVEL)}
+    elif "keys" in names:  # KEYS was joined from the column: its tokens may be the column's lists as they are
+        key_tokens = _listed_key_tokens(_column(table, "keys"))
     none = pa.nulls(n, pa.string())
     return PreparedMessages(
-        enc=enc, tags=known.get(L.PROPERTY_TAGS, none),
-        keys=split_keys(known.get(L.PROPERTY_KEYS, none)),
+        enc=enc, topic_codes=topic_codes, tags=known.get(L.PROPERTY_TAGS, none),
+        keys=key_tokens if key_tokens is not None else split_keys(known.get(L.PROPERTY_KEYS, none)),
         uniq_key=known.get(L.PROPERTY_UNIQ_KEY, none),
         delay_level=known.get(L.PROPERTY_DELAY_TIME_LEVEL, none),
         given_queue_offset=_ints(table, "queueOffset", -1) if "queueOffset" in names else None)
+
+
+def _listed_key_tokens(keys: pa.Array) -> pa.ListArray | None:
+    """A ``keys`` list column when it is exactly what splitting its joined KEYS text gives back (no null list
+    or element, no empty element, no element holding the separator), else None: the split is then skipped."""
+    if not pa.types.is_list(keys.type) or keys.null_count:
+        return None
+    tokens = keys.cast(FIELD_TYPES["keys"])
+    elements = tokens.flatten()
+    if elements.null_count or not (binary_lengths(elements) > 0).all():
+        return None
+    offsets = value_offsets(elements)
+    data = elements.buffers()[2]
+    text = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
+    return None if (text == _KEY_SEPARATOR).any() else tokens
+
+
+_KEY_SEPARATOR = ord(L.KEY_SEPARATOR)

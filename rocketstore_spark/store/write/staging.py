@@ -87,7 +87,7 @@ def _store_start(root: Path, sizes: dict, overwrite: bool) -> tuple[int, int]:
 def _save_meta(stem: Path, parts: list[EncodedBatch]) -> str:
     # no fsync: the metadata is read back by this job's driver only, through the same page cache, and is
     # worthless after a machine crash (the job is rolled back); durability starts at the commit's flush
-    EncodedBatch.concat_meta(parts).save_meta(stem)
+    EncodedBatch.save_meta(parts, stem)
     return str(stem)
 
 
