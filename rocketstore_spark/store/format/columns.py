@@ -192,15 +192,17 @@ def parse_properties(props: pa.Array) -> pa.MapArray:
 def property_values(props: pa.MapArray, name: str) -> pa.Array:
     """The value of one property per row (null when absent)."""
     n = len(props)
-    keys = props.keys
-    hits = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(keys, name), False)))
     offsets = np.asarray(props.offsets)
-    rows = np.searchsorted(offsets, hits, side="right") - 1
+    # ``keys``/``items`` are the whole child arrays, also of a slice: only the pairs its offsets span count
+    first, last = int(offsets[0]), int(offsets[-1])
+    keys, items = props.keys.slice(first, last - first), props.items.slice(first, last - first)
+    hits = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(keys, name), False)))
+    rows = np.searchsorted(offsets - first, hits, side="right") - 1
     idx = np.zeros(n, dtype=np.int64)
     present = np.zeros(n, dtype=bool)
     idx[rows] = hits
     present[rows] = True
-    return props.items.take(pa.array(idx, mask=~present))
+    return items.take(pa.array(idx, mask=~present))
 
 
 def single_property(props: pa.BinaryArray, name: str) -> pa.Array:

@@ -222,8 +222,10 @@ def serialize_properties(props: pa.Array) -> pa.Array:
     n = len(props)
     if n == 0:
         return pa.array([], type=pa.string())
-    keys, values = props.keys, props.items
     offsets = np.asarray(props.offsets)
+    # ``keys``/``items`` are the whole child arrays, also of a slice: only the pairs its offsets span count
+    first, last = int(offsets[0]), int(offsets[-1])
+    keys, values = props.keys.slice(first, last - first), props.items.slice(first, last - first)
     row_of = np.repeat(np.arange(n), np.diff(offsets))
     present = np.asarray(pc.is_valid(values))
     pair = pc.binary_join_element_wise(keys, pa.scalar(L.NAME_VALUE_SEPARATOR), values,

@@ -208,12 +208,15 @@ def _without(props: pa.MapArray, names: list) -> pa.MapArray:
     """``props`` minus the pairs named in ``names``."""
     n = len(props)
     offsets = np.asarray(props.offsets)
-    keep = ~np.asarray(pc.fill_null(pc.is_in(props.keys, value_set=pa.array(names, pa.string())), False))
+    # ``keys``/``items`` are the whole child arrays, also of a slice (a batch cut from a larger one): take the
+    # pairs the slice's offsets span
+    first, last = int(offsets[0]), int(offsets[-1])
+    keys, items = props.keys.slice(first, last - first), props.items.slice(first, last - first)
+    keep = ~np.asarray(pc.fill_null(pc.is_in(keys, value_set=pa.array(names, pa.string())), False))
     rows = np.repeat(np.arange(n), np.diff(offsets))[keep]
     new_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(np.bincount(rows, minlength=n), out=new_offsets[1:])
-    return pa.MapArray.from_arrays(pa.array(new_offsets), props.keys.filter(pa.array(keep)),
-                                   props.items.filter(pa.array(keep)))
+    return pa.MapArray.from_arrays(pa.array(new_offsets), keys.filter(pa.array(keep)), items.filter(pa.array(keep)))
 
 
 def _known_values(text: pa.Array, from_columns: dict) -> dict | None:

@@ -244,3 +244,18 @@ def test_a_write_into_more_queues_than_open_files_keeps_a_bounded_set_open(tmp_p
         assert [store.max_offset(f"t{t:02d}", 0) for t in range(60)] == [3] * 60
         rows = pa.Table.from_batches(list(store.read_queue("t07", 0, columns=("body",))))
         assert rows.column("body").to_pylist() == [b"b7", b"b67", b"b127"]
+
+
+def test_a_batch_sliced_from_a_larger_table_keeps_its_own_properties(tmp_path):
+    """A properties map column of a slice (``to_batches(max_chunksize=...)``) spans only the slice's pairs."""
+    props = pa.array([[("color", f"c{i}"), ("UNIQ_KEY", f"u{i:032d}")] for i in range(6)],
+                     pa.map_(pa.string(), pa.string()))
+    table = messages(6).append_column("properties", props)
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+        for batch in table.to_batches(max_chunksize=4):
+            writer.append(pa.Table.from_batches([batch]))
+    with RocketStore.open(tmp_path / "s") as store:
+        rows = [r for q in store.queue_ids("orders")
+                for t in store.read_queue("orders", q, columns=["body", "properties"]) for r in t.to_pylist()]
+    colors = {r["body"]: dict(r["properties"])["color"] for r in rows}
+    assert colors == {messages(6).column("body")[i].as_py(): f"c{i}" for i in range(6)}
