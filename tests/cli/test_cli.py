@@ -167,7 +167,7 @@ def test_recover_and_lag(tmp_path, sample_store):
 
 def test_staging_lists_and_removes_abandoned_jobs(tmp_path, sample_store):
     from rocketstore_spark.store.write.staging import stage
-    from tests.store.write.test_writer import messages
+    from tests.store.write.test_writer import messages, no_job_leftovers
 
     store = tmp_path / "s"
     shutil.copytree(sample_store, store)
@@ -181,7 +181,7 @@ def test_staging_lists_and_removes_abandoned_jobs(tmp_path, sample_store):
     bad = run("staging", store, "--remove", "nope", check=False)
     assert bad.returncode == 2 and "no staged job 'nope'" in bad.stderr and "Traceback" not in bad.stderr
     assert "removed job deadjob" in run("staging", store, "--remove", "deadjob").stdout
-    assert not (store / ".rocketstore").exists()
+    assert no_job_leftovers(store)
 
 
 def test_every_store_command_takes_the_sizes_including_a_harness_size_file(tmp_path, golden_dir):

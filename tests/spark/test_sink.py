@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 
 from rocketstore_spark.store import RocketStore
 from tests.conftest import GOLDEN_SIZES
-from tests.store.write.test_writer import tree_digest
+from tests.store.write.test_writer import no_job_leftovers, tree_digest
 
 SIZE_OPTIONS = {"commitLogFileSize": "1048576", "consumeQueueFileSize": "6000", "indexHashSlots": "5000",
                 "indexMaxEntries": "20000"}
@@ -48,7 +48,7 @@ def test_golden_round_trip(spark, golden_store_path, tmp_path):
     assert all(r["lo"] == 0 and r["hi"] == r["n"] - 1 for r in offsets)
     with RocketStore.open(tmp_path / "copy") as s:
         assert s.sizes.as_options() == GOLDEN_SIZES and s.recovery.mode == "normal"
-    assert not (tmp_path / "copy" / ".rocketstore").exists() and not (tmp_path / "copy" / "abort").exists()
+    assert no_job_leftovers(tmp_path / "copy") and not (tmp_path / "copy" / "abort").exists()
 
 
 def test_generated_frame_defaults_compression_append_and_overwrite(spark, tmp_path):
@@ -213,4 +213,4 @@ def test_retried_and_speculative_attempts_write_every_row_once(tmp_path):
         bodies = [b for q in s.queue_ids("t") for batch in s.read_queue("t", q, columns=["body"])
                   for b in batch.column(0).to_pylist()]
     assert sorted(bodies) == sorted(str(i).encode() for i in range(2000))
-    assert not (tmp_path / "s" / ".rocketstore").exists()
+    assert no_job_leftovers(tmp_path / "s")

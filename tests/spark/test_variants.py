@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from tests.store.read.variant_view import load_view
+from tests.store.write.test_writer import no_job_leftovers
 
 
 def _offsets(line: dict) -> list:
@@ -54,7 +55,7 @@ def test_the_sink_refuses_a_variant_store(spark, variant_golden, tmp_path):
     df = spark.createDataFrame([("T", b"x")], "topic string, body binary")
     with pytest.raises(Exception, match="is a prop-crc store"):
         df.write.format("rocketstore").mode("append").save(str(store))
-    assert not (store / ".rocketstore").exists()
+    assert no_job_leftovers(store)
 
 
 def test_dledger_queue_and_commitlog_scans(spark, variant_golden):

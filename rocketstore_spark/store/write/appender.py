@@ -37,6 +37,7 @@ from .consume_queue_writer import ConsumeQueueWriter, QueueOffsets
 from .encoded_batch import EncodedBatch, encode_table
 from .index_writer import IndexWriter
 from .journal import recover_store
+from .known_end import forget_known_end, known_end, record_known_end
 from .open_files import OpenFiles
 from .placement import place_records
 
@@ -53,11 +54,15 @@ class StoreWriter:
         self._lock = lock
         self.store_host = store_host
         self.max_message_size = max_message_size
-        reader = StoreReader(root, sizes)
+        # the end the last writer recorded, while nothing recovery looks at changed; else recovery's walk
+        reader = StoreReader(root, sizes, valid_end=known_end(root, sizes))
         self.next_phy = reader.max_phy_offset()
         self.offsets = QueueOffsets({key: cq.max_offset for key, cq in reader._queues.items()})
+        # units that opening would re-dispatch are not on disk: the next open must find them again by walking
+        self._fully_dispatched = not any(len(cq.virtual) for cq in reader._queues.values())
         self._checkpoint = reader.checkpoint() or Checkpoint()
         reader.close()
+        forget_known_end(root)  # from now on only this writer's close knows the end
         (root / L.COMMITLOG_DIR).mkdir(parents=True, exist_ok=True)
         (root / L.CONSUMEQUEUE_DIR).mkdir(parents=True, exist_ok=True)
         self._files = OpenFiles()
@@ -226,6 +231,8 @@ class StoreWriter:
             self.index.close()
             self._files.close_all()
             (self.root / L.ABORT_FILE).unlink(missing_ok=True)
+            if self._fully_dispatched:
+                record_known_end(self.root, self.next_phy)
             # the broker serves only the topics its table lists; done once the store itself is complete, so
             # that a failure here concerns the table alone
             if self.register_topics_on_close and self.offsets.written_topics:

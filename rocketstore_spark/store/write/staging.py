@@ -25,6 +25,7 @@ from ..format.encoder import UniqKeyFactory
 from ..read.store_reader import StoreReader
 from .encoded_batch import EncodedBatch, encode_table
 from .journal import meta_dir, remove_empty_dirs, staging_dir
+from .known_end import known_end
 from .placement import patch_longs
 from .queue_skeleton import SkeletonBuilder
 from .reservation import JobReservation, close_job, staged_commitlog_dir
@@ -80,6 +81,9 @@ def _store_start(root: Path, sizes: dict, overwrite: bool) -> tuple[int, int]:
     detected = detect_sizes(root, **sizes)
     if overwrite or not (root / L.COMMITLOG_DIR).is_dir():
         return 0, detected.commit_log_file_size
+    known = known_end(root, detected)  # the last writer's end while the files are as it left them
+    if known is not None:
+        return known, detected.commit_log_file_size
     with StoreReader(root, detected) as store:
         return store.max_phy_offset(), detected.commit_log_file_size
 

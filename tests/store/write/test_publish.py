@@ -10,9 +10,10 @@ import pytest
 from rocketstore_spark.errors import StrayFileWarning
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.read.verify import verify_store
+from rocketstore_spark.store.write.known_end import KNOWN_END_FILE
 from rocketstore_spark.store.write.publish import new_job_id, publish_staged
 from rocketstore_spark.store.write.staging import discard_staged, stage
-from tests.store.write.test_writer import SMALL, messages, tree_digest
+from tests.store.write.test_writer import SMALL, messages, no_job_leftovers, tree_digest
 
 STEPS = ["journal", "adopted", "moved", "part-0", "part-1", "before-done"]
 
@@ -49,7 +50,7 @@ def test_killed_before_the_commit_point_rolls_back_completely(base_store, step):
     with RocketStore.open(base_store, mode="a") as w:
         assert any("rolled back" in a for a in w.recovery_actions)
     assert tree_digest(base_store) == before
-    assert not (base_store / ".rocketstore").exists()
+    assert no_job_leftovers(base_store)
 
 
 def test_killed_after_the_commit_point_keeps_everything(base_store):
@@ -68,10 +69,10 @@ def test_publish_and_abort(base_store):
     job = new_job_id()
     stems = stage_job(base_store, job)
     discard_staged(base_store, job)
-    assert tree_digest(base_store) == before and not (base_store / ".rocketstore").exists()
+    assert tree_digest(base_store) == before and no_job_leftovers(base_store)
     job = new_job_id()
     result = publish_staged(base_store, job, stage_job(base_store, job), new_topic_queues={"fresh": 4})
-    assert result["count"] == 330 and result["in_place"] and not (base_store / ".rocketstore").exists()
+    assert result["count"] == 330 and result["in_place"] and no_job_leftovers(base_store)
     with RocketStore.open(base_store) as s:
         bodies = [b for q in s.queue_ids("orders") for t in s.read_queue("orders", q, columns=["body"])
                   for b in t.column(0).to_pylist()]
@@ -162,7 +163,8 @@ def same_bytes(a, b):
         return path.read_bytes()
 
     def files(root):
-        names = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file() and p.name != "lock")
+        names = sorted(p.relative_to(root) for p in root.rglob("*")
+                       if p.is_file() and p.name not in ("lock", KNOWN_END_FILE))
         index = [n for n in names if n.parts[0] == "index"]
         return [(n if n.parts[0] != "index" else f"index#{index.index(n)}", content(root / n)) for n in names]
 

@@ -13,7 +13,7 @@ from rocketstore_spark.store.write.publish import new_job_id, publish_staged
 from rocketstore_spark.store.write.queue_skeleton import skeleton_dir
 from rocketstore_spark.store.write.staging import stage
 from tests.store.write.test_publish import base_store  # noqa: F401 - the fixture is used by name
-from tests.store.write.test_writer import messages
+from tests.store.write.test_writer import messages, no_job_leftovers
 
 HOST = "10.0.0.1:10911"
 NOW_MS = 1_700_000_000_000
@@ -55,7 +55,7 @@ def test_a_published_skeleton_gives_the_same_queues_as_the_driver_making_them(ba
     with_skeleton = _queue_files(_publish(base_store, True))
     assert with_skeleton == _queue_files(_publish(plain, False))
     assert "fresh/3" in with_skeleton and not any(k.startswith("fresh/3/") for k in with_skeleton)
-    assert not (base_store / ".rocketstore").exists()
+    assert no_job_leftovers(base_store)
     with RocketStore.open(base_store) as s:
         assert s.queue_ids("fresh") == [0, 1, 2, 3]
         assert [s.max_offset("fresh", q) for q in range(4)] == [10, 23, 22, 0]

@@ -11,6 +11,7 @@ import pytest
 from rocketstore_spark.errors import MessageValidationError, StoreClosedError, StoreLockedError, StoreNotFoundError
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.format.java_hash import java_string_hash
+from rocketstore_spark.store.write.known_end import KNOWN_END_FILE
 from tests.conftest import GOLDEN_SIZES
 
 RAW = ["topic", "queueId", "queueOffset", "flag", "sysFlag", "bornTimestamp", "storeTimestamp", "bornHost",
@@ -20,9 +21,10 @@ SMALL = dict(commit_log_file_size=16 * 1024, consume_queue_file_size=200, index_
 
 
 def tree_digest(root: Path) -> str:
+    """The store's bytes, but for the lock and the last writer's record of the end (a cache, see known_end)."""
     h = hashlib.sha256()
     for p in sorted(root.rglob("*")):
-        if p.is_file() and p.name != "lock":
+        if p.is_file() and p.name not in ("lock", KNOWN_END_FILE):
             h.update(str(p.relative_to(root)).encode())
             h.update(p.read_bytes())
     return h.hexdigest()
@@ -59,6 +61,12 @@ def test_reencoded_store_reopens_cleanly(reencoded, golden_store):
         for topic in golden_store.topics():
             for qid in golden_store.queue_ids(topic):
                 assert store.max_offset(topic, qid) == golden_store.max_offset(topic, qid)
+
+
+def no_job_leftovers(root: Path) -> bool:
+    """Nothing of a write job is left in ``.rocketstore`` (staging, journal, trash): at most the end record."""
+    meta = Path(root) / ".rocketstore"
+    return not meta.exists() or [p.name for p in meta.iterdir()] == [KNOWN_END_FILE]
 
 
 def messages(n, topic="orders", start=0, **extra):
