@@ -7,6 +7,7 @@ with queue offset ``i``. Recovery (``ConsumeQueue.recover``) keeps units while `
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
@@ -33,9 +34,10 @@ class Subscription:
     def is_all(self) -> bool:
         return not self.tags
 
-    @property
+    @cached_property
     def codes(self) -> np.ndarray:
-        """Java hash codes of the subscribed tags (what ``SubscriptionData.codeSet`` holds)."""
+        """Java hash codes of the subscribed tags (what ``SubscriptionData.codeSet`` holds); computed once, a
+        read over thousands of queues asks for every queue."""
         return np.array([java_string_hash(t) for t in self.tags], dtype=np.int64)
 
     @staticmethod

@@ -193,7 +193,7 @@ LOCK_FILE = "lock"
 
 def offset_to_file_name(offset: int) -> str:
     """``UtilAll.offset2FileName``: the 20-digit zero-padded decimal name of a file starting at ``offset``."""
-    return f"{offset:0{FILE_NAME_DIGITS}d}"
+    return str(offset).zfill(FILE_NAME_DIGITS)
 
 
 def round_up_cq_file_size(size: int) -> int:
