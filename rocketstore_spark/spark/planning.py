@@ -92,8 +92,10 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     if cached is not None and cached[0] == key:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
+    # a store rocketstore wrote last opens from its writer's record of the end when that still holds (the
+    # CRC-checked walk of the last commit-log file is most of a cold plan's open)
     store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
-                             **opts.settings)
+                             **opts.settings, trust_recorded_end=True)
     store.max_phy_offset()  # recover now, so the cached object carries the result
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()

@@ -63,14 +63,16 @@ class RocketStore(StoreReader):
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
              valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, fs_options=None,
              batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
-             dledger_self_id=None, dledger_peers=None, **writer_options):
+             dledger_self_id=None, dledger_peers=None, trust_recorded_end: bool = False, **writer_options):
         """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
         ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
         ``variant`` names the storage variant (``"default"``, or features such as ``"prop-crc,lmq"``, see
         :mod:`.files.variant`) where the files leave it open; it is detected otherwise and reported as
-        ``store.variant``. Writers append only to default-layout stores.
+        ``store.variant``. Writers append only to default-layout stores. ``trust_recorded_end`` takes the commit
+        log's end from rocketstore's last writer's record while it holds (no recovery walk; see
+        :mod:`.files.known_end`).
 
         ``path`` may be a remote URI (``s3://bucket/archive/broker-a/store``, also ``s3a``, ``gs``, ``hdfs``,
         ``abfs``), read through ``pyarrow.fs`` with ``fs_options`` such as ``{"endpoint": "host:9000",
@@ -98,7 +100,7 @@ class RocketStore(StoreReader):
                             consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
                             index_max_entries=index_max_entries, check_crc_on_recover=check_crc_on_recover,
                             valid_end=valid_end, variant=variant, lazy_queues=lazy_queues, settings=settings,
-                            fs_options=fs_options)
+                            fs_options=fs_options, trust_recorded_end=trust_recorded_end)
 
 
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreSizes", "Subscription", "StoreLock",

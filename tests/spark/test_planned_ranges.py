@@ -124,3 +124,23 @@ def test_a_range_starting_earlier_than_a_loaded_one_reloads_the_queue(tmp_path):
     late = [o for b in reader.read(QueuePartition(handle, topic, qid, hi - 1, hi)) for o in b.column(0).to_pylist()]
     whole = [o for b in reader.read(QueuePartition(handle, topic, qid, lo, hi)) for o in b.column(0).to_pylist()]
     assert late == [hi - 1] and whole == list(range(lo, hi))
+
+
+def test_the_planner_opens_a_store_rocketstore_wrote_without_walking_it(tmp_path, monkeypatch):
+    """A store whose last writer was rocketstore's opens from the writer's record of the end; a store a broker
+    wrote (no record) is walked as the broker's recovery walks it."""
+    import rocketstore_spark.spark.planning as planning
+    import rocketstore_spark.store.read.store_reader as store_reader
+    from rocketstore_spark.store import RocketStore
+    from tests.store.write.test_writer import SMALL, messages
+
+    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as w:
+        w.append(messages(60))
+    walked = []
+    real = store_reader.recover
+    monkeypatch.setattr(store_reader, "recover", lambda *a, **k: walked.append(1) or real(*a, **k))
+    planning._RECOVERED.clear()
+    opts, parts = queue_plan(tmp_path / "s")
+    assert walked == [] and sum(hi - lo for p in parts for _, _, lo, hi in ranges_of(p)) == 60
+    assert parts[0].store.valid_end == RocketStore.open(tmp_path / "s").max_phy_offset()
+    assert walked == [1]  # the plain open above walked

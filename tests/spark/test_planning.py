@@ -103,9 +103,11 @@ def _small_store(root, n, start=0):
 
 def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_changed_one(tmp_path):
     from rocketstore_spark.spark import planning
+    from rocketstore_spark.store.files.known_end import forget_known_end
 
     root = tmp_path / "a" / "store"
     _small_store(root, 15)
+    forget_known_end(root)  # as a broker leaves a store: opening walks the commit log (and maps it)
     opts = parse_read_options({"path": str(root), "tags": "a"})
 
     def planned_end():
@@ -116,6 +118,7 @@ def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_change
     assert planned_end() == 15 and planning._RECOVERED[str(root)][1] is first  # not recovered again
     assert first.commitlog.queue._maps  # its commit-log maps stay open between plans
     _small_store(root, 10, start=15)
+    forget_known_end(root)
     assert planned_end() == 25  # the change is seen: a new store, the old one closed
     second = planning._RECOVERED[str(root)][1]
     assert second is not first and not first.commitlog.queue._maps

@@ -189,6 +189,7 @@ INDEX_DIR = "index"
 CHECKPOINT_FILE = "checkpoint"
 ABORT_FILE = "abort"
 LOCK_FILE = "lock"
+META_DIR = ".rocketstore"  # rocketstore's own bookkeeping beside the store's files (not RocketMQ's)
 
 
 def offset_to_file_name(offset: int) -> str:

@@ -16,11 +16,12 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptRecordError, InvalidArgumentError
-from ..files.byte_source import as_path
+from ..files.byte_source import as_path, is_remote
 from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..files.commitlog import END_BLANK
 from ..files.consume_queue import ConsumeQueue
 from ..files.index_file import list_index_files
+from ..files.known_end import known_end
 from ..files.sizes import QueueDir, StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import resolve_store_root
 from ..files.strays import StrayFile, warn_strays
@@ -107,7 +108,7 @@ class StoreReader(LazyQueues, VariantReads, QueueReads, OrderedScan, MessageLook
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, check_crc_on_recover: bool = True, valid_end: Optional[int] = None,
              variant=None, lazy_queues: bool = False, settings: Optional[BrokerSettings] = None,
-             fs_options=None):
+             fs_options=None, trust_recorded_end: bool = False):
         """Open the store at ``path`` (a local path or a remote URI, see :mod:`..files.remote_fs`; ``fs_options``
         configure its filesystem) for reading.
 
@@ -117,7 +118,8 @@ class StoreReader(LazyQueues, VariantReads, QueueReads, OrderedScan, MessageLook
         named (:meth:`topics` then knows only those), for readers of a few queues of thousands. ``variant`` (see
         :func:`~..files.variant.parse_variant`) names the storage variant where the files leave it open; by
         default it is detected. ``settings`` (:class:`~..files.variant.BrokerSettings`) are the broker settings
-        the files leave open.
+        the files leave open. ``trust_recorded_end`` takes the commit log's end from the record rocketstore's
+        last writer left (:mod:`..files.known_end`) when it still holds, instead of recovery's walk.
         """
         root = resolve_store_root(path, fs_options)
         settings = BrokerSettings() if settings is None else settings
@@ -127,6 +129,9 @@ class StoreReader(LazyQueues, VariantReads, QueueReads, OrderedScan, MessageLook
         listing = [] if lazy or found.has(ROCKSDB_CQ) else cq_listing(root, strays)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                              index_max_entries, log_dir=commit_log_dir(root, found), listing=listing)
+        if trust_recorded_end and valid_end is None and found.is_default and not is_remote(root):
+            # the end rocketstore's last writer recorded, while nothing recovery looks at changed: no walk
+            valid_end = known_end(root, sizes)
         return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays, settings)
 
     def __enter__(self):

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ...errors import StoreClosedError, StoreNotFoundError
 from ..files.checkpoint import Checkpoint, write_checkpoint
+from ..files.known_end import forget_known_end, known_end, record_known_end
 from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
 from ..files.store_location import local_store_path
@@ -37,7 +38,6 @@ from .consume_queue_writer import ConsumeQueueWriter, QueueOffsets
 from .encoded_batch import EncodedBatch, encode_table
 from .index_writer import IndexWriter
 from .journal import recover_store
-from .known_end import forget_known_end, known_end, record_known_end
 from .open_files import OpenFiles
 from .placement import place_records
 

@@ -26,7 +26,7 @@ from ..format import layout as L
 from .repair import repair_store, zero_from
 from .reservation import reservation_closed
 
-META_DIR = ".rocketstore"
+META_DIR = L.META_DIR
 JOURNAL_DIR = "journal"
 STAGING_DIR = "staging"
 TRASH_DIR = "trash"

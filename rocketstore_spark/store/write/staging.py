@@ -19,13 +19,13 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 import pyarrow as pa
 
+from ..files.known_end import known_end
 from ..files.sizes import detect_sizes
 from ..format import layout as L
 from ..format.encoder import UniqKeyFactory
 from ..read.store_reader import StoreReader
 from .encoded_batch import EncodedBatch, encode_table
 from .journal import meta_dir, remove_empty_dirs, staging_dir
-from .known_end import known_end
 from .placement import patch_longs
 from .queue_skeleton import SkeletonBuilder
 from .reservation import JobReservation, close_job, staged_commitlog_dir

@@ -9,8 +9,8 @@ import pytest
 
 from rocketstore_spark.errors import StrayFileWarning
 from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.known_end import KNOWN_END_FILE
 from rocketstore_spark.store.read.verify import verify_store
-from rocketstore_spark.store.write.known_end import KNOWN_END_FILE
 from rocketstore_spark.store.write.publish import new_job_id, publish_staged
 from rocketstore_spark.store.write.staging import discard_staged, stage
 from tests.store.write.test_writer import SMALL, messages, no_job_leftovers, tree_digest

@@ -10,8 +10,8 @@ import pytest
 
 from rocketstore_spark.errors import MessageValidationError, StoreClosedError, StoreLockedError, StoreNotFoundError
 from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.known_end import KNOWN_END_FILE
 from rocketstore_spark.store.format.java_hash import java_string_hash
-from rocketstore_spark.store.write.known_end import KNOWN_END_FILE
 from tests.conftest import GOLDEN_SIZES
 
 RAW = ["topic", "queueId", "queueOffset", "flag", "sysFlag", "bornTimestamp", "storeTimestamp", "bornHost",

@@ -6,9 +6,9 @@ import pytest
 
 import rocketstore_spark.store.read.store_reader as store_reader
 from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.known_end import KNOWN_END_FILE, known_end
 from rocketstore_spark.store.files.sizes import detect_sizes
 from rocketstore_spark.store.format import layout as L
-from rocketstore_spark.store.write.known_end import KNOWN_END_FILE, known_end
 from tests.store.write.test_writer import SMALL, messages
 
 
@@ -106,3 +106,16 @@ def test_after_a_crash_the_writer_walks_repairs_and_records_what_a_walk_finds(st
     with RocketStore.open(store) as s:
         assert s.max_phy_offset() == written_end
         assert sum(s.max_offset("orders", q) for q in range(3)) == 125
+
+
+def test_a_reader_may_trust_the_record_and_then_needs_no_walk(store, monkeypatch):
+    with RocketStore.open(store) as s:
+        walked_end, queues = s.max_phy_offset(), [s.max_offset("orders", q) for q in range(3)]
+    walked = _walked(monkeypatch)
+    with RocketStore.open(store, trust_recorded_end=True) as s:
+        assert s.max_phy_offset() == walked_end and [s.max_offset("orders", q) for q in range(3)] == queues
+    assert walked == []
+    (store / L.ABORT_FILE).write_text("1")  # a crash since: the record says nothing
+    with RocketStore.open(store, trust_recorded_end=True) as s:
+        s.max_phy_offset()
+    assert walked == [1]

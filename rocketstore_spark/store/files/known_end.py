@@ -9,7 +9,8 @@ lengths and modification times, and the checkpoint's bytes. The next writer trus
 of that is unchanged, no ``abort`` marker says a crash happened, and the bytes at the end hold no record header
 (something appended since, whatever the timestamps say); otherwise it walks as before. A record is written only
 by a writer that opened a fully dispatched store (re-dispatch after an earlier broker's crash needs the walk)
-and is removed whenever a writer opens the store.
+and is removed whenever a writer opens the store. Planners may trust it too (``StoreReader.open(...,
+trust_recorded_end=True)``): a store rocketstore wrote then opens without the walk.
 """
 
 from __future__ import annotations
@@ -19,17 +20,16 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from ..files.sizes import StoreSizes
-from ..files.store_files import write_text_atomically
 from ..format import layout as L
-from .journal import meta_dir
+from .sizes import StoreSizes
+from .store_files import write_text_atomically
 
 KNOWN_END_FILE = "known-end.json"
 RECOVERY_TAIL_FILES = 3  # DefaultMessageStore.recoverNormally walks from the third-last commit-log file
 
 
 def _path(root: Path) -> Path:
-    return meta_dir(root) / KNOWN_END_FILE
+    return Path(root) / L.META_DIR / KNOWN_END_FILE
 
 
 def _tail(root: Path) -> list:
