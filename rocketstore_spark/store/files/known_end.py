@@ -5,7 +5,7 @@ walk over the last commit-log files with every record's CRC checked — about a 
 every append job twice (the first task, to stage at the right offsets, and the commit), and by every streaming
 sink batch. The writer that last closed the store knows the end exactly (it put every byte up to it), so on
 closing it records that end together with what recovery would look at: the last commit-log files' names,
-lengths and modification times, and the checkpoint's bytes. The next writer trusts the record only while all
+lengths and modification times, and a digest of the checkpoint. The next writer trusts the record only while all
 of that is unchanged, no ``abort`` marker says a crash happened, and the bytes at the end hold no record header
 (something appended since, whatever the timestamps say); otherwise it walks as before. A record is written only
 by a writer that opened a fully dispatched store (re-dispatch after an earlier broker's crash needs the walk)
@@ -15,6 +15,7 @@ trust_recorded_end=True)``): a store rocketstore wrote then opens without the wa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -43,9 +44,9 @@ def _tail(root: Path) -> list:
     return out
 
 
-def _checkpoint_hex(root: Path) -> Optional[str]:
+def _checkpoint_digest(root: Path) -> Optional[str]:
     path = Path(root) / L.CHECKPOINT_FILE
-    return path.read_bytes().hex() if path.exists() else None
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
 def forget_known_end(root: Path) -> None:
@@ -55,7 +56,7 @@ def forget_known_end(root: Path) -> None:
 def record_known_end(root: Path, end: int) -> None:
     """Record ``end`` as the commit log's end; called by a writer that has flushed everything and removed
     ``abort``."""
-    payload = {"end": int(end), "tail": _tail(root), "checkpoint": _checkpoint_hex(root)}
+    payload = {"end": int(end), "tail": _tail(root), "checkpoint": _checkpoint_digest(root)}
     _path(root).parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(_path(root), json.dumps(payload))
 
@@ -69,7 +70,7 @@ def known_end(root: Path, sizes: StoreSizes) -> Optional[int]:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if (root / L.ABORT_FILE).exists() or payload.get("tail") != _tail(root) \
-            or payload.get("checkpoint") != _checkpoint_hex(root):
+            or payload.get("checkpoint") != _checkpoint_digest(root):
         return None
     return end if not _record_at(root, end, sizes.commit_log_file_size) else None
 
