@@ -72,8 +72,8 @@ class RocketStoreWriter(DataSourceArrowWriter):
                 count += table.num_rows
                 yield table
 
-        def new_topic_queues():  # as the commit will count them: every queue id used, and at least queueNums
-            return {t: max(top + 1, self.opts.queue_nums) for t, top in new_topics.items()}
+        def new_topic_queues():  # as the commit counts them
+            return {t: self._new_topic_queues(top) for t, top in new_topics.items()}
 
         stems = stage(self.opts.path, self.job_id, name, tables(), store_host=self.opts.store_host,
                       max_message_size=self.opts.max_message_size, sizes=self.opts.sizes, overwrite=self.overwrite,
@@ -161,12 +161,16 @@ class RocketStoreWriter(DataSourceArrowWriter):
             return table.set_column(table.column_names.index("sysFlag"), "sysFlag", column)
         return table.append_column("sysFlag", column)
 
+    def _new_topic_queues(self, top: int) -> int:
+        """Queues a new topic gets: every queue id used (``top`` the highest), and at least ``queueNums``."""
+        return max(top + 1, self.opts.queue_nums)
+
     def commit(self, messages: list[Optional[StagedCommit]]) -> None:
         staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
         new_topics: dict[str, int] = {}
         for m in staged:
             for topic, top in m.new_topic_max_queue:
-                new_topics[topic] = max(new_topics.get(topic, 0), top + 1, self.opts.queue_nums)
+                new_topics[topic] = max(new_topics.get(topic, 0), self._new_topic_queues(top))
         stems = [s for m in staged for s in m.stems]
         publish_staged(self.opts.path, self.job_id, stems, new_topic_queues=new_topics,
                        overwrite=self.overwrite, store_host=self.opts.store_host, sizes=self.opts.sizes,

@@ -241,10 +241,8 @@ def _dispatched_queues(batches) -> dict[str, set]:
     """Topic → the queue ids the batches' records go to."""
     out: dict[str, set] = {}
     for b in batches:
-        rows = np.flatnonzero(b.dispatch)
-        pairs = np.unique((b.topic_idx[rows].astype(np.int64) << 32) | b.queue_id[rows].astype(np.int64))
-        for p in pairs.tolist():
-            out.setdefault(b.topic_names[p >> 32], set()).add(p & 0xFFFFFFFF)
+        for topic, qid in b.queue_groups()[2]:  # grouped once, reused by offset assignment and queue writes
+            out.setdefault(topic, set()).add(qid)
     return out
 
 

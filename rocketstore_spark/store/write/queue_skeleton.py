@@ -24,8 +24,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Optional
 
-import numpy as np
-
 from ..format import layout as L
 from .encoded_batch import EncodedBatch
 from .journal import SKELETON_PREFIX
@@ -34,18 +32,6 @@ from .reservation import reservation_closed
 
 def skeleton_dir(job_dir: Path, cq_file_size: int) -> Path:
     return Path(job_dir) / f"{SKELETON_PREFIX}{int(cq_file_size)}"
-
-
-def new_queue_files(batch: EncodedBatch, new_topic_queues: dict) -> dict[str, set]:
-    """Topic → the queue ids ``batch`` dispatches records to, for the topics of ``new_topic_queues``."""
-    rows = np.flatnonzero(batch.dispatch)
-    pairs = np.unique((batch.topic_idx[rows].astype(np.int64) << 32) | batch.queue_id[rows].astype(np.int64))
-    out: dict[str, set] = {}
-    for pair in pairs.tolist():
-        topic = batch.topic_names[pair >> 32]
-        if topic in new_topic_queues:
-            out.setdefault(topic, set()).add(pair & 0xFFFFFFFF)
-    return out
 
 
 class SkeletonBuilder:
@@ -74,8 +60,8 @@ class SkeletonBuilder:
         if not new_topic_queues:
             return
         dirs = [(t, q) for t, n in new_topic_queues.items() for q in range(int(n)) if (t, q) not in self._dirs]
-        files = [(t, q) for t, qids in new_queue_files(batch, new_topic_queues).items() for q in sorted(qids)
-                 if (t, q) not in self._files]
+        # the batch's queues, grouped once for this and for publishing (EncodedBatch.queue_groups)
+        files = [(t, q) for t, q in batch.queue_groups()[2] if t in new_topic_queues and (t, q) not in self._files]
         if not dirs and not files:
             return
         self._dirs.update(dirs)
@@ -143,4 +129,4 @@ def adopt_skeletons(job_dir: Path, consumequeue: Path, cq_file_size: int, new_to
     return adopted
 
 
-__all__ = ["SkeletonBuilder", "adopt_skeletons", "skeleton_dir", "new_queue_files", "SKELETON_PREFIX"]
+__all__ = ["SkeletonBuilder", "adopt_skeletons", "skeleton_dir", "SKELETON_PREFIX"]
