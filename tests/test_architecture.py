@@ -2,6 +2,8 @@
 imports point down them, the layers above (Spark, the CLI) go through the store facade, and modules stay small."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import rocketstore_spark.store as facade
@@ -134,3 +136,12 @@ def test_modules_stay_small_and_lines_short():
             too_long.append(f"{path.relative_to(PACKAGE)}: {len(lines)} lines")
         wide += [f"{path.relative_to(PACKAGE)}:{i}" for i, line in enumerate(lines, 1) if len(line) > MAX_LINE_CHARS]
     assert too_long == [] and wide == []
+
+
+def test_spark_lookup_imports_no_store():
+    """Spark imports ``pyspark_rocketstore`` in each Python worker of a query's planning, most of which only ask
+    for the format's name or pickle the source: that import must not pull in the store, numpy or pyarrow."""
+    probe = ("import sys, pyspark_rocketstore; print(pyspark_rocketstore.DefaultSource.name()); "
+             "print(sorted(m for m in ('numpy', 'pyarrow', 'rocketstore_spark.store') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["rocketstore", "[]"]

@@ -1,18 +1,24 @@
-"""``RocketStoreDataSource``: the ``rocketstore`` format for spark.read / readStream / write / writeStream."""
+"""``RocketStoreDataSource``: the ``rocketstore`` format for spark.read / readStream / write / writeStream.
+
+Each method imports what it uses when it is called. Spark imports this module in every Python worker of a
+query's planning (the data-source lookup, the one that creates the source, the planner) and most of them only
+ask for :meth:`~RocketStoreDataSource.name` or pickle the instance: importing numpy, pyarrow and the store
+there cost ~0.3 s per worker, on the path of every first plan.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
-from pyspark.sql.types import StructType
 
-from ..store import StoreLock, new_job_id, refuse_variant_writes
-from .options import parse_read_options
-from .reader import RocketStorePushdownReader, RocketStoreReader
-from .schema import SCHEMA, SPARK_COLUMNS, validate_user_schema
-from .write_options import existing_queue_counts, parse_write_options, validate_input_schema
-from .writer import RocketStoreWriter
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from pyspark.sql.types import StructType
+
+    from .reader import RocketStoreReader
+    from .writer import RocketStoreWriter
 
 PUSHDOWN_WORKER = "data_source_pushdown_filters"
 
@@ -36,21 +42,30 @@ class RocketStoreDataSource(DataSource):
         return "rocketstore"
 
     def schema(self):
+        from .options import parse_read_options
+        from .schema import SCHEMA
+
         # called at load() when no schema is given: validate the options now so mistakes surface early
         parse_read_options(self.options, stream=True)  # the superset: readStream options are valid here too
         return SCHEMA
 
     def reader(self, schema: StructType) -> RocketStoreReader:
+        from .options import parse_read_options
+        from .reader import RocketStorePushdownReader, RocketStoreReader
+        from .schema import SPARK_COLUMNS, validate_user_schema
+
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         opts = parse_read_options(self.options)
         cls = RocketStorePushdownReader if _called_from_pushdown_worker() else RocketStoreReader
         return cls(opts, columns)
 
     def writer(self, schema: StructType, overwrite: bool) -> RocketStoreWriter:
+        from ..store import StoreLock, new_job_id, refuse_variant_writes
+        from .write_options import existing_queue_counts, parse_write_options, validate_input_schema
+        from .writer import RocketStoreWriter
+
         opts = parse_write_options(self.options, overwrite)
         validate_input_schema(schema, opts)
-        import os
-
         refuse_variant_writes(opts.path)  # the default layout only, refused before any task stages a record
         os.makedirs(opts.path, exist_ok=True)
         StoreLock.acquire(opts.path).release()  # fail fast when a broker or another writer holds the store
@@ -58,18 +73,20 @@ class RocketStoreDataSource(DataSource):
                                  overwrite)
 
     def streamReader(self, schema: StructType):
+        from .options import parse_read_options
+        from .schema import SPARK_COLUMNS, validate_user_schema
         from .stream_reader import RocketStoreStreamReader
 
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         return RocketStoreStreamReader(parse_read_options(self.options, stream=True), columns)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
+        from ..store import StoreLock, refuse_variant_writes
         from .stream_writer import RocketStoreStreamWriter
+        from .write_options import existing_queue_counts, parse_write_options, validate_input_schema
 
         opts = parse_write_options(self.options, False)
         validate_input_schema(schema, opts)
-        import os
-
         refuse_variant_writes(opts.path)
         os.makedirs(opts.path, exist_ok=True)
         StoreLock.acquire(opts.path).release()
