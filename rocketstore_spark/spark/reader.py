@@ -76,7 +76,9 @@ def _queue_ranges(partition) -> tuple:
 
 
 def _range_covered(store: RocketStore, topic: str, qid: int, end: int) -> bool:
-    return store.has_queue(topic, qid) and store.max_offset(topic, qid) >= end
+    # a queue the store will load trusting its plan is checked as its units are read (loading each of thousands
+    # of queues here would cost a task more than reading their few units)
+    return store.planned_to(topic, qid, end) or (store.has_queue(topic, qid) and store.max_offset(topic, qid) >= end)
 
 
 def _covers(store: RocketStore, partition) -> bool:

@@ -50,8 +50,9 @@ def test_a_task_reads_each_planned_queue_with_one_unit_read_per_window(golden_st
     assert cost.reads <= windows + len(ranges)  # plus min_offset's first unit per queue
 
 
-def test_a_queue_cut_after_planning_is_data_loss(golden_copy):
-    opts, parts = queue_plan(golden_copy, topics="TopicTest")
+@pytest.mark.parametrize("tags", [None, "TagA"])  # with a tag, short ranges are read in runs (planned_units)
+def test_a_queue_cut_after_planning_is_data_loss(golden_copy, tags):
+    opts, parts = queue_plan(golden_copy, topics="TopicTest", **({"tags": tags} if tags else {}))
     topic, qid, lo, hi = max((r for p in parts for r in ranges_of(p)), key=lambda r: r[3] - r[2])
     assert hi - lo > 2
     per = parts[0].store.sizes[1] // L.CQ_STORE_UNIT_SIZE  # units per consume-queue file
@@ -66,8 +67,9 @@ def test_a_queue_cut_after_planning_is_data_loss(golden_copy):
                 pass
 
 
-def test_a_queue_whose_files_went_away_after_planning_is_data_loss(golden_copy):
-    opts, parts = queue_plan(golden_copy, topics="TopicTest")
+@pytest.mark.parametrize("tags", [None, "TagA"])
+def test_a_queue_whose_files_went_away_after_planning_is_data_loss(golden_copy, tags):
+    opts, parts = queue_plan(golden_copy, topics="TopicTest", **({"tags": tags} if tags else {}))
     topic, qid, _, _ = next(r for p in parts for r in ranges_of(p) if r[3] > r[2])
     for path in (golden_copy / L.CONSUMEQUEUE_DIR / topic / str(qid)).iterdir():
         path.unlink()
@@ -144,3 +146,111 @@ def test_the_planner_opens_a_store_rocketstore_wrote_without_walking_it(tmp_path
     assert walked == [] and sum(hi - lo for p in parts for _, _, lo, hi in ranges_of(p)) == 60
     assert parts[0].store.valid_end == RocketStore.open(tmp_path / "s").max_phy_offset()
     assert walked == [1]  # the plain open above walked
+
+
+# --- tag reads over many short planned ranges (read in runs, store/read/planned_units.py) --------------------
+
+ROW_COLUMNS = ("topic", "queueId", "queueOffset", "tags", "body")
+
+
+def queue_by_queue_rows(path, parts, tags):
+    """The rows of every planned range read by a store that loads and searches each queue (no runs)."""
+    from rocketstore_spark.store import RocketStore
+
+    rows = []
+    with RocketStore.open(str(path)) as store:
+        for p in parts:
+            for topic, qid, lo, hi in ranges_of(p):
+                for b in store.read_queue(topic, qid, lo, hi, tags=tags, columns=ROW_COLUMNS[1:]):
+                    rows += [(topic,) + r for r in zip(*(b.column(c).to_pylist() for c in ROW_COLUMNS[1:]))]
+    return sorted(rows)
+
+
+def reader_rows(reader, parts):
+    rows = []
+    for p in parts:
+        for b in reader.read(p):
+            rows += list(zip(*(b.column(c).to_pylist() for c in ROW_COLUMNS)))
+    return sorted(rows)
+
+
+@pytest.fixture
+def loaded_queues(monkeypatch):
+    """(topic, queue id) of every consume queue an executor's store loads (an object, a file listing or naming,
+    an end), as opposed to ranges read in runs."""
+    import rocketstore_spark.store.read.lazy_queues as lazy_queues
+
+    loaded = []
+    real = lazy_queues.ConsumeQueue
+
+    def counted(topic, queue_id, *args, **kwargs):
+        loaded.append((topic, queue_id))
+        return real(topic, queue_id, *args, **kwargs)
+
+    monkeypatch.setattr(lazy_queues, "ConsumeQueue", counted)
+    return loaded
+
+
+@pytest.mark.parametrize("tags", ["TagA", "TagB || 标签C", "Tag-264"])
+def test_a_tag_read_of_short_planned_ranges_loads_no_queue(golden_store_path, tags, loaded_queues):
+    """Short planned ranges are read together: each range's units with one read of the file its offsets name,
+    no queue loaded, and the rows are the queue-by-queue read's (the real tag checked)."""
+    opts, parts = queue_plan(golden_store_path, tags=tags)
+    ranges = [r for p in parts for r in ranges_of(p) if r[3] > r[2]]
+    expected = queue_by_queue_rows(golden_store_path, parts, tags)
+    assert expected and all(r[3] in tags.split(" || ") for r in expected)
+    with counting() as cost:
+        got = reader_rows(RocketStoreReader(opts, ROW_COLUMNS), parts)
+    assert got == expected
+    # SCHEDULE_TOPIC_XXXX's tagsCode is a delivery time, not a tag hash: its queues are read one by one
+    assert set(loaded_queues) == {(t, q) for t, q, _, _ in ranges if t == L.SCHEDULE_TOPIC}
+    assert cost.reads <= len(ranges) + 2
+
+
+@pytest.fixture(scope="module")
+def many_short_queues(tmp_path_factory):
+    """~1,000 queues of a few dozen units each, in consume-queue files of 2,000 units."""
+    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+
+    root = tmp_path_factory.mktemp("short-queues") / "store"
+    spec = ProductionSpec(messages=30_000, topics=120, queues_per_topic=8, retry_groups=40,
+                          sizes=SizeSpec("lognormal", 200, 0.5), keys=False)
+    generate_production_store(root, spec, commit_log_file_size=4 << 20, consume_queue_file_size=20 * 2000)
+    return root
+
+
+def test_a_rare_tag_over_a_thousand_short_queues_matches_the_queue_by_queue_read(many_short_queues, loaded_queues):
+    opts, parts = queue_plan(many_short_queues, tags="rare", includeRetryTopics="true")
+    ranges = [r for p in parts for r in ranges_of(p)]
+    assert len(ranges) > 150 and len(parts) < len(ranges) // 20  # queues with a match, trimmed to their matches
+    with counting() as cost:
+        got = reader_rows(RocketStoreReader(opts, ROW_COLUMNS), parts)
+    assert loaded_queues == []
+    assert got == queue_by_queue_rows(many_short_queues, parts, "rare") and 100 < len(got) < 1_000
+    assert cost.reads <= len(ranges) + 2  # one read per range
+
+
+def test_a_unit_past_the_valid_end_in_a_run_names_its_consume_queue_file(golden_copy):
+    from rocketstore_spark.errors import CorruptRecordError
+
+    opts, parts = queue_plan(golden_copy, topics="TopicTest", tags="TagA")
+    topic, qid, lo, hi = next(r for p in parts for r in ranges_of(p) if r[3] > r[2])
+    per = parts[0].store.sizes[1] // L.CQ_STORE_UNIT_SIZE  # units per consume-queue file
+    base = lo // per * per
+    path = golden_copy / L.CONSUMEQUEUE_DIR / topic / str(qid) / f"{base * L.CQ_STORE_UNIT_SIZE:020d}"
+    units = np.fromfile(path, dtype=L.CQ_UNIT_DTYPE)
+    # the first TagA unit of the range now points past the commit log's end
+    first = lo + int(np.flatnonzero(units["tags_code"][lo - base:hi - base] == java_hash("TagA"))[0])
+    units["phy_offset"][first - base] = 1 << 40
+    units.tofile(path)
+    with pytest.raises(CorruptRecordError, match=f"unit {first} of {topic}/{qid} points at commit-log offset") as e:
+        for p in parts:
+            for _ in RocketStoreReader(opts, ("body",)).read(p):
+                pass
+    assert str(e.value.path) == str(path) and e.value.offset == (first - base) * L.CQ_STORE_UNIT_SIZE
+
+
+def java_hash(text: str) -> int:
+    from rocketstore_spark.store.format.java_hash import java_string_hash
+
+    return java_string_hash(text)

@@ -103,6 +103,42 @@ class OpenFile(ClosingFile):
             return length
 
 
+def read_spans(spans, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Items of many short spans of local files, read into one array: ``spans`` holds ``(path, first byte, item
+    count)`` each. Returns ``(items, complete)``: ``complete[i]`` tells whether span ``i`` was read whole; the
+    items of a span whose file is missing or too short are undefined (the caller reads those another way).
+
+    One open, one read and one close per span, with no object per file: a task over thousands of short
+    consume-queue ranges spends more on opening files one by one than on the few units it reads of each."""
+    counts = np.fromiter((count for _, _, count in spans), dtype=np.int64, count=len(spans))
+    out = np.empty(int(counts.sum()), dtype=dtype)
+    raw = memoryview(out.view(np.uint8))
+    complete = np.zeros(len(spans), dtype=bool)
+    size = out.dtype.itemsize
+    at = got_total = pages = opened = 0
+    for i, (path, start, count) in enumerate(spans):
+        want = count * size
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:  # gone, or no longer a file: the caller's own read reports it
+            at += want
+            continue
+        try:
+            got = os.preadv(fd, [raw[at:at + want]], start)
+        finally:
+            os.close(fd)
+        opened += 1
+        complete[i] = got == want
+        got_total += got
+        pages += _pages(start, got)
+        at += want
+    STATS.files_opened += opened
+    STATS.reads += opened
+    STATS.bytes_read += got_total
+    STATS.pages_read += pages
+    return out, complete
+
+
 def release_pages(mm: mmap.mmap, start: int, end: int) -> None:
     """Drop this process's pages of ``mm`` in ``[start, end)`` (``MADV_DONTNEED``): the map stays valid and its
     bytes come back from the file when touched again."""
@@ -125,5 +161,5 @@ def count_mapped_file() -> None:
     STATS.files_mapped += 1
 
 
-__all__ = ["ReadStats", "STATS", "counting", "ClosingFile", "OpenFile", "count_mapped_file", "release_pages",
-           "close_map", "PAGE_SIZE"]
+__all__ = ["ReadStats", "STATS", "counting", "ClosingFile", "OpenFile", "count_mapped_file", "read_spans",
+           "release_pages", "close_map", "PAGE_SIZE"]

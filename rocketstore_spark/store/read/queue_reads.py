@@ -56,11 +56,14 @@ class QueueReads:
         """
         columns = normalize_columns(columns)
         sub = Subscription.parse(tags)
-        pending: list = []  # (consume queue, queue offsets, units) whose units matched the tag hash
+        if not sub.is_all:
+            yield from self._read_tag_matches(ranges, sub, columns, batch_rows, verify_crc, fail_on_data_loss)
+            return
+        pending: list = []  # (consume queue, queue offsets, units) of short ranges, decoded together
         gathered = gathered_bytes = 0
         for topic, queue_id, start, end in ranges:
             cq, lo, hi = self._clamped_range(topic, queue_id, start, end, fail_on_data_loss)
-            if sub.is_all and 0 < hi - lo < batch_rows:
+            if 0 < hi - lo < batch_rows:
                 # a short range (a micro-batch spread over many queues): decoded with the next ones, as matches are
                 units = cq.units(lo, hi)
                 pending.append((cq, np.arange(lo, lo + len(units), dtype=np.int64), units))
@@ -71,31 +74,40 @@ class QueueReads:
                                                 decode_rows=gathered)
                     pending, gathered, gathered_bytes = [], 0, 0
                 continue
-            if sub.is_all:
-                step = max(batch_rows, 1) * 4
-                while lo < hi:
-                    stop = min(hi, lo + step)
-                    units = cq.units(lo, stop)
-                    group = (cq, np.arange(lo, lo + len(units), dtype=np.int64), units)
-                    yield from self._read_units([group], columns, sub, batch_rows, verify_crc, fail_on_data_loss)
-                    lo = stop
-                continue
-            # a tag filter: one pass over the 20-byte units; the matching records are decoded together once
-            # several batches (or TAG_DECODE_BYTES) have gathered
-            for offsets, units in cq.hash_matches(sub, lo, hi):
-                pending.append((cq, offsets, units))
-                gathered += len(offsets)
-                gathered_bytes += int(units["size"].sum(dtype=np.int64))
-                if gathered >= batch_rows * TAG_DECODE_BATCHES or gathered_bytes >= TAG_DECODE_BYTES:
-                    yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
-                                                decode_rows=gathered)
-                    pending, gathered, gathered_bytes = [], 0, 0
+            step = max(batch_rows, 1) * 4
+            while lo < hi:
+                stop = min(hi, lo + step)
+                units = cq.units(lo, stop)
+                group = (cq, np.arange(lo, lo + len(units), dtype=np.int64), units)
+                yield from self._read_units([group], columns, sub, batch_rows, verify_crc, fail_on_data_loss)
+                lo = stop
+        if pending:
+            yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
+                                        decode_rows=gathered)
+
+    def _read_tag_matches(self, ranges, sub, columns, batch_rows, verify_crc, fail_on_data_loss):
+        """A tag filter: one pass over the 20-byte units (:meth:`_tag_groups`: short planned ranges in runs);
+        the matching records are decoded together once several batches (or TAG_DECODE_BYTES) have gathered."""
+        pending: list = []
+        gathered = gathered_bytes = 0
+        for group in self._tag_groups(ranges, sub, fail_on_data_loss):
+            pending.append(group)
+            gathered += len(group[1])
+            gathered_bytes += int(group[2]["size"].sum(dtype=np.int64))
+            if gathered >= batch_rows * TAG_DECODE_BATCHES or gathered_bytes >= TAG_DECODE_BYTES:
+                yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
+                                            decode_rows=gathered)
+                pending, gathered, gathered_bytes = [], 0, 0
         if pending:
             yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
                                         decode_rows=gathered)
 
     def _clamped_range(self, topic, queue_id, start, end, fail_on_data_loss):
-        """(consume queue, first, end) of a requested range; a start before what is left is data loss."""
+        """(consume queue, first, end) of a requested range; a start before what is left is data loss, and so is
+        a planned queue that is gone."""
+        if end is not None and self.planned_to(topic, queue_id, end) and self._queue(topic, int(queue_id)) is None:
+            raise DataLossError(f"{topic}/{queue_id}: offsets up to {end} were planned but the consume queue is no "
+                                f"longer in {self.root / L.CONSUMEQUEUE_DIR} (removed or replaced since planning)")
         cq = self.consume_queue(topic, queue_id)
         first = self.min_offset(topic, queue_id)
         lo = first if start is None else max(int(start), cq.first_offset)
@@ -106,17 +118,22 @@ class QueueReads:
                 f"start at {first} or pass fail_on_data_loss=False to skip them")
         return cq, lo, hi
 
-    def _live_units(self, cq, offsets, units, fail_on_data_loss) -> tuple:
-        """(commit-log offsets, sizes, queue offsets) of the units to decode (already past the tag-hash test): not
-        fillers, not expired (an error unless ``fail_on_data_loss`` is off), never past the commit log's valid end
-        (an error)."""
-        phy = units["phy_offset"].astype(np.int64)
-        size = units["size"].astype(np.int64)
+    def _live_rows(self, groups, fail_on_data_loss) -> tuple:
+        """(commit-log offsets, sizes, queue offsets, group index) of the units of ``groups`` to decode (already
+        past the tag-hash test): not fillers, not expired (an error unless ``fail_on_data_loss`` is off), never
+        past the commit log's valid end (an error). Checked for all groups at once: a tag read over thousands of
+        queues brings a group per queue with a match."""
+        lengths = [len(units) for _, _, units in groups]
+        phy = np.concatenate([units["phy_offset"] for _, _, units in groups]).astype(np.int64)
+        size = np.concatenate([units["size"] for _, _, units in groups]).astype(np.int64)
+        offsets = np.concatenate([np.asarray(o, dtype=np.int64) for _, o, _ in groups])
+        group_of_row = np.repeat(np.arange(len(groups)), lengths)
         keep = size != L.CQ_FILLER_SIZE
         valid_end = self.recovery.valid_end
         past = keep & (phy + size > valid_end)
         if past.any():
             i = int(np.flatnonzero(past)[0])
+            cq = groups[int(group_of_row[i])][0]
             path, at = cq.unit_location(int(offsets[i]))
             raise CorruptRecordError(
                 f"consume-queue unit {int(offsets[i])} of {cq.topic}/{cq.queue_id} points at commit-log offset "
@@ -125,29 +142,28 @@ class QueueReads:
         if gone.any():
             lost = np.flatnonzero(gone)
             if fail_on_data_loss:
+                cq = groups[int(group_of_row[lost[0]])][0]
                 raise DataLossError(
                     f"{cq.topic}/{cq.queue_id} offset {int(offsets[lost[0]])}: commit-log offset "
                     f"{int(phy[lost[0]])} is before the oldest commit-log file ({self.min_phy_offset()}); pass "
                     "fail_on_data_loss=False to skip expired messages")
-            log.warning("%s/%s: skipping %d messages between offsets %d and %d whose commit-log files expired "
-                        "(fail_on_data_loss=False)", cq.topic, cq.queue_id, len(lost), int(offsets[lost[0]]),
-                        int(offsets[lost[-1]]))
+            for g in np.unique(group_of_row[lost]).tolist():
+                mine = lost[group_of_row[lost] == g]
+                cq = groups[g][0]
+                log.warning("%s/%s: skipping %d messages between offsets %d and %d whose commit-log files expired "
+                            "(fail_on_data_loss=False)", cq.topic, cq.queue_id, len(mine), int(offsets[mine[0]]),
+                            int(offsets[mine[-1]]))
             keep &= ~gone
-        return phy[keep], size[keep], np.asarray(offsets)[keep]
+        return phy[keep], size[keep], offsets[keep], group_of_row[keep]
 
     def _read_units(self, groups, columns, sub, batch_rows, verify_crc, fail_on_data_loss, decode_rows=None):
         """Decode the units of ``groups`` ((consume queue, queue offsets, units) each, every unit already past
         the tag-hash test) ``decode_rows`` at a time per commit-log file, yielding batches of at most
         ``batch_rows``; the real tag is checked on the decoded records."""
-        live = [self._live_units(cq, offsets, units, fail_on_data_loss) for cq, offsets, units in groups]
-        phy = np.concatenate([p for p, _, _ in live]) if len(live) > 1 else live[0][0]
-        size = np.concatenate([z for _, z, _ in live]) if len(live) > 1 else live[0][1]
+        phy, size, unit_offsets, group_of_row = self._live_rows(groups, fail_on_data_loss)
         cqs = [cq for cq, _, _ in groups]
         lmq = any(self.is_lmq(cq.topic) for cq in cqs)  # rows of LMQ units are overlaid (variant_reads)
         batch_cq = any(getattr(cq, "is_batch", False) for cq in cqs)  # inner batches unwrapped (variant_reads)
-        if lmq or batch_cq:
-            unit_offsets = np.concatenate([o for _, _, o in live])
-            group_of_row = np.concatenate([np.full(len(o), g) for g, (_, _, o) in enumerate(live)])
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
         fixed = None if batch_cq else fixed_fields_for(want)

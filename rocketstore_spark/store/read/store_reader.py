@@ -38,6 +38,7 @@ from ..format.columns import arrow_schema, build_batch, normalize_columns
 from .lazy_queues import LazyQueues
 from .messages import GetMessageResult, MessageLookups
 from .ordered_scan import OrderedScan
+from .planned_units import PlannedUnits
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from .variant_reads import VariantReads
@@ -45,7 +46,7 @@ from .variant_reads import VariantReads
 REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
 
 
-class StoreReader(LazyQueues, VariantReads, QueueReads, OrderedScan, MessageLookups):
+class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedScan, MessageLookups):
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,

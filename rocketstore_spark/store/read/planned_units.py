@@ -1,0 +1,140 @@
+"""Tag-hash matches of many short planned consume-queue ranges, read together.
+
+A selective tag read over a store of thousands of queues gives one task thousands of ranges of a few units each
+(young queues, a topic's retry queue). Read queue by queue, each range costs a queue object, a file opened
+through the byte source, a window read and a generator: ~50 µs, against a few µs for the units themselves. A run
+of such ranges is read here in one pass instead: each range's units are read straight from the file its planned
+offsets name (:func:`~..files.file_reads.read_spans`), the recovery test and the tag-hash test run once over all
+of them, and only ranges with a match become groups for decoding.
+
+The run is the fast path of a read the queue-by-queue path already defines, so anything unusual sends the whole
+run back to that path, which reports or skips it as it always does: a file missing or short, a unit that is not
+valid (the queue was cut or replaced since planning), a range whose first message expired from the commit log.
+Only local stores of the default consume-queue layout take it, for ranges a planner gave (the queue's planned
+start and end cover it) inside one consume-queue file, whose queue this reader has not loaded otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, Optional
+
+import numpy as np
+
+from ..files.byte_source import is_remote
+from ..files.consume_queue import Subscription
+from ..files.file_reads import read_spans
+from ..files.unit_search import valid_units
+from ..files.variant import BATCH_CQ, LMQ, ROCKSDB_CQ
+from ..format import layout as L
+
+SHORT_RANGE_UNITS = 4096  # a planned range up to this long (80 KiB of units) is read with the others of its run
+RUN_UNITS = 1 << 20  # units (20 MiB) read at once, at most
+
+
+class PlannedQueue:
+    """What decoding needs of a queue read through a run (its name, and where a unit lies for error messages)
+    without loading the queue."""
+
+    __slots__ = ("topic", "queue_id", "path", "first_unit")
+    is_batch = False
+
+    def __init__(self, topic: str, queue_id: int, path: str, first_unit: int):
+        self.topic, self.queue_id, self.path, self.first_unit = topic, queue_id, path, first_unit
+
+    def unit_location(self, queue_offset: int) -> tuple[Path, int]:
+        """(file, byte offset) of the unit with ``queue_offset``."""
+        return Path(self.path), (queue_offset - self.first_unit) * L.CQ_STORE_UNIT_SIZE
+
+
+class PlannedUnits:
+    """``_tag_groups`` for the queue reads of the store reader (its ``_queues``, ``_lazy_queues``,
+    ``_planned_starts``, ``_planned_ends``, ``root``, ``sizes``, ``variant``)."""
+
+    def _tag_groups(self, ranges, sub: Subscription, fail_on_data_loss: bool) -> Iterator[tuple]:
+        """(queue, queue offsets, units) of the units of ``ranges`` whose tag hash ``sub`` accepts, range after
+        range; runs of short planned ranges are read together."""
+        runs = self._runs_allowed()
+        run: list = []
+        run_units = 0
+        for rng in ranges:
+            if runs and self._short_planned(*rng):
+                run.append(rng)
+                run_units += rng[3] - rng[2]
+                if run_units >= RUN_UNITS:
+                    yield from self._run_groups(run, sub, fail_on_data_loss)
+                    run, run_units = [], 0
+                continue
+            if run:
+                yield from self._run_groups(run, sub, fail_on_data_loss)
+                run, run_units = [], 0
+            yield from self._range_groups(rng, sub, fail_on_data_loss)
+        if run:
+            yield from self._run_groups(run, sub, fail_on_data_loss)
+
+    def _range_groups(self, rng, sub: Subscription, fail_on_data_loss: bool) -> Iterator[tuple]:
+        cq, lo, hi = self._clamped_range(*rng, fail_on_data_loss)
+        for offsets, units in cq.hash_matches(sub, lo, hi):
+            yield cq, offsets, units
+
+    def _runs_allowed(self) -> bool:
+        """Runs need queues named by their plan (lazy queues), local files and the default unit layout."""
+        return self._lazy_queues and not is_remote(self.root) and not any(
+            self.variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ))
+
+    def _short_planned(self, topic: str, queue_id: int, start, end) -> bool:
+        if start is None or end is None or end - start > SHORT_RANGE_UNITS or start >= end:
+            return False
+        key = (topic, int(queue_id))
+        if key in self._queues or topic == L.SCHEDULE_TOPIC:  # loaded already / its tagsCode is a time
+            return False
+        per = self.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
+        return start // per == (end - 1) // per and self._planned_starts.get(key, start + 1) <= start \
+            and self._planned_ends.get(key, -1) >= end
+
+    def _run_groups(self, run: list, sub: Subscription, fail_on_data_loss: bool) -> Iterator[tuple]:
+        groups = self._run_matches(run, sub)
+        if groups is None:  # something unusual: the queue-by-queue path reads (and reports) the run
+            for rng in run:
+                yield from self._range_groups(rng, sub, fail_on_data_loss)
+            return
+        yield from groups
+
+    def _run_matches(self, run: list, sub: Subscription) -> Optional[list]:
+        """The groups of a run's hash matches, or None when any range of the run needs the queue-by-queue path."""
+        file_size = self.sizes.consume_queue_file_size
+        per = file_size // L.CQ_STORE_UNIT_SIZE
+        base_dir = f"{os.fspath(self.root)}/{L.CONSUMEQUEUE_DIR}"
+        spans = []
+        for topic, queue_id, start, end in run:
+            first_unit = start // per * per
+            path = f"{base_dir}/{topic}/{queue_id}/{L.offset_to_file_name(first_unit * L.CQ_STORE_UNIT_SIZE)}"
+            spans.append((path, (start - first_unit) * L.CQ_STORE_UNIT_SIZE, end - start))
+        units, complete = read_spans(spans, L.CQ_UNIT_DTYPE)
+        if not complete.all() or not valid_units(units).all():
+            return None
+        counts = np.fromiter((end - start for _, _, start, end in run), dtype=np.int64, count=len(run))
+        firsts = np.cumsum(counts) - counts  # where each range's units start in ``units``
+        oldest = self.min_phy_offset()
+        if oldest > 0 and (units["phy_offset"][firsts] < oldest).any():
+            return None  # expired messages: the queue path decides between data loss and skipping them
+        hits = np.flatnonzero(sub.matches_units(units))
+        if not len(hits):
+            return []
+        owner = np.searchsorted(firsts, hits, side="right") - 1  # the range of each hit
+        cuts = np.flatnonzero(np.diff(owner)) + 1
+        groups = []
+        for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.append(cuts, len(hits)).tolist()):
+            i = int(owner[a])
+            rows = hits[a:b]
+            topic, queue_id, start, _ = run[i]
+            queue = PlannedQueue(topic, int(queue_id), spans[i][0], start // per * per)
+            groups.append((queue, start + (rows - firsts[i]), units[rows]))
+        return groups
+
+    def planned_to(self, topic: str, queue_id: int, end: int) -> bool:
+        """Whether a read of (topic, queue_id) up to ``end`` trusts its plan: a lazy reader's queue not loaded
+        yet whose planned end reaches ``end`` (every unit read is checked, a missing queue is data loss)."""
+        key = (topic, int(queue_id))
+        return self._lazy_queues and key not in self._queues and self._planned_ends.get(key, -1) >= end
