@@ -197,6 +197,7 @@ def test_an_undispatched_tail_and_a_lagging_queue_read_the_same(golden_copy):
                 and r["commitLogOffset"] >= cut - 400_000]
     # the undispatched tail is not even scanned: the scan ends with the last dispatched record read
     assert max(p.end for p in c_parts) == max(r["commitLogOffset"] + r["storeSize"] for r in rows)
+    same_rows({"path": str(golden_copy), **FEW, "tags": "TagA || TagB"})  # tag reads: short ranges in runs
 
 
 def test_a_torn_tail_after_a_crash_reads_the_same(golden_copy):
@@ -217,6 +218,8 @@ def test_a_torn_tail_after_a_crash_reads_the_same(golden_copy):
         assert store.max_phy_offset() == last
     _, _, rows = same_rows({"path": str(golden_copy), **FEW})
     assert max(r["commitLogOffset"] for r in rows) > cut  # re-dispatched records are read by both
+    _, _, tagged = same_rows({"path": str(golden_copy), **FEW, "tags": "TagA || TagB"})
+    assert max(r["commitLogOffset"] for r in tagged) > cut
 
 
 def test_expired_files_and_fail_on_data_loss_behave_the_same(golden_copy):
@@ -229,6 +232,9 @@ def test_expired_files_and_fail_on_data_loss_behave_the_same(golden_copy):
         with pytest.raises(DataLossError, match="TopicTest/0"):
             read({"path": path, "topics": "TopicTest", "startingOffsets": early, "scanMode": mode})
     same_rows({"path": path, "topics": "TopicTest", "startingOffsets": early, "failOnDataLoss": "false"})
+    same_rows({"path": path, **FEW, "tags": "TagA"})
+    same_rows({"path": path, "topics": "TopicTest", "startingOffsets": early, "failOnDataLoss": "false",
+               "tags": "TagB"})
 
 
 def test_several_stores_behave_the_same(golden_store_path, tmp_path):
