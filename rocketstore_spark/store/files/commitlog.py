@@ -236,16 +236,25 @@ class CommitLog:
         return idx.astype(np.int64), np.where(idx >= 0, rel % self.file_size, 0)
 
     def read_fields(self, index: int, positions: np.ndarray, expected_sizes=None,
-                    check_crc: bool = False, what: str = "", fixed=None) -> RecordBatchFields:
+                    check_crc: bool = False, what: str = "", fixed=None, copied=None) -> RecordBatchFields:
         """Parse the records at ``positions`` of file ``index``; any that fails is a CorruptRecordError.
-        ``fixed``: the optional fixed fields to read (see :func:`~.codec.parse_records`; None: all)."""
-        self.queue.ensure_records(index, positions, expected_sizes)
-        buf = self.queue.buffer(index)
+        ``fixed``: the optional fixed fields to read (see :func:`~.codec.parse_records`; None: all).
+        ``copied``: the records' bytes copied back to back (:meth:`MappedFileQueue.copy_ranges`, their
+        ``expected_sizes`` each) to parse instead of the file's map; the variable fields' positions are then into
+        ``copied`` and ``position`` stays the records' place in the file (what errors name)."""
+        if copied is None:
+            self.queue.ensure_records(index, positions, expected_sizes)
+            buf, at = self.queue.buffer(index), positions
+        else:
+            sizes = np.asarray(expected_sizes, dtype=np.int64)
+            buf, at = copied, np.cumsum(sizes) - sizes
         if check_crc and fixed is not None:
             fixed = tuple(fixed) + ("body_crc",)
-        fields = parse_records(buf, positions, fixed)
+        fields = parse_records(buf, at, fixed)
         if check_crc:
             self.check_crcs(buf, fields)
+        if copied is not None:
+            fields.position = np.asarray(positions, dtype=np.int64)
         bad = ~fields.valid
         if expected_sizes is not None:
             bad |= fields.total_size != np.asarray(expected_sizes)

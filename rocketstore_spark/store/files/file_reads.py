@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import CorruptRecordError
+
 PAGE_SIZE = 4096
 
 
@@ -139,6 +141,38 @@ def read_spans(spans, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     return out, complete
 
 
+def read_ranges(path, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The bytes of ranges ``[start, start + length)`` of one local file, back to back in one array, with one
+    read per run of adjacent ranges. For records a selective read picks from all over a 1 GiB commit-log file:
+    a read copies the few hundred bytes asked for, where touching a memory map maps a window of pages around
+    each record and grows the process's resident set until it is released again. A file shorter than a range
+    is a :class:`~rocketstore_spark.errors.CorruptRecordError` naming it and the offset."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = starts + np.asarray(lengths, dtype=np.int64)
+    out = np.empty(int((ends - starts).sum()), dtype=np.uint8)
+    if not len(out):
+        return out
+    breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+    run_start = starts[np.concatenate(([0], breaks))]
+    run_length = ends[np.append(breaks, len(starts)) - 1] - run_start
+    into = np.cumsum(run_length) - run_length
+    view = memoryview(out)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for at, start, length in zip(into.tolist(), run_start.tolist(), run_length.tolist()):
+            got = os.preadv(fd, [view[at:at + length]], start)
+            if got != length:
+                raise CorruptRecordError(f"expected {length} bytes of records at byte {start}, the file ends "
+                                         f"after {got} (truncated under the read?)", path, start + got)
+    finally:
+        os.close(fd)
+    STATS.files_opened += 1
+    STATS.reads += len(run_start)
+    STATS.bytes_read += len(out)
+    STATS.pages_read += int(sum(_pages(s, n) for s, n in zip(run_start.tolist(), run_length.tolist())))
+    return out
+
+
 def release_pages(mm: mmap.mmap, start: int, end: int) -> None:
     """Drop this process's pages of ``mm`` in ``[start, end)`` (``MADV_DONTNEED``): the map stays valid and its
     bytes come back from the file when touched again."""
@@ -161,5 +195,5 @@ def count_mapped_file() -> None:
     STATS.files_mapped += 1
 
 
-__all__ = ["ReadStats", "STATS", "counting", "ClosingFile", "OpenFile", "count_mapped_file", "read_spans",
-           "release_pages", "close_map", "PAGE_SIZE"]
+__all__ = ["ReadStats", "STATS", "counting", "ClosingFile", "OpenFile", "count_mapped_file", "read_ranges",
+           "read_spans", "release_pages", "close_map", "PAGE_SIZE"]

@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import StoreConfigError, StoreFormatError
 from ..format.layout import FILE_NAME_DIGITS
 from .byte_source import LocalFileMap, as_path, is_remote, map_file, open_file, scandir
-from .file_reads import PAGE_SIZE
+from .file_reads import PAGE_SIZE, read_ranges
 from .remote_map import SEQUENTIAL_STEP
 from .strays import note, stray_reason
 
@@ -198,6 +198,13 @@ class MappedFileQueue:
         mapped = self._maps.get(index)
         if mapped is not None:
             mapped.release(start, end)
+
+    def copy_ranges(self, index: int, starts: np.ndarray, lengths: np.ndarray) -> Optional[np.ndarray]:
+        """Ranges of local file ``index`` copied back to back (:func:`~.file_reads.read_ranges`), for records
+        scattered over the file; None for a remote file, whose map fetches the ranges it needs anyway."""
+        if self.remote:
+            return None
+        return read_ranges(self.files[index].location, starts, lengths)
 
     def note_read(self, index: int, nbytes: int) -> None:
         """Count ``nbytes`` read through the maps (``index``: the file read). Every :data:`RESIDENT_CHECK_BYTES`

@@ -24,6 +24,7 @@ log = logging.getLogger("rocketstore_spark")
 DEFAULT_BATCH_ROWS = 10_000
 FAULT_WINDOW = 64 << 10  # bytes the kernel maps around a touched page of a file (fault-around): what RSS grows by
 SCATTER_WINDOWS = 1024  # windows one decoded piece may touch, however scattered its records
+COPY_BYTES = 64 << 20  # scattered records are copied out of the commit log up to this many bytes at a time
 # A tag read decodes its hash matches once several batches' worth have gathered: each decode costs a fixed
 # amount per commit-log file the matches fall in, and selective matches spread over every file. The byte cap
 # bounds the memory of one decode (the consume-queue units give each record's size).
@@ -176,13 +177,8 @@ class QueueReads:
             for f in chunk_files[:1] if single else np.unique(chunk_files):
                 # most chunks of a full read lie in one commit-log file: no per-file selection to compute
                 in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
-                for piece, windows in _resident_pieces(pos, in_file):
-                    batch = self._decode_piece(int(f), piece, pos, size, verify_crc, what, fixed, want, cqs,
-                                               group_of_row if lmq or batch_cq else None,
-                                               unit_offsets if lmq or batch_cq else None, lmq, batch_cq)
-                    # the pages this piece faulted in (the kernel maps a window around each touched page) are
-                    # counted, so a task's resident share of the commit log is let go in bounded steps
-                    self.commitlog.queue.note_read(int(f), windows * FAULT_WINDOW)
+                for batch in self._file_batches(int(f), in_file, pos, size, verify_crc, what, fixed, want, cqs,
+                                                group_of_row, unit_offsets, lmq, batch_cq):
                     if not sub.is_all:
                         batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
                                                                    value_set=pa.array(sub.tags)), False))
@@ -190,6 +186,24 @@ class QueueReads:
                             batch = batch.select(list(columns))
                     for start in range(0, batch.num_rows, max(batch_rows, 1)):
                         yield batch.slice(start, batch_rows)
+
+    def _file_batches(self, f, rows, pos, size, verify_crc, what, fixed, want, cqs, group_of_row, unit_offsets, lmq,
+                      batch_cq) -> Iterator[pa.RecordBatch]:
+        """Batches of the records ``rows`` of commit-log file ``f``. Records scattered over the file (a selective
+        read: most of them alone in their page window) are copied with a read each and decoded from the copy;
+        records close together are decoded through the file's map, piece by piece, the pages they fault in
+        counted so that a task's resident share of the commit log is let go in bounded steps."""
+        if not (lmq or batch_cq) and _scattered(pos[rows], size[rows]):
+            copied = self.commitlog.queue.copy_ranges(f, pos[rows], size[rows])
+            if copied is not None:  # None: a remote file (its map fetches just these ranges)
+                fields = self.commitlog.read_fields(f, pos[rows], size[rows], verify_crc, what, fixed, copied=copied)
+                yield build_batch(copied, fields, want, str(self.commitlog.queue.files[f].path))
+                return
+        for piece, windows in _resident_pieces(pos, rows):
+            yield self._decode_piece(f, piece, pos, size, verify_crc, what, fixed, want, cqs, group_of_row,
+                                     unit_offsets, lmq, batch_cq)
+            # the kernel maps a window around each touched page: that is what the piece made resident
+            self.commitlog.queue.note_read(f, windows * FAULT_WINDOW)
 
     def _decode_piece(self, f, rows, pos, size, verify_crc, what, fixed, want, cqs, group_of_row, unit_offsets, lmq,
                       batch_cq) -> pa.RecordBatch:
@@ -202,6 +216,14 @@ class QueueReads:
         if lmq:
             batch = self._lmq_overlay_fields(batch, buf, fields, cqs, group_of_row[rows], unit_offsets[rows])
         return batch
+
+
+def _scattered(positions: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether records are better copied than mapped: on average fewer than two per fault-around window, and at
+    most :data:`COPY_BYTES` in all."""
+    if not len(positions) or int(sizes.sum()) > COPY_BYTES:
+        return False
+    return len(np.unique(positions // FAULT_WINDOW)) * 2 > len(positions)
 
 
 def _resident_pieces(pos: np.ndarray, rows: np.ndarray):

@@ -166,3 +166,73 @@ def test_scattered_records_are_decoded_in_pieces_of_bounded_reach():
     assert sum(len(p) for p, _ in pieces) == 5000 and all(w <= SCATTER_WINDOWS for _, w in pieces)
     close = np.arange(5000, dtype=np.int64) * 100  # records side by side: one piece
     assert len(list(_resident_pieces(close, np.arange(5000)))) == 1
+
+
+@pytest.fixture(scope="module")
+def spread_store(tmp_path_factory):
+    """200 queues whose "rare" records (1 in 97) lie ~200 KB apart: alone in their page windows."""
+    root = tmp_path_factory.mktemp("spread") / "store"
+    with RocketStore.open(root, mode="a", consume_queue_file_size=20 * 1000) as w:
+        w.append(many_queues_table(25, 8, 40, body=2000))
+    return root
+
+
+def rare_rows(store, verify_crc=False):
+    return [r for t in store.topics() for q in store.queue_ids(t)
+            for b in store.read_queue(t, q, tags="rare", columns=["queueOffset", "commitLogOffset", "storeSize",
+                                                                  "body"], verify_crc=verify_crc)
+            for r in b.to_pylist()]
+
+
+def test_a_selective_read_copies_just_the_records_it_returns(spread_store):
+    """Records scattered over the commit log are copied with a read each: the bytes read are the consume
+    queues' units and those records, nothing around them, and no commit-log page is mapped for them."""
+    with RocketStore.open(spread_store) as store:
+        units = sum(store.max_offset(t, q) for t in store.topics() for q in store.queue_ids(t))
+        everything = [r for t in store.topics() for q in store.queue_ids(t)
+                      for b in store.read_queue(t, q, columns=["queueOffset", "commitLogOffset", "storeSize", "tags",
+                                                               "body"]) for r in b.to_pylist()]
+        with counting() as cost:
+            rows = rare_rows(store)
+    expected = [{k: r[k] for k in ("queueOffset", "commitLogOffset", "storeSize", "body")}
+                for r in everything if r["tags"] == "rare"]
+    assert rows == expected and len(rows) == 25 * 8 * 40 // 97 + 1
+    assert cost.bytes_read == units * L.CQ_STORE_UNIT_SIZE + sum(r["storeSize"] for r in rows)
+    assert cost.files_mapped == 0
+
+
+def test_a_broken_record_read_through_a_copy_is_named_by_its_place_in_the_file(spread_store, tmp_path):
+    import shutil
+
+    from rocketstore_spark.errors import CorruptRecordError
+
+    root = tmp_path / "store"
+    shutil.copytree(spread_store, root)
+    with RocketStore.open(root) as store:
+        victim = rare_rows(store)[7]["commitLogOffset"]
+        size = store.commitlog.file_size
+    path = root / L.COMMITLOG_DIR / f"{victim - victim % size:020d}"
+    with open(path, "r+b") as fh:  # a byte of its body: only the body CRC can tell
+        fh.seek(victim % size)
+        record = fh.read(rows_size(root, victim))
+        fh.seek(victim % size + record.index(b"x" * 2000) + 1000)
+        fh.write(b"?")
+    with RocketStore.open(root, check_crc_on_recover=False) as store:
+        assert len(rare_rows(store)) == 83
+        with pytest.raises(CorruptRecordError, match="CRC") as e:
+            rare_rows(store, verify_crc=True)
+    assert str(e.value.path) == str(path) and e.value.offset == victim % size
+
+
+def rows_size(root, offset):
+    with RocketStore.open(root) as store:
+        return next(r["storeSize"] for r in rare_rows(store) if r["commitLogOffset"] == offset)
+
+
+def test_records_are_copied_when_scattered_and_mapped_when_close():
+    from rocketstore_spark.store.read.queue_reads import COPY_BYTES, FAULT_WINDOW, _scattered
+
+    apart = np.arange(100, dtype=np.int64) * FAULT_WINDOW
+    assert _scattered(apart, np.full(100, 500))
+    assert not _scattered(np.arange(100, dtype=np.int64) * 500, np.full(100, 500))  # side by side
+    assert not _scattered(apart, np.full(100, COPY_BYTES // 50))  # too many bytes to copy at once
