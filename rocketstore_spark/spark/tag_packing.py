@@ -23,26 +23,22 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
     the others trimmed to their first and last match. Past that, counting would be a sequential scan of every
     unit on the driver before the tasks scan them all again in parallel (5M messages: 100 MB, ~15 ms of a
     ~0.25 s query; a month of a busy broker: seconds), so each range's matches are estimated from evenly
-    spaced samples (short ranges: from their topic's, see :class:`_TopicSamples`) and the tasks do the only
+    spaced samples (short ranges: from their topic's, see :func:`_sampled_matches`) and the tasks do the only
     full scan.
     """
     total_units = sum(p.end - p.start for p in parts)
     ranges, counts = [], []
-    sampled = _TopicSamples()
-    for p in parts:
-        cq = store.consume_queue(p.topic, p.queue_id)
-        if total_units <= EXACT_COUNT_UNITS:
-            hits = [offsets[units["size"] != L.CQ_FILLER_SIZE]
-                    for offsets, units in cq.hash_matches(sub, p.start, p.end)]
-            count = sum(len(h) for h in hits)
+    if total_units <= EXACT_COUNT_UNITS:
+        # short ranges are counted by the store in one pass over their units, the others queue by queue
+        known = store.tag_match_spans([(p.topic, p.queue_id, p.start, p.end) for p in parts], sub)
+        for p, span in zip(parts, known):
+            count, first, last = span if span is not None else _exact(store, p, sub)
             if count:
-                first = next(int(h[0]) for h in hits if len(h))
-                last = next(int(h[-1]) for h in reversed(hits) if len(h))
                 ranges.append((p.topic, p.queue_id, first, last + 1))
                 counts.append(count)
-        else:
-            ranges.append((p.topic, p.queue_id, p.start, p.end))
-            counts.append(sampled.matches(cq, sub, p.start, p.end))
+    else:
+        ranges = [(p.topic, p.queue_id, p.start, p.end) for p in parts]
+        counts = _sampled_matches(store, parts, sub)
     if not ranges:
         return []
     total = sum(counts)
@@ -61,27 +57,51 @@ def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, su
     return packed
 
 
-class _TopicSamples:
-    """Estimated matches of ranges too short to sample in blocks: a topic's short ranges are counted exactly
-    until :data:`TOPIC_SAMPLE_UNITS` of its units or :data:`TOPIC_SAMPLE_RANGES` of its ranges were seen; the
-    rest get the topic's match rate (a topic's queues share its producers' tags). A store of 20,000 young
-    queues is then planned from a few queues of each topic instead of a read of every queue."""
+def _exact(store: RocketStore, p, sub: Subscription) -> tuple:
+    """(matches, first, last) of one range, counted queue by queue (first and last None without a match)."""
+    hits = [offsets[units["size"] != L.CQ_FILLER_SIZE]
+            for offsets, units in store.consume_queue(p.topic, p.queue_id).hash_matches(sub, p.start, p.end)]
+    hits = [h for h in hits if len(h)]
+    return sum(len(h) for h in hits), (int(hits[0][0]) if hits else None), (int(hits[-1][-1]) if hits else None)
 
-    def __init__(self):
-        self.seen: dict[str, list] = {}  # topic -> [units counted, matches among them, ranges counted]
 
-    def matches(self, cq, sub: Subscription, start: int, end: int) -> int:
-        units = end - start
+def _sampled_matches(store: RocketStore, parts: list, sub: Subscription) -> list:
+    """Estimated matches of each range. A range long enough is sampled in blocks (:func:`_estimated_matches`);
+    a topic's short ranges are counted exactly until :data:`TOPIC_SAMPLE_UNITS` of its units or
+    :data:`TOPIC_SAMPLE_RANGES` of its ranges were seen, and the rest get the topic's match rate (a topic's
+    queues share its producers' tags). A store of 20,000 young queues is then planned from a few queues of each
+    topic (counted together, in one pass) instead of a read of every queue."""
+    seen: dict = {}  # topic -> [units, ranges] chosen for counting
+    counted = []
+    for i, p in enumerate(parts):
+        units = p.end - p.start
         if units > SAMPLE_FRACTION * SAMPLE_BLOCK_UNITS:
-            return _estimated_matches(cq, sub, start, end)
-        seen = self.seen.setdefault(cq.topic, [0, 0, 0])
-        if seen[0] and (seen[0] >= TOPIC_SAMPLE_UNITS or seen[2] >= TOPIC_SAMPLE_RANGES):
-            return -(-seen[1] * units // seen[0])
-        hits = sum(int(np.count_nonzero(u["size"] != L.CQ_FILLER_SIZE)) for _, u in cq.hash_matches(sub, start, end))
-        seen[0] += units
-        seen[1] += hits
-        seen[2] += 1
-        return hits
+            continue
+        topic_seen = seen.setdefault(p.topic, [0, 0])
+        if topic_seen[0] and (topic_seen[0] >= TOPIC_SAMPLE_UNITS or topic_seen[1] >= TOPIC_SAMPLE_RANGES):
+            continue
+        topic_seen[0] += units
+        topic_seen[1] += 1
+        counted.append(i)
+    spans = store.tag_match_spans([(parts[i].topic, parts[i].queue_id, parts[i].start, parts[i].end)
+                                   for i in counted], sub)
+    exact = {i: (span if span is not None else _exact(store, parts[i], sub))[0] for i, span in zip(counted, spans)}
+    rate: dict = {}  # topic -> [units counted, matches among them]
+    for i, hits in exact.items():
+        topic_rate = rate.setdefault(parts[i].topic, [0, 0])
+        topic_rate[0] += parts[i].end - parts[i].start
+        topic_rate[1] += hits
+    out = []
+    for i, p in enumerate(parts):
+        units = p.end - p.start
+        if i in exact:
+            out.append(exact[i])
+        elif units > SAMPLE_FRACTION * SAMPLE_BLOCK_UNITS:
+            out.append(_estimated_matches(store.consume_queue(p.topic, p.queue_id), sub, p.start, p.end))
+        else:
+            units_seen, hits_seen = rate[p.topic]
+            out.append(-(-hits_seen * units // units_seen))
+    return out
 
 
 def _estimated_matches(cq, sub: Subscription, start: int, end: int) -> int:

@@ -133,6 +133,50 @@ class PlannedUnits:
             groups.append((queue, start + (rows - firsts[i]), units[rows]))
         return groups
 
+    def tag_match_spans(self, ranges, sub: Subscription) -> list:
+        """For a planner: ``(matches, first match, last match)`` (queue offsets; None when no match) of each
+        ``(topic, queue id, start, end)`` range, counting the units whose tag hash ``sub`` accepts (fillers not
+        counted), for the short ranges of loaded local queues of the default layout, read in one pass like a
+        run; None for the other ranges (and for any whose units are not all valid): count those queue by
+        queue."""
+        out: list = [None] * len(ranges)
+        if is_remote(self.root) or any(self.variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ)):
+            return out
+        spans, picked = [], []
+        for i, (topic, queue_id, start, end) in enumerate(ranges):
+            cq = self._queues.get((topic, int(queue_id)))
+            if cq is None or topic == L.SCHEDULE_TOPIC or getattr(cq, "is_batch", False) or start >= end \
+                    or end - start > SHORT_RANGE_UNITS or start < cq.first_offset or end > cq.disk_max_offset:
+                continue
+            index = cq.files.index_of(start * L.CQ_STORE_UNIT_SIZE)
+            info = cq.files.files[index] if index >= 0 else None
+            if info is None or end * L.CQ_STORE_UNIT_SIZE > info.from_offset + cq.files.file_size:
+                continue  # not inside one file
+            spans.append((info.location, start * L.CQ_STORE_UNIT_SIZE - info.from_offset, end - start))
+            picked.append(i)
+        if not spans:
+            return out
+        units, complete = read_spans(spans, L.CQ_UNIT_DTYPE)
+        counts = np.array([n for _, _, n in spans], dtype=np.int64)
+        firsts = np.cumsum(counts) - counts
+        whole = complete & np.logical_and.reduceat(valid_units(units), firsts)
+        at = np.flatnonzero(sub.matches_units(units) & (units["size"] != L.CQ_FILLER_SIZE))
+        owner = np.searchsorted(firsts, at, side="right") - 1  # ``at`` ascends: each range's hits are a stretch
+        matches = np.bincount(owner, minlength=len(spans))
+        first_hit = np.full(len(spans), -1, dtype=np.int64)
+        last_hit = np.full(len(spans), -1, dtype=np.int64)
+        if len(at):
+            change = owner[1:] != owner[:-1]
+            opens, closes = np.concatenate(([True], change)), np.concatenate((change, [True]))
+            first_hit[owner[opens]] = at[opens]
+            last_hit[owner[closes]] = at[closes]
+        for k, i in enumerate(picked):
+            if whole[k]:
+                start, found = ranges[i][2], int(matches[k])
+                out[i] = (found, start + int(first_hit[k] - firsts[k]) if found else None,
+                          start + int(last_hit[k] - firsts[k]) if found else None)
+        return out
+
     def planned_to(self, topic: str, queue_id: int, end: int) -> bool:
         """Whether a read of (topic, queue_id) up to ``end`` trusts its plan: a lazy reader's queue not loaded
         yet whose planned end reaches ``end`` (every unit read is checked, a missing queue is data loss)."""
