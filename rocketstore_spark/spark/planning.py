@@ -44,6 +44,7 @@ from .planning_types import (  # noqa: F401 - re-exported: the partition kinds a
     handle_settings,
     handle_sizes,
 )
+from .store_snapshot import StoreSnapshot, opened_at
 from .tag_packing import pack_by_tag_matches
 
 log = logging.getLogger("rocketstore_spark")
@@ -55,7 +56,8 @@ _MAX_PLANNED_STORES = 8  # stores whose maps stay open in the planning worker
 
 
 def fingerprint(path: str, fresh: bool = True) -> tuple:
-    """Names, sizes and modification times of every file recovery looks at (a change means recover again);
+    """Names, sizes and modification times of every file recovery looks at (a change means recover again): how
+    a remote store's plans see a change (a local store's stat what can change: :mod:`.store_snapshot`);
     ``fresh=False`` takes a remote store's listings as its last open made them."""
     if fresh:
         forget_listings(path)  # a remote store: list it as it is now
@@ -82,21 +84,27 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     """
     options = (tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
     cached = _RECOVERED.get(ref.path)
-    if is_remote(ref.path):
+    remote = is_remote(ref.path)
+    if remote:
         # an unchanged store costs one listing per plan (three list requests); only a listing that shows a change
         # opens the store again (which lists it once more and searches its queue ends)
         store_path(ref.path, dict(ref.fs_options))
         key = (fingerprint(ref.path, fresh=False),) + options
+        unchanged = cached is not None and cached[0] == key
     else:
-        key = (fingerprint(ref.path),) + options
-    if cached is not None and cached[0] == key:
+        # a local store: a stat of what can change (store_snapshot), not a listing of every queue directory
+        unchanged = cached is not None and cached[0][1:] == options and cached[0][0].unchanged()
+    if unchanged:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
+    opened = opened_at()
     # a store rocketstore wrote last opens from its writer's record of the end when that still holds (the
     # CRC-checked walk of the last commit-log file is most of a cold plan's open)
     store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
                              **opts.settings, trust_recorded_end=True)
     store.max_phy_offset()  # recover now, so the cached object carries the result
+    if not remote:
+        key = (StoreSnapshot.of(store, ref.path, opened),) + options
     if cached is not None:
         _RECOVERED.pop(ref.path)[1].close()
     _RECOVERED[ref.path] = (key, store)

@@ -101,6 +101,16 @@ def _small_store(root, n, start=0):
         w.append(table)
 
 
+def age(root, seconds: int = 600) -> None:
+    """Every file and directory of ``root`` as if last modified ``seconds`` ago."""
+    import os
+    import time
+
+    then = time.time_ns() - seconds * 1_000_000_000
+    for path in sorted(root.rglob("*"), reverse=True) + [root]:
+        os.utime(path, ns=(then, then))
+
+
 def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_changed_one(tmp_path):
     from rocketstore_spark.spark import planning
     from rocketstore_spark.store.files.known_end import forget_known_end
@@ -108,6 +118,7 @@ def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_change
     root = tmp_path / "a" / "store"
     _small_store(root, 15)
     forget_known_end(root)  # as a broker leaves a store: opening walks the commit log (and maps it)
+    age(root)  # written a while ago: times close to the open are not trusted (store_snapshot)
     opts = parse_read_options({"path": str(root), "tags": "a"})
 
     def planned_end():
@@ -120,8 +131,11 @@ def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_change
     _small_store(root, 10, start=15)
     forget_known_end(root)
     assert planned_end() == 25  # the change is seen: a new store, the old one closed
+    age(root)
+    assert planned_end() == 25  # just written when opened: opened once more, then kept
     second = planning._RECOVERED[str(root)][1]
     assert second is not first and not first.commitlog.queue._maps
+    assert planned_end() == 25 and planning._RECOVERED[str(root)][1] is second
     for i in range(planning._MAX_PLANNED_STORES + 2):
         other = tmp_path / f"o{i}" / "store"
         _small_store(other, 3)

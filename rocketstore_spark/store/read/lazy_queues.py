@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..files.byte_source import is_remote
 from ..files.consume_queue import ConsumeQueue
-from ..files.mapped_file_queue import MappedFileInfo
+from ..files.mapped_file_queue import MappedFileInfo, MappedFileQueue
 from ..format import layout as L
 
 
@@ -52,6 +52,16 @@ class LazyQueues:
             return files if os.stat(files[0].location).st_size == size else None
         except FileNotFoundError:
             return None
+
+    def queue_file_tails(self) -> Optional[list[tuple[str, Optional[str]]]]:
+        """(directory, last file or None) of every loaded consume queue of the default layout, as text paths:
+        what a planner stats to see that the queues it planned from did not change (units are only ever
+        appended to a queue's last file; files come and go with its directory's modification time). None when
+        the queues are no such files (RocksDB consume queues)."""
+        if any(not isinstance(getattr(cq, "files", None), MappedFileQueue) for cq in self._queues.values()):
+            return None
+        return [(str(cq.files.directory), cq.files.files[-1].location if cq.files.files else None)
+                for cq in self._queues.values()]
 
     def expect_queue_ends(self, ranges) -> None:
         """For a reader of planned ``(topic, queue id, start, end)`` ranges on a store opened with lazy queues:
