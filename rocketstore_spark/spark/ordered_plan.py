@@ -65,8 +65,8 @@ class Choice:
 def choose(store: RocketStore, opts: ReadOptions, ranges: list, tags, spans: Optional["Spans"]) -> Choice:
     """The plan for one store: forced by ``scanMode`` or chosen from estimates (selected messages × average size
     against the bytes a commit-log scan would read)."""
-    all_msgs = sum(max(0, store.max_offset(t, q) - store.consume_queue(t, q).first_offset)
-                   for t in store.topics() for q in store.queue_ids(t))
+    queues = (store.consume_queue(t, q) for t in store.topics() for q in store.queue_ids(t))
+    all_msgs = sum(max(0, cq.max_offset - cq.first_offset) for cq in queues)
     avg = (store.max_phy_offset() - store.min_phy_offset()) / max(all_msgs, 1)
     unsupported = commitlog_unsupported(store, ranges)
     if opts.scan_mode == SCAN_QUEUE:

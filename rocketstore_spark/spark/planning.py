@@ -134,7 +134,7 @@ def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pu
 def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed, topic: str, qid: int,
                  multi: bool) -> QueueRange:
     """The queue offsets to read for one queue after options and pushdown, with the queue's own range."""
-    lo_min, hi_max = store.min_offset(topic, qid), store.max_offset(topic, qid)
+    lo_min, hi_max = store.queue_edges(topic, qid)
     start = _offset_for(opts.starting_offsets, ref, topic, qid, multi, EARLIEST)
     end = _offset_for(opts.ending_offsets, ref, topic, qid, multi, LATEST)
     start = lo_min if start == EARLIEST else hi_max if start == LATEST else start
@@ -153,9 +153,9 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
         start = lo_min
     start = max(start, pushed.queue_offset[0])
     end = min(end, pushed.queue_offset[1])
-    cq = store.consume_queue(topic, qid)
     if pushed.phy_offset != (0, 1 << 62) and start < end:
         # units point forward through the commit log: two binary searches, not a read of the range
+        cq = store.consume_queue(topic, qid)
         start, end = (cq.first_at_or_past(pushed.phy_offset[0], start, end),
                       cq.first_at_or_past(pushed.phy_offset[1], start, end))
     lo_t, hi_t = pushed.store_time

@@ -223,8 +223,7 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
 
     def has_queue(self, topic: str, queue_id: int) -> bool:
         """Whether (topic, queue_id) has a consume queue (after recovery)."""
-        _ = self.recovery
-        return self._queue(topic, int(queue_id)) is not None
+        return self.recovery is not None and self._queue(topic, int(queue_id)) is not None
 
     def _queue_ids_by_topic(self) -> dict:
         """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
@@ -248,7 +247,14 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
+        return self._min_offset_of(self.consume_queue(topic, queue_id))
+
+    def queue_edges(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """(:meth:`min_offset`, :meth:`max_offset`) with one lookup: a planner asks both of thousands of queues."""
         cq = self.consume_queue(topic, queue_id)
+        return self._min_offset_of(cq), cq.max_offset
+
+    def _min_offset_of(self, cq) -> int:
         oldest = self.min_phy_offset()
         if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
             return cq.min_live_offset(oldest)
