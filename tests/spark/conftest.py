@@ -38,3 +38,16 @@ def pushdown(spark):
     spark.conf.set(key, "true")
     yield spark
     spark.conf.set(key, old)
+
+
+def production_shaped_store(tmp_path_factory, name: str, messages: int, topics: int, retry_groups: int,
+                            mean: int, sigma: float):
+    """A generated production-shaped store (8 queues a topic, retry queues, lognormal sizes, no keys) in 4 MiB
+    commit-log files and consume-queue files of 2,000 units."""
+    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+
+    root = tmp_path_factory.mktemp(name) / "store"
+    spec = ProductionSpec(messages=messages, topics=topics, queues_per_topic=8, retry_groups=retry_groups,
+                          sizes=SizeSpec("lognormal", mean, sigma), keys=False)
+    generate_production_store(root, spec, commit_log_file_size=4 << 20, consume_queue_file_size=20 * 2000)
+    return root

@@ -126,13 +126,9 @@ def test_a_full_read_plans_commit_log_stretches_of_the_target_size(golden_store_
 @pytest.fixture(scope="module")
 def production_store(tmp_path_factory):
     """~220 queues (25 topics × 8, retry and DLQ queues), 20,000 messages of 100 B-2 KiB in 4 MiB files."""
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+    from tests.spark.conftest import production_shaped_store
 
-    root = tmp_path_factory.mktemp("production") / "store"
-    spec = ProductionSpec(messages=20_000, topics=25, queues_per_topic=8, retry_groups=20,
-                          sizes=SizeSpec("lognormal", 500, 0.8), keys=False)
-    generate_production_store(root, spec, commit_log_file_size=4 << 20, consume_queue_file_size=20 * 2000)
-    return root
+    return production_shaped_store(tmp_path_factory, "production", 20_000, 25, 20, 500, 0.8)
 
 
 def test_both_plans_agree_on_a_production_shaped_store(production_store):

@@ -213,13 +213,9 @@ def test_a_tag_read_of_short_planned_ranges_loads_no_queue(golden_store_path, ta
 @pytest.fixture(scope="module")
 def many_short_queues(tmp_path_factory):
     """~1,000 queues of a few dozen units each, in consume-queue files of 2,000 units."""
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+    from tests.spark.conftest import production_shaped_store
 
-    root = tmp_path_factory.mktemp("short-queues") / "store"
-    spec = ProductionSpec(messages=30_000, topics=120, queues_per_topic=8, retry_groups=40,
-                          sizes=SizeSpec("lognormal", 200, 0.5), keys=False)
-    generate_production_store(root, spec, commit_log_file_size=4 << 20, consume_queue_file_size=20 * 2000)
-    return root
+    return production_shaped_store(tmp_path_factory, "short-queues", 30_000, 120, 40, 200, 0.5)
 
 
 def test_a_rare_tag_over_a_thousand_short_queues_matches_the_queue_by_queue_read(many_short_queues, loaded_queues):
