@@ -79,9 +79,12 @@ class PlannedUnits:
             yield cq, offsets, units
 
     def _runs_allowed(self) -> bool:
-        """Runs need queues named by their plan (lazy queues), local files and the default unit layout."""
-        return self._lazy_queues and not is_remote(self.root) and not any(
-            self.variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ))
+        """Runs need queues named by their plan (lazy queues) and :meth:`_plain_unit_files`."""
+        return self._lazy_queues and self._plain_unit_files()
+
+    def _plain_unit_files(self) -> bool:
+        """Local consume-queue files of the default unit layout (no RocksDB, batch or LMQ queues)."""
+        return not is_remote(self.root) and not any(self.variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ))
 
     def _short_planned(self, topic: str, queue_id: int, start, end) -> bool:
         if start is None or end is None or end - start > SHORT_RANGE_UNITS or start >= end:
@@ -111,23 +114,15 @@ class PlannedUnits:
             first_unit = start // per * per
             path = f"{base_dir}/{topic}/{queue_id}/{L.offset_to_file_name(first_unit * L.CQ_STORE_UNIT_SIZE)}"
             spans.append((path, (start - first_unit) * L.CQ_STORE_UNIT_SIZE, end - start))
-        units, complete = read_spans(spans, L.CQ_UNIT_DTYPE)
-        if not complete.all() or not valid_units(units).all():
+        read = _read_and_test(spans, sub)
+        units, firsts = read.units, read.firsts
+        if not read.complete.all() or not valid_units(units).all():
             return None
-        counts = np.fromiter((end - start for _, _, start, end in run), dtype=np.int64, count=len(run))
-        firsts = np.cumsum(counts) - counts  # where each range's units start in ``units``
         oldest = self.min_phy_offset()
         if oldest > 0 and (units["phy_offset"][firsts] < oldest).any():
             return None  # expired messages: the queue path decides between data loss and skipping them
-        hits = np.flatnonzero(sub.matches_units(units))
-        if not len(hits):
-            return []
-        owner = np.searchsorted(firsts, hits, side="right") - 1  # the range of each hit
-        cuts = np.flatnonzero(np.diff(owner)) + 1
         groups = []
-        for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.append(cuts, len(hits)).tolist()):
-            i = int(owner[a])
-            rows = hits[a:b]
+        for i, rows in read.hits_by_range():
             topic, queue_id, start, _ = run[i]
             queue = PlannedQueue(topic, int(queue_id), spans[i][0], start // per * per)
             groups.append((queue, start + (rows - firsts[i]), units[rows]))
@@ -140,7 +135,7 @@ class PlannedUnits:
         run; None for the other ranges (and for any whose units are not all valid): count those queue by
         queue."""
         out: list = [None] * len(ranges)
-        if is_remote(self.root) or any(self.variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ)):
+        if not self._plain_unit_files():
             return out
         spans, picked = [], []
         for i, (topic, queue_id, start, end) in enumerate(ranges):
@@ -156,25 +151,15 @@ class PlannedUnits:
             picked.append(i)
         if not spans:
             return out
-        units, complete = read_spans(spans, L.CQ_UNIT_DTYPE)
-        counts = np.array([n for _, _, n in spans], dtype=np.int64)
-        firsts = np.cumsum(counts) - counts
-        whole = complete & np.logical_and.reduceat(valid_units(units), firsts)
-        at = np.flatnonzero(sub.matches_units(units) & (units["size"] != L.CQ_FILLER_SIZE))
-        owner = np.searchsorted(firsts, at, side="right") - 1  # ``at`` ascends: each range's hits are a stretch
-        matches = np.bincount(owner, minlength=len(spans))
-        first_hit = np.full(len(spans), -1, dtype=np.int64)
-        last_hit = np.full(len(spans), -1, dtype=np.int64)
-        if len(at):
-            change = owner[1:] != owner[:-1]
-            opens, closes = np.concatenate(([True], change)), np.concatenate((change, [True]))
-            first_hit[owner[opens]] = at[opens]
-            last_hit[owner[closes]] = at[closes]
+        read = _read_and_test(spans, sub, skip_fillers=True)
+        whole = read.complete & np.logical_and.reduceat(valid_units(read.units), read.firsts)
         for k, i in enumerate(picked):
             if whole[k]:
-                start, found = ranges[i][2], int(matches[k])
-                out[i] = (found, start + int(first_hit[k] - firsts[k]) if found else None,
-                          start + int(last_hit[k] - firsts[k]) if found else None)
+                out[i] = (0, None, None)
+        for k, rows in read.hits_by_range():
+            if whole[k]:
+                start = ranges[picked[k]][2] - int(read.firsts[k])
+                out[picked[k]] = (len(rows), start + int(rows[0]), start + int(rows[-1]))
         return out
 
     def planned_to(self, topic: str, queue_id: int, end: int) -> bool:
@@ -182,3 +167,31 @@ class PlannedUnits:
         yet whose planned end reaches ``end`` (every unit read is checked, a missing queue is data loss)."""
         key = (topic, int(queue_id))
         return self._lazy_queues and key not in self._queues and self._planned_ends.get(key, -1) >= end
+
+
+class _TestedSpans:
+    """Units of short ranges read together (:func:`~..files.file_reads.read_spans`) and the positions of those
+    whose tag hash a subscription accepts."""
+
+    def __init__(self, units: np.ndarray, complete: np.ndarray, firsts: np.ndarray, hits: np.ndarray):
+        self.units, self.complete, self.firsts, self.hits = units, complete, firsts, hits
+
+    def hits_by_range(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(range index, its hits' positions in ``units``) of each range with a hit, in order."""
+        if not len(self.hits):
+            return
+        owner = np.searchsorted(self.firsts, self.hits, side="right") - 1  # hits ascend: a stretch per range
+        cuts = np.flatnonzero(np.diff(owner)) + 1
+        for a, b in zip(np.concatenate(([0], cuts)).tolist(), np.append(cuts, len(self.hits)).tolist()):
+            yield int(owner[a]), self.hits[a:b]
+
+
+def _read_and_test(spans: list, sub: Subscription, skip_fillers: bool = False) -> _TestedSpans:
+    """Read ``spans`` ((path, first byte, unit count) each) into one array and test every unit's tag hash once
+    (``skip_fillers``: blank filler units are no hit)."""
+    units, complete = read_spans(spans, L.CQ_UNIT_DTYPE)
+    counts = np.fromiter((n for _, _, n in spans), dtype=np.int64, count=len(spans))
+    hit = sub.matches_units(units)
+    if skip_fillers:
+        hit &= units["size"] != L.CQ_FILLER_SIZE
+    return _TestedSpans(units, complete, np.cumsum(counts) - counts, np.flatnonzero(hit))
