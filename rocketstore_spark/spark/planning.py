@@ -10,6 +10,7 @@ filters become lookups, and ``scanMode=raw`` scans every record of the commit lo
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Optional
@@ -24,7 +25,6 @@ from ..store import (
     as_path,
     decode_msg_id,
     dledger_logs,
-    forget_listings,
     is_remote,
     scandir,
     store_path,
@@ -44,7 +44,7 @@ from .planning_types import (  # noqa: F401 - re-exported: the partition kinds a
     handle_settings,
     handle_sizes,
 )
-from .store_snapshot import StoreSnapshot, opened_at
+from .store_snapshot import StoreSnapshot
 from .tag_packing import pack_by_tag_matches
 
 log = logging.getLogger("rocketstore_spark")
@@ -55,12 +55,10 @@ _RECOVERED: "OrderedDict[str, tuple]" = OrderedDict()
 _MAX_PLANNED_STORES = 8  # stores whose maps stay open in the planning worker
 
 
-def fingerprint(path: str, fresh: bool = True) -> tuple:
-    """Names, sizes and modification times of every file recovery looks at (a change means recover again): how
-    a remote store's plans see a change (a local store's stat what can change: :mod:`.store_snapshot`);
-    ``fresh=False`` takes a remote store's listings as its last open made them."""
-    if fresh:
-        forget_listings(path)  # a remote store: list it as it is now
+def fingerprint(path: str) -> tuple:
+    """Names, sizes and modification times of every file recovery looks at (a change means recover again), from
+    a remote store's listings as its last open made them: how a remote store's plans see a change (a local
+    store's stat what can change: :mod:`.store_snapshot`)."""
     root = as_path(path)
     seen = []
     for sub in [L.COMMITLOG_DIR, L.INDEX_DIR] + [str(p.relative_to(root)) for p in dledger_logs(root)]:
@@ -89,7 +87,7 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
         # an unchanged store costs one listing per plan (three list requests); only a listing that shows a change
         # opens the store again (which lists it once more and searches its queue ends)
         store_path(ref.path, dict(ref.fs_options))
-        key = (fingerprint(ref.path, fresh=False),) + options
+        key = (fingerprint(ref.path),) + options
         unchanged = cached is not None and cached[0] == key
     else:
         # a local store: a stat of what can change (store_snapshot), not a listing of every queue directory
@@ -97,7 +95,7 @@ def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     if unchanged:
         _RECOVERED.move_to_end(ref.path)
         return cached[1]
-    opened = opened_at()
+    opened = time.time_ns()  # the snapshot trusts no time this close to the open (store_snapshot)
     # a store rocketstore wrote last opens from its writer's record of the end when that still holds (the
     # CRC-checked walk of the last commit-log file is most of a cold plan's open)
     store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,

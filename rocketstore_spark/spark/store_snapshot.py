@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 
 from ..store import RocketStore, dledger_logs, scandir
 from ..store.format import layout as L
@@ -31,7 +30,7 @@ class StoreSnapshot:
 
     @classmethod
     def of(cls, store: RocketStore, path: str, opened_at_ns: int) -> "StoreSnapshot":
-        """The snapshot of ``store`` (opened from ``path`` at ``opened_at_ns``)."""
+        """The snapshot of ``store`` (opened from ``path`` at ``opened_at_ns``, ``time.time_ns()``)."""
         root = os.fspath(path)
         paths = [root, os.path.join(root, L.ABORT_FILE), os.path.join(root, L.CHECKPOINT_FILE)]
         for directory in [os.path.join(root, L.COMMITLOG_DIR), os.path.join(root, L.INDEX_DIR)] + \
@@ -75,9 +74,4 @@ def _tree(directory: str) -> list[str]:
     return out
 
 
-def opened_at() -> int:
-    """Now, in the filesystem's clock (nanoseconds since the epoch)."""
-    return time.time_ns()
-
-
-__all__ = ["StoreSnapshot", "opened_at", "RACY_NS"]
+__all__ = ["StoreSnapshot", "RACY_NS"]

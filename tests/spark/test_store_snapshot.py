@@ -2,11 +2,12 @@
 queue directories, and every kind of change seen (store_snapshot)."""
 
 import os
+import time
 
 import numpy as np
 import pytest
 
-from rocketstore_spark.spark.store_snapshot import StoreSnapshot, opened_at
+from rocketstore_spark.spark.store_snapshot import StoreSnapshot
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.format import layout as L
 from tests.spark.test_planning import age
@@ -24,7 +25,7 @@ def store_root(tmp_path):
 
 
 def snapshot(root):
-    opened = opened_at()
+    opened = time.time_ns()
     with RocketStore.open(root) as store:
         return StoreSnapshot.of(store, str(root), opened), store
 
