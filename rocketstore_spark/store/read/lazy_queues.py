@@ -60,7 +60,7 @@ class LazyQueues:
         the queues are no such files (RocksDB consume queues)."""
         if any(not isinstance(getattr(cq, "files", None), MappedFileQueue) for cq in self._queues.values()):
             return None
-        return [(str(cq.files.directory), cq.files.files[-1].location if cq.files.files else None)
+        return [(cq.files.location, cq.files.files[-1].location if cq.files.files else None)
                 for cq in self._queues.values()]
 
     def expect_queue_ends(self, ranges) -> None:

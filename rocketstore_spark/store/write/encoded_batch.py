@@ -69,8 +69,9 @@ class EncodedBatch:
             order = np.argsort(inv.astype(np.uint16) if len(uniq) <= 0xFFFF else inv, kind="stable")
             bounds = np.zeros(len(uniq) + 1, dtype=np.int64)
             np.cumsum(np.bincount(inv, minlength=len(uniq)), out=bounds[1:])
-            names = self.topic_names
-            queues = [(names[int(u) >> 32], int(u) & 0xFFFFFFFF) for u in uniq.tolist()]
+            # thousands of queues per batch: the pairs are built from two lists, not per element
+            queues = list(zip(map(self.topic_names.__getitem__, (uniq >> 32).tolist()),
+                              (uniq & 0xFFFFFFFF).tolist()))
             self._queue_groups = (rows[order], bounds, queues)
         return self._queue_groups
 

@@ -43,7 +43,7 @@ class SkeletonBuilder:
         self._cq_file_size = cq_file_size  # looked up on first use: a job without new topics never asks
         self._root: Optional[str] = None
         self._size = 0
-        self._dirs: set = set()  # (topic, queue id) made by this task
+        self._queue_counts: dict = {}  # topic → the queues 0..n-1 whose directories this task has asked for
         self._files: set = set()
         self._pool: Optional[ThreadPoolExecutor] = None
         self._pending: list[Future] = []
@@ -59,12 +59,15 @@ class SkeletonBuilder:
         first files of the new topics' queues that ``batch`` writes to."""
         if not new_topic_queues:
             return
-        dirs = [(t, q) for t, n in new_topic_queues.items() for q in range(int(n)) if (t, q) not in self._dirs]
+        # per topic, not per queue: a batch of a job over thousands of queues asks this again and again
+        dirs = [(t, q) for t, n in new_topic_queues.items() if int(n) > self._queue_counts.get(t, 0)
+                for q in range(self._queue_counts.get(t, 0), int(n))]
         # the batch's queues, grouped once for this and for publishing (EncodedBatch.queue_groups)
-        files = [(t, q) for t, q in batch.queue_groups()[2] if t in new_topic_queues and (t, q) not in self._files]
+        files = sorted((t, q) for t, q in set(batch.queue_groups()[2]) - self._files if t in new_topic_queues)
         if not dirs and not files:
             return
-        self._dirs.update(dirs)
+        for t, n in new_topic_queues.items():
+            self._queue_counts[t] = max(int(n), self._queue_counts.get(t, 0))
         self._files.update(files)
         if self._pool is None:
             self._size = int(self._cq_file_size())
