@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -37,6 +38,8 @@ LOCK_FILE = "LOCK"  # RocksDB's lock file: a running broker holds an fcntl write
 OPTIONS_PREFIX = "OPTIONS-"
 #: RocksDB's words for files of a format it does not know (a newer release wrote them)
 NEWER_FORMAT_MESSAGES = ("unsupported format_version", "newer version", "unknown footer version")
+#: where RocksDB's status text places damage: ``... in <file> offset <n> size <m>``
+DAMAGE_AT = re.compile(r" in (\S+) offset (\d+)")
 
 
 def _rocksdb_version(directory: Path) -> str:
@@ -128,10 +131,29 @@ class RocksDBConsumeQueueStore:
         self._offsets = self.db.get_column_family(OFFSET_CF)
         self.max_entries, self.min_entries, self.dispatched = self._read_offset_table()
 
+    def _damaged(self, e: Exception, reading: str) -> StoreFormatError:
+        """A read that RocksDB refused (a block whose checksum fails, a truncated table file): the store's file and
+        the offset when RocksDB names them (it names the private link, which points at the store's file)."""
+        said = str(e).replace(str(self._shadow), str(self.directory)).strip()
+        path, offset = self.directory, None
+        found = DAMAGE_AT.search(said)
+        if found:
+            path, offset = self.directory / os.path.basename(found.group(1)), int(found.group(2))
+        return StoreFormatError(f"RocksDB consume queue {self.directory} is damaged (expected {reading} to read, "
+                                f"found: {said})", path, offset)
+
     def _read_offset_table(self):
         """(topic, qid) → (phy, cq offset) of its ``max`` and ``min`` keys; the dispatch checkpoint."""
+        try:
+            return self._parse_offset_table(list(self._offsets.items()))
+        except StoreFormatError:
+            raise
+        except Exception as e:  # rocksdict raises plain exceptions carrying RocksDB's status text
+            raise self._damaged(e, f"column family '{OFFSET_CF}'") from e
+
+    def _parse_offset_table(self, items: list):
         maxes, mins, dispatched = {}, {}, None
-        for key, value in self._offsets.items():
+        for key, value in items:
             parsed = parse_offset_key(bytes(key))
             if parsed is None:
                 raise StoreFormatError(f"RocksDB consume queue {self.directory}: unexpected key {bytes(key)!r} in "
@@ -151,17 +173,25 @@ class RocksDBConsumeQueueStore:
     def values(self, topic: str, queue_id: int, start: int, end: int) -> list:
         """The ``default`` values of queue offsets ``[start, end)`` (None where a key is missing)."""
         keys = [cq_key(topic, queue_id, o) for o in range(start, end)]
-        return self.cq.get(keys) if keys else []
+        try:
+            return self.cq.get(keys) if keys else []
+        except Exception as e:  # rocksdict raises plain exceptions carrying RocksDB's status text
+            raise self._damaged(e, f"the units of {topic}/{queue_id} at queue offsets {start}..{end}") from e
 
     def first_offset(self, topic: str, queue_id: int, default: int) -> int:
         """The queue offset of the first ``default`` key of (topic, queue_id) (``default`` when none)."""
         prefix = queue_prefix(topic, queue_id)
-        it = self.cq.iter()
         try:
-            it.seek(prefix)
-            offset = parse_cq_offset(bytes(it.key()), prefix) if it.valid() else None
-        finally:
-            del it
+            it = self.cq.iter()
+            try:
+                it.seek(prefix)
+                offset = parse_cq_offset(bytes(it.key()), prefix) if it.valid() else None
+            finally:
+                del it
+        except StoreFormatError:
+            raise
+        except Exception as e:  # rocksdict raises plain exceptions carrying RocksDB's status text
+            raise self._damaged(e, f"the first unit of {topic}/{queue_id}") from e
         return default if offset is None else offset
 
     def close(self) -> None:

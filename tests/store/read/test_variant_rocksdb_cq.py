@@ -165,3 +165,20 @@ def test_a_missing_unit_is_an_error_naming_queue_and_offset(copy, golden):
                                                    r"\(the queue spans 0\.\.10001\), found no entry") as err:
             list(s.read_queue("TopicTest", 0))
         assert err.value.path == str(copy / "consumequeue")
+
+
+def test_a_table_block_failing_its_checksum_is_an_error_naming_the_file_and_offset(copy, golden):
+    """Damage RocksDB finds only when a read reaches the block (the fuzz campaign found this): our error, naming the
+    store's table file (not the private link directory) and the block's offset."""
+    sst = max((copy / "consumequeue").glob("*.sst"), key=lambda p: p.stat().st_size)
+    data = bytearray(sst.read_bytes())
+    for at in range(len(data) // 3, len(data) // 3 + 64):  # inside a data block, far from the footer and index
+        data[at] ^= 0xFF
+    sst.write_bytes(bytes(data))
+    with RocketStore.open(copy, **sizes_from_args(golden / "sizes.args")) as s:
+        with pytest.raises(StoreFormatError, match="consumequeue is damaged .*checksum mismatch") as err:
+            for topic in s.topics():
+                for qid in s.queue_ids(topic):
+                    list(s.read_queue(topic, qid))
+    assert err.value.path == str(sst) and 0 < err.value.offset < len(data)
+    assert "rocketstore-rocksdb-" not in str(err.value)
