@@ -15,6 +15,14 @@ from ..errors import RocketStoreError, StoreFormatError
 from ..store import RocketStore, broker_managed, is_remote, load_topic_table, scandir, staged_jobs, topics_path
 
 
+def _unit_store_time(s: RocketStore, units) -> Optional[int]:
+    """The store time of the record a one-unit read points at; None when the read gave no unit (a damaged
+    queue whose first key is not where its offset table says: the report still describes the rest)."""
+    if not len(units):
+        return None
+    return s.store_time_at(int(units[0]["phy_offset"]), int(units[0]["size"]))
+
+
 def describe_store(s: RocketStore) -> dict:
     """Sizes, recovery status, per-topic queues/counts/time ranges, index files, checkpoint, disk use."""
     rec = s.recovery
@@ -26,11 +34,10 @@ def describe_store(s: RocketStore) -> dict:
             queues.append({"queueId": qid, "min": lo, "max": hi})
             total += hi - lo
             if hi > lo:
-                units = s.consume_queue(topic, qid).units(lo, lo + 1), s.consume_queue(topic, qid).units(hi - 1, hi)
-                t0 = s.store_time_at(int(units[0][0]["phy_offset"]), int(units[0][0]["size"]))
-                t1 = s.store_time_at(int(units[1][0]["phy_offset"]), int(units[1][0]["size"]))
-                first = t0 if first is None or 0 < t0 < first else first
-                last = t1 if last is None or t1 > last else last
+                cq = s.consume_queue(topic, qid)
+                t0, t1 = _unit_store_time(s, cq.units(lo, lo + 1)), _unit_store_time(s, cq.units(hi - 1, hi))
+                first = t0 if t0 is not None and (first is None or 0 < t0 < first) else first
+                last = t1 if t1 is not None and (last is None or t1 > last) else last
         topics.append({"topic": topic, "queues": queues, "messages": total, "first_ms": first, "last_ms": last})
     cp = s.checkpoint()
     index_files, index_problem = [], None
