@@ -308,11 +308,14 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
                     q.phy_offsets_between(base, base + self.sizes.commit_log_file_size) - base
                     for q in self._queues.values()])
                 walk = self.commitlog.walk_file(index, check_crc=verify_crc, hints=hints)
-                if walk.end_kind != END_BLANK and info.from_offset + walk.end_position < end:
+                # the walk stops at a record that fails the checks (a DLedger walk keeps the entries' end, so
+                # the record's own place tells): everything after it would be missing without a word
+                stopped_at = walk.end_position if walk.problem_position is None else walk.problem_position
+                if (walk.end_kind != END_BLANK or walk.problem_position is not None) and \
+                        info.from_offset + stopped_at < end:
                     raise CorruptRecordError(
                         f"commit log stops early: {walk.problem or 'no record where one was expected'} "
-                        f"before the valid end {end}", info.path,
-                        walk.end_position if walk.problem_position is None else walk.problem_position)
+                        f"before the valid end {end}", info.path, stopped_at)
             absolute = info.from_offset + walk.positions
             sel = np.flatnonzero((absolute >= start) & (absolute < end))
             buf = self.commitlog.queue.buffer(index)

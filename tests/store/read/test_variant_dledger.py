@@ -178,3 +178,21 @@ def test_a_bad_entry_mid_file_is_a_clear_error(copy, view, field, value, message
         with pytest.raises(CorruptRecordError, match=f"bad DLedger entry: {message}") as err:
             list(s.scan_commitlog(columns=["commitLogOffset"]))
         assert err.value.offset == first % FILE_SIZE and err.value.path.endswith(f"{0:020d}")
+
+
+@pytest.mark.parametrize("which", [30, -20])  # an early file, and the last file (the one recovery walked)
+def test_a_body_failing_its_crc_stops_a_crc_checked_scan_with_an_error(copy, view, which):
+    """verify_crc: a flipped body bit is reported at its record; the scan never just ends there (the fuzz campaign
+    found a DLedger scan that stopped silently: its walk keeps the entries' end, past the bad record)."""
+    m = view["manifest"][which]
+    record = (m["dledger"]["entryPos"] + HEADER) % FILE_SIZE
+    path = copy / "dledger-n0" / "data" / f"{(m['dledger']['entryPos'] // FILE_SIZE) * FILE_SIZE:020d}"
+    data = bytearray(path.read_bytes())
+    assert int.from_bytes(data[record + 84:record + 88], "big") > 0  # BODYLEN of a record with IPv4 hosts
+    data[record + 88] ^= 0x40  # the body's first byte
+    path.write_bytes(bytes(data))
+    with RocketStore.open(copy) as s:
+        assert sum(b.num_rows for b in s.scan_commitlog(columns=["commitLogOffset"])) == len(view["manifest"])
+        with pytest.raises(CorruptRecordError, match="body CRC") as err:
+            list(s.scan_commitlog(columns=["commitLogOffset"], verify_crc=True))
+    assert err.value.path == str(path) and err.value.offset == record
