@@ -1,5 +1,4 @@
-"""``StoreReader``: the read engine over one RocketMQ store directory (commit log, consume queues, index
-files, checkpoint).
+"""``StoreReader``: the read engine over one RocketMQ store directory (commit log, consume queues, index, checkpoint).
 
 Opening never modifies a byte. Recovery (the valid end of the commit log) runs lazily, the first time it is
 needed. The writer (:mod:`.appender`) and the job tools build on this class; users reach it through the facade
@@ -300,17 +299,15 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
                 continue
             walk = walks.get(index)
             if walk is None or verify_crc:
-                # units of the consume queues mark record starts: chains of them are taken in vectorised steps
-                # and only the records no queue points at are walked one by one
+                # units mark record starts: chains of them are checked in vectorised steps, only the records no
+                # queue points at are walked one by one (remotely a request per queue costs more than the walk)
                 base = info.from_offset
-                # remotely, a request per queue costs more than walking the records one by one
                 hints = None if self.commitlog.queue.remote else np.concatenate([np.zeros(0, np.int64)] + [
                     q.phy_offsets_between(base, base + self.sizes.commit_log_file_size) - base
                     for q in self._queues.values()])
                 walk = self.commitlog.walk_file(index, check_crc=verify_crc, hints=hints)
-                # the walk stops at a record that fails the checks (a DLedger walk keeps the entries' end, so
-                # the record's own place tells): everything after it would be missing without a word
                 stopped_at = walk.end_position if walk.problem_position is None else walk.problem_position
+                # a bad record inside the range is an error (a DLedger walk ends at its entries' end even then)
                 if (walk.end_kind != END_BLANK or walk.problem_position is not None) and \
                         info.from_offset + stopped_at < end:
                     raise CorruptRecordError(
