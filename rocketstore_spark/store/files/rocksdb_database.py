@@ -114,7 +114,7 @@ class RocksDBConsumeQueueStore:
                             access_type=AccessType.read_only())
         except Exception as e:  # rocksdict raises plain exceptions carrying RocksDB's status text
             self._cleanup()
-            said = str(e).replace(str(self._shadow), str(self.directory)).strip()
+            said = self._said(e)
             written, reader = _rocksdb_version(self.directory), _binding_version()
             if _newer(written, reader) or any(m in said.lower() for m in NEWER_FORMAT_MESSAGES):
                 raise StoreFormatError(
@@ -131,10 +131,14 @@ class RocksDBConsumeQueueStore:
         self._offsets = self.db.get_column_family(OFFSET_CF)
         self.max_entries, self.min_entries, self.dispatched = self._read_offset_table()
 
+    def _said(self, e: Exception) -> str:
+        """RocksDB's status text, naming the store's directory where it names the private one of links."""
+        return str(e).replace(str(self._shadow), str(self.directory)).strip()
+
     def _damaged(self, e: Exception, reading: str) -> StoreFormatError:
         """A read that RocksDB refused (a block whose checksum fails, a truncated table file): the store's file and
-        the offset when RocksDB names them (it names the private link, which points at the store's file)."""
-        said = str(e).replace(str(self._shadow), str(self.directory)).strip()
+        the offset when RocksDB names them."""
+        said = self._said(e)
         path, offset = self.directory, None
         found = DAMAGE_AT.search(said)
         if found:
@@ -145,13 +149,9 @@ class RocksDBConsumeQueueStore:
     def _read_offset_table(self):
         """(topic, qid) → (phy, cq offset) of its ``max`` and ``min`` keys; the dispatch checkpoint."""
         try:
-            return self._parse_offset_table(list(self._offsets.items()))
-        except StoreFormatError:
-            raise
+            items = list(self._offsets.items())
         except Exception as e:  # rocksdict raises plain exceptions carrying RocksDB's status text
             raise self._damaged(e, f"column family '{OFFSET_CF}'") from e
-
-    def _parse_offset_table(self, items: list):
         maxes, mins, dispatched = {}, {}, None
         for key, value in items:
             parsed = parse_offset_key(bytes(key))
@@ -181,17 +181,14 @@ class RocksDBConsumeQueueStore:
     def first_offset(self, topic: str, queue_id: int, default: int) -> int:
         """The queue offset of the first ``default`` key of (topic, queue_id) (``default`` when none)."""
         prefix = queue_prefix(topic, queue_id)
+        it = self.cq.iter()
         try:
-            it = self.cq.iter()
-            try:
-                it.seek(prefix)
-                offset = parse_cq_offset(bytes(it.key()), prefix) if it.valid() else None
-            finally:
-                del it
-        except StoreFormatError:
-            raise
+            it.seek(prefix)
+            offset = parse_cq_offset(bytes(it.key()), prefix) if it.valid() else None
         except Exception as e:  # rocksdict raises plain exceptions carrying RocksDB's status text
             raise self._damaged(e, f"the first unit of {topic}/{queue_id}") from e
+        finally:
+            del it
         return default if offset is None else offset
 
     def close(self) -> None:

@@ -59,15 +59,16 @@ class SkeletonBuilder:
         first files of the new topics' queues that ``batch`` writes to."""
         if not new_topic_queues:
             return
-        # per topic, not per queue: a batch of a job over thousands of queues asks this again and again
-        dirs = [(t, q) for t, n in new_topic_queues.items() if int(n) > self._queue_counts.get(t, 0)
-                for q in range(self._queue_counts.get(t, 0), int(n))]
+        dirs = []  # per topic, not per queue: a batch of a job over thousands of queues asks this again and again
+        for t, n in new_topic_queues.items():
+            made = self._queue_counts.get(t, 0)
+            if int(n) > made:
+                dirs.extend((t, q) for q in range(made, int(n)))
+                self._queue_counts[t] = int(n)
         # the batch's queues, grouped once for this and for publishing (EncodedBatch.queue_groups)
         files = sorted((t, q) for t, q in set(batch.queue_groups()[2]) - self._files if t in new_topic_queues)
         if not dirs and not files:
             return
-        for t, n in new_topic_queues.items():
-            self._queue_counts[t] = max(int(n), self._queue_counts.get(t, 0))
         self._files.update(files)
         if self._pool is None:
             self._size = int(self._cq_file_size())
