@@ -69,7 +69,7 @@ class RemoteOpenFile(ClosingFile):
 
     def __init__(self, path: RemotePath):
         self.path = path
-        self._rfs, self._key = path._remote()
+        self._rfs, self._key = path.filesystem_and_key()
         self._handle = self._rfs.open_input(self._key)
         self._size = path.stat().st_size
         STATS.files_opened += 1
@@ -126,7 +126,7 @@ def map_file(location: PathLike, size: int = -1):
     path = as_path(location)
     count_mapped_file()
     if isinstance(path, RemotePath):
-        rfs, key = path._remote()
+        rfs, key = path.filesystem_and_key()
         if size < 0:
             size = path.stat().st_size
         return RemoteFileMap(rfs, key, size)
@@ -156,7 +156,7 @@ def forget_listings(location: PathLike) -> None:
     """Let the next listing of a remote store see its objects as they are now (a no-op for local paths)."""
     path = as_path(location)
     if isinstance(path, RemotePath):
-        path._remote()[0].forget()
+        path.filesystem_and_key()[0].forget()
 
 
 __all__ = ["as_path", "is_remote", "scandir", "glob_remote", "open_file", "map_file", "forget_listings", "LocalFileMap",

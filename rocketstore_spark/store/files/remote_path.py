@@ -48,14 +48,15 @@ class _RangeReader(io.RawIOBase):
 class RemotePath(PosixPath):
     """A file or directory of a remote store (see the module docstring); ``str()`` gives its URI."""
 
-    def _remote(self) -> tuple[RemoteFilesystem, str]:
+    def filesystem_and_key(self) -> tuple[RemoteFilesystem, str]:
+        """(the filesystem holding this path, its key there)."""
         parts = self.parts
         scheme = parts[0].rstrip(":").lower()
         return filesystem_of(scheme, parts[1]), "/".join(parts[2:])
 
     @property
     def uri(self) -> str:
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         return rfs.uri(key)
 
     def __str__(self) -> str:
@@ -75,28 +76,28 @@ class RemotePath(PosixPath):
         return self
 
     def stat(self, *, follow_symlinks: bool = True):
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         entry = rfs.entry(key)
         if entry is None:
             raise FileNotFoundError(2, "no such object", str(self))
         return entry.stat()
 
     def exists(self) -> bool:
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         return rfs.entry(key) is not None
 
     def is_dir(self) -> bool:
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         entry = rfs.entry(key)
         return entry is not None and entry.directory
 
     def is_file(self) -> bool:
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         entry = rfs.entry(key)
         return entry is not None and not entry.directory
 
     def scandir(self) -> list[RemoteEntry]:
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         listing = rfs.list_dir(key)
         if listing is None:
             raise FileNotFoundError(2, "no such directory", str(self))
@@ -116,7 +117,7 @@ class RemotePath(PosixPath):
     def open(self, mode="r", buffering=-1, encoding=None, errors=None, newline=None):
         if "w" in mode or "a" in mode or "+" in mode:
             raise UnsupportedLocationError(f"{self}: remote stores are read-only for rocketstore")
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         raw = io.BufferedReader(_RangeReader(rfs, key, self.stat().st_size), OPEN_BUFFER_BYTES)
         return raw if "b" in mode else io.TextIOWrapper(raw, encoding=encoding or "utf-8", errors=errors)
 
@@ -129,7 +130,7 @@ class RemotePath(PosixPath):
             return fh.read()
 
     def read_range(self, start: int, length: int) -> bytes:
-        rfs, key = self._remote()
+        rfs, key = self.filesystem_and_key()
         return rfs.read_range(key, start, length)
 
 

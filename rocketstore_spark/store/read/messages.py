@@ -1,7 +1,7 @@
 """Consumer-style paging and point lookups (``getMessage``, ``queryMessage``, by offset, msgId and time).
 
-A mixin of :class:`~rocketstore_spark.store.store.RocketStore`; it relies on the facade's recovered consume
-queues, commit log and index files.
+A :class:`MessageLookups` answers them from the opened store's commit log and index files and its queue set,
+reading pages of queues with the queue reader.
 """
 
 from __future__ import annotations
@@ -14,13 +14,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InvalidArgumentError
-from ..files.consume_queue import Subscription
 from ..files.index_file import IndexFile, index_key, list_index_files, read_index_header
 from ..format import layout as L
 from ..format.codec import decode_msg_id
 from ..format.columns import arrow_schema, normalize_columns
+from ..format.inner_batch import BCQ_STORE_UNIT_SIZE
+from ..format.subscription import Subscription
+from .opened_store import OpenedStore
+from .queue_reads import QueueReader
+from .queue_set import QueueSet
+from .records import CommitLogReads
 from .recovery import MODE_ABNORMAL, index_keys_after
 from .time_search import LOWER, UPPER, offset_in_queue_by_time
+from .variant_reads import VariantReads
 
 JAVA_LONG_MAX = (1 << 63) - 1
 MAX_MSGS_NUM_BATCH = 64  # MessageStoreConfig.maxMsgsNumBatch: cap of queryMessage results
@@ -53,7 +59,16 @@ class GetMessageResult:
 
 
 class MessageLookups:
-    """getMessage / queryMessage / lookMessageByOffset / getOffsetInQueueByTime for the store facade."""
+    """getMessage / queryMessage / lookMessageByOffset / getOffsetInQueueByTime over ``store`` and its ``queues``."""
+
+    def __init__(self, store: OpenedStore, queues: QueueSet, records: CommitLogReads, reader: QueueReader,
+                 variants: VariantReads):
+        self.store = store
+        self.queues = queues
+        self.records = records
+        self.reader = reader
+        self.variants = variants
+        self._index_files: Optional[list] = None
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int = 32, tags="*",
                     columns=None, *, in_memory: bool = True) -> GetMessageResult:
@@ -65,10 +80,10 @@ class MessageLookups:
         columns = normalize_columns(columns)
         sub = Subscription.parse(tags)
         empty = arrow_schema(columns).empty_table()
-        if not self.has_queue(topic, queue_id):
+        if not self.queues.has_queue(topic, queue_id):
             return GetMessageResult(NO_MATCHED_LOGIC_QUEUE, 0, 0, 0, empty)
-        cq = self.consume_queue(topic, queue_id)
-        lo, hi = self.min_offset(topic, queue_id), cq.max_offset
+        cq = self.queues.consume_queue(topic, queue_id)
+        lo, hi = self.queues.min_offset(topic, queue_id), cq.max_offset
         if hi == 0:
             return GetMessageResult(NO_MESSAGE_IN_QUEUE, 0, lo, hi, empty)
         if offset < lo:
@@ -104,7 +119,7 @@ class MessageLookups:
             if not matches[i]:
                 continue
             phy = int(unit["phy_offset"])
-            if phy < self.min_phy_offset() or phy + size > self.recovery.valid_end:
+            if phy < self.store.min_phy_offset() or phy + size > self.store.recovery.valid_end:
                 if not picked:
                     status = MESSAGE_WAS_REMOVING
                 continue
@@ -112,44 +127,86 @@ class MessageLookups:
             picked_offsets.append(offset + i)
             total_bytes += size
             status = FOUND
-        table = self.read_records_at(picked, columns + (() if "tags" in columns else ("tags",)))
-        if self.is_lmq(topic) and table.num_rows:  # rows of a light message queue: see variant_reads
-            table = self._lmq_overlay_table(table, cq, picked, picked_offsets)
+        table = self.records.read_records_at(picked, columns + (() if "tags" in columns else ("tags",)))
+        if self.variants.is_lmq(topic) and table.num_rows:  # rows of a light message queue: see variant_reads
+            table = self.variants.lmq_overlay_table(table, cq, picked, picked_offsets)
         if not sub.is_all and table.num_rows:
             table = table.filter(pc.fill_null(pc.is_in(table.column("tags"), value_set=pa.array(sub.tags)), False))
         return GetMessageResult(status, next_offset, lo, hi, table.select(list(columns)))
 
+    def _get_batch_message(self, cq, offset: int, max_nums: int, sub, columns, limits) -> tuple:
+        """``getMessage`` over a batch consume queue (``DefaultMessageStore.getMessage`` with a
+        ``BatchConsumeQueue``): from the unit holding ``offset`` to the end of its file, whole records, limits
+        counted in messages (``isTheBatchFull``), ``nextBeginOffset`` = base + batchSize of the last unit looked
+        at; the status from the units' tag hashes as the broker decides it. Returns (status, next offset, rows):
+        the rows are the returned records unwrapped as the client does (every message of a batch, also those
+        before ``offset``), then checked on their real tags."""
+        max_filter_bytes, limit_bytes, limit_count = limits
+        max_filter_bytes = max(max_filter_bytes, max_nums * BCQ_STORE_UNIT_SIZE)
+        first = int(cq.unit_of([offset])[0])
+        stop = int(np.flatnonzero(cq.file_of_units() == cq.file_of_units()[first])[-1]) + 1
+        status, next_offset, picked, messages, total_bytes = NO_MATCHED_MESSAGE, offset, [], 0, 0
+        for u in range(first, stop):
+            unit = cq.raw[u]
+            base, count, size, phy = int(unit["base_offset"]), int(unit["batch_size"]), int(unit["size"]), \
+                int(unit["phy_offset"])
+            if next_offset >= cq.max_offset or (base - offset) * BCQ_STORE_UNIT_SIZE >= max_filter_bytes:
+                break
+            if messages and (messages + count > max_nums or total_bytes + size > limit_bytes
+                             or messages > limit_count - 1):
+                break
+            next_offset = base + count
+            if not (sub.is_all or sub.matches_codes(np.array([int(unit["tags_code"])]), cq.topic)[0]):
+                continue
+            if phy < self.store.min_phy_offset() or phy + size > self.store.recovery.valid_end:
+                if not picked:
+                    status = MESSAGE_WAS_REMOVING
+                continue
+            picked.append((cq.topic, cq.queue_id, base, base + count))
+            messages, total_bytes, status = messages + count, total_bytes + size, FOUND
+        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        batches = list(self.reader.read_queues(picked, None, want)) if picked else []
+        table = pa.Table.from_batches(batches, schema=arrow_schema(want))
+        if not sub.is_all and table.num_rows:
+            table = table.filter(pc.fill_null(pc.is_in(table.column("tags"), value_set=pa.array(sub.tags)), False))
+        return status, next_offset, table.select(list(columns))
+
     # --- index ------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        for f in self._index_files or []:
+            f.close()
+        self._index_files = None
 
     def index_files(self) -> list[IndexFile]:
         """The index files recovery keeps, oldest first (abnormal recovery drops those newer than the
         checkpoint's index timestamp; their keys are then found by scanning, as the broker rebuilds them)."""
         if self._index_files is None:
-            paths = list_index_files(self.root / L.INDEX_DIR)
+            paths = list_index_files(self.store.root / L.INDEX_DIR)
             if any(read_index_header(p).index_count > 1 for p in paths):
-                self.sizes.require_index_sizes()  # files that hold no keys are read without their sizes
+                self.store.sizes.require_index_sizes()  # files that hold no keys are read without their sizes
             files = []
             try:
                 for p in paths:
-                    files.append(IndexFile(p, self.sizes.index_hash_slots, self.sizes.index_max_entries))
+                    files.append(IndexFile(p, self.store.sizes.index_hash_slots, self.store.sizes.index_max_entries))
             except BaseException:
                 for f in files:
                     f.close()
                 raise
-            if self.recovery.mode == MODE_ABNORMAL and self._checkpoint is not None:
-                limit = self._checkpoint.index_msg_timestamp
+            if self.store.recovery.mode == MODE_ABNORMAL and self.store.checkpoint is not None:
+                limit = self.store.checkpoint.index_msg_timestamp
                 files = [f for f in files if f.header.end_timestamp <= limit]
             self._index_files = files
         return self._index_files
 
     def _unindexed_matches(self, topic: str, key: str) -> list[int]:
         """Offsets, newest first, of records re-dispatch on opening indexes that carry ``key`` in ``topic``."""
-        start = self.recovery.reindex_from
+        start = self.store.recovery.reindex_from
         if start is None:
             return []
         indexed_end = max((f.header.end_phy_offset for f in self.index_files()), default=-1)
-        found = [phy for t, k, phy, _ts in index_keys_after(self.commitlog, self.recovery, indexed_end, start)
-                 if t == topic and k == key]
+        keys = index_keys_after(self.store.commitlog, self.store.recovery, indexed_end, start)
+        found = [phy for t, k, phy, _ts in keys if t == topic and k == key]
         return list(dict.fromkeys(found))[::-1]
 
     def query_by_key(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
@@ -173,7 +230,7 @@ class MessageLookups:
             if f.header.begin_timestamp < begin:
                 break
         want = tuple(dict.fromkeys(columns + ("topic", "uniqKey", "keys")))
-        table = self.read_records_at(sorted(offsets), want)  # an offset twice: indexed twice (re-index)
+        table = self.records.read_records_at(sorted(offsets), want)  # an offset twice: indexed twice (re-index)
         is_key = pc.or_(pc.fill_null(pc.equal(table.column("uniqKey"), key), False),
                         _has_key(table.column("keys"), key))
         keep = pc.and_(pc.equal(table.column("topic"), topic), is_key)
@@ -183,7 +240,7 @@ class MessageLookups:
 
     def look_message_by_offset(self, phy_offset: int, columns=None) -> Optional[dict]:
         """``lookMessageByOffset``: the message at a commit-log offset as a dict (None outside the log)."""
-        batch = self.read_record_at(int(phy_offset), columns)
+        batch = self.records.read_record_at(int(phy_offset), columns)
         return None if batch is None else batch.to_pylist()[0]
 
     def look_message_by_msg_id(self, msg_id: str, columns=None) -> Optional[dict]:
@@ -196,7 +253,7 @@ class MessageLookups:
 
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
         """``getOffsetInQueueByTime``: the queue offset at a store timestamp (see :mod:`.time_search`)."""
-        cq = self.consume_queue(topic, queue_id)
+        cq = self.queues.consume_queue(topic, queue_id)
         if getattr(cq, "is_batch", False):  # BatchConsumeQueue.getOffsetInQueueByTime: unit times, base offsets
             if str(boundary).lower() not in (LOWER, UPPER):
                 raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
@@ -204,9 +261,9 @@ class MessageLookups:
         if hasattr(cq, "min_live_offset"):  # RocksDB: binarySearchInCQByTime on the units' store times
             if str(boundary).lower() not in (LOWER, UPPER):
                 raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
-            return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER, self.min_phy_offset())
-        return offset_in_queue_by_time(cq, self.store_time_at, int(timestamp_ms), boundary,
-                                       self.min_phy_offset())
+            return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER, self.store.min_phy_offset())
+        return offset_in_queue_by_time(cq, self.records.store_time_at, int(timestamp_ms), boundary,
+                                       self.store.min_phy_offset())
 
 
 def _has_key(keys: pa.ChunkedArray, key: str) -> pa.ChunkedArray:

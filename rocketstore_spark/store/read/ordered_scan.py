@@ -1,7 +1,7 @@
 """Commit-log-ordered reads that return exactly the rows of a consume-queue read.
 
 A read of most of a store is fastest as a sequential scan of the commit log, split into stretches inside the
-1 GiB files. A stretch starts at a record start (:meth:`OrderedScan.record_start_at_or_after` finds one from
+1 GiB files. A stretch starts at a record start (:meth:`OrderedScanner.record_start_at_or_after` finds one from
 consume-queue units near any offset, checked against the record's own PHYSICALOFFSET), its records are found by
 following TOTALSIZE (:func:`~..format.record_chain.chain_record_starts`), and only the records a queue read of the
 same request returns are kept, decided on their headers:
@@ -27,12 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptRecordError, DataLossError
-from ..files.consume_queue import Subscription
 from ..files.mapped_file_queue import SEQUENTIAL_STEP
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
 from ..format.columns import build_batch, fixed_fields_for, normalize_columns, view_array
 from ..format.record_chain import CHAIN_BAD, CHAIN_BLANK, CHAIN_STOP, chain_record_starts
+from ..format.subscription import Subscription
+from .opened_store import OpenedStore
+from .queue_set import QueueSet
 
 log = logging.getLogger("rocketstore_spark")
 
@@ -42,8 +44,13 @@ FETCH_STEP = SEQUENTIAL_STEP  # bytes of a stretch searched for record starts at
 _KEY_SHIFT = 32  # (topic index << 32) | queue id: one int64 key per queue in a stretch
 
 
-class OrderedScan:
-    """``scan_queue_records`` and ``record_start_at_or_after`` for the store facade."""
+class OrderedScanner:
+    """``scan_queue_records`` and ``record_start_at_or_after`` over the commit log of ``store``, whose record
+    starts the units of its ``queues`` give."""
+
+    def __init__(self, store: OpenedStore, queues: QueueSet):
+        self.store = store
+        self.queues = queues
 
     def scan_queue_records(self, start: int, end: int, selected, limits=(), *, tags=None, columns=None,
                            batch_rows: int = DEFAULT_SCAN_ROWS, verify_crc: bool = False,
@@ -58,10 +65,11 @@ class OrderedScan:
         ``fail_on_data_loss`` is off), as the queue read's expired units are.
         """
         columns = normalize_columns(columns)
-        if start < self.min_phy_offset():
+        oldest = self.store.min_phy_offset()
+        if start < oldest:
             if fail_on_data_loss:
                 raise DataLossError(f"commit-log offsets {start}..{end} planned for reading are gone (their "
-                                    f"commit-log file expired; the commit log now starts at {self.min_phy_offset()});"
+                                    f"commit-log file expired; the commit log now starts at {oldest});"
                                     " pass fail_on_data_loss=False to skip expired messages")
             log.warning("skipping commit-log offsets %d..%d: their commit-log file expired", start, end)
             return
@@ -70,21 +78,21 @@ class OrderedScan:
         fixed = tuple(sorted(set(fixed_fields_for(want)) | {"queue_id", "queue_offset"}))
         index, base, buf = self._stretch_file(start)
         stop = min(end - base, len(buf))
-        where = str(self.commitlog.queue.files[index].path)
+        where = str(self.store.commitlog.queue.files[index].path)
         rules = _Rules(selected, limits)
         pos = start - base
         while True:
             # a step of the stretch at a time: a remote file fetches the next steps while this one is decoded
             step_stop = min(pos + FETCH_STEP, stop)
-            self.commitlog.queue.ensure(index, pos, step_stop + 8, ahead=FETCH_STEP, until=stop + 8)
+            self.store.commitlog.queue.ensure(index, pos, step_stop + 8, ahead=FETCH_STEP, until=stop + 8)
             positions, end_pos, kind = chain_record_starts(buf, pos, step_stop)
-            self.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the step
+            self.store.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the step
             if kind == CHAIN_STOP and end_pos < stop:
                 yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, sub, columns, want,
                                               fixed, batch_rows, verify_crc)
                 pos = end_pos
                 continue
-            if kind != CHAIN_STOP and kind != CHAIN_BAD and base + end_pos < min(end, self.recovery.valid_end) \
+            if kind != CHAIN_STOP and kind != CHAIN_BAD and base + end_pos < min(end, self.store.recovery.valid_end) \
                     and not (kind == CHAIN_BLANK and stop >= len(buf) - L.END_FILE_MIN_BLANK_LENGTH):
                 raise CorruptRecordError("commit log stops early: no record where one was expected before offset "
                                          f"{end}", where, end_pos)
@@ -100,7 +108,7 @@ class OrderedScan:
             # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
             # that a worker scanning a 1 GiB file stretch after stretch lets its pages go (see note_read)
             span_end = int(positions[a + PARSE_ROWS]) if a + PARSE_ROWS < len(positions) else end_pos
-            self.commitlog.queue.note_read(index, span_end - int(chunk[0]))
+            self.store.commitlog.queue.note_read(index, span_end - int(chunk[0]))
             fields = parse_records(buf, chunk, fixed)
             bad = np.flatnonzero(~fields.valid)
             if len(bad):
@@ -113,7 +121,7 @@ class OrderedScan:
                 continue
             fields = fields if len(keep) == len(chunk) else fields.take(keep)
             if verify_crc:
-                failed = self.commitlog.check_crcs(buf, fields)
+                failed = self.store.commitlog.check_crcs(buf, fields)
                 if failed.any():
                     at = int(fields.position[int(np.flatnonzero(failed)[0])])
                     raise CorruptRecordError(f"bad commit-log record: {PROBLEM_DESCRIPTIONS[5]}", where, at)
@@ -128,16 +136,16 @@ class OrderedScan:
 
     def commit_log_file_starts(self) -> list[int]:
         """The first offset of every commit-log file, oldest first (each holds ``sizes.commit_log_file_size``)."""
-        return [f.from_offset for f in self.commitlog.queue.files]
+        return [f.from_offset for f in self.store.commitlog.queue.files]
 
     def _stretch_file(self, start: int):
         """(file index, its first offset, its bytes) of the commit-log file holding ``start``."""
-        file_idx, _ = self.commitlog.locate(np.array([start]))
+        file_idx, _ = self.store.commitlog.locate(np.array([start]))
         index = int(file_idx[0])
         if index < 0:
             raise CorruptRecordError(f"commit-log offset {start} is in no commit-log file (expired?)",
-                                     self.commitlog.queue.directory, start)
-        return index, self.commitlog.queue.files[index].from_offset, self.commitlog.queue.buffer(index)
+                                     self.store.commitlog.queue.directory, start)
+        return index, self.store.commitlog.queue.files[index].from_offset, self.store.commitlog.queue.buffer(index)
 
     def record_start_at_or_after(self, phy_offset: int, limit: int, probes, near: int = 0) -> Optional[int]:
         """A record start in ``[phy_offset, limit)`` taken from the units of the ``probes`` queues
@@ -148,7 +156,7 @@ class OrderedScan:
         for topic, queue_id in probes:
             if best is not None and best - phy_offset <= near:
                 break
-            cq = self.consume_queue(topic, queue_id)
+            cq = self.queues.consume_queue(topic, queue_id)
             at = cq.first_at_or_past(phy_offset)
             if at >= cq.max_offset:
                 continue
@@ -160,11 +168,11 @@ class OrderedScan:
                 best = phy
         if best is None:
             return None
-        file_idx, pos = self.commitlog.locate(np.array([best]))
+        file_idx, pos = self.store.commitlog.locate(np.array([best]))
         if file_idx[0] < 0:
             return None
-        self.commitlog.queue.ensure_records(int(file_idx[0]), pos)
-        fields = parse_records(self.commitlog.queue.buffer(int(file_idx[0])), pos, ("phy_offset",))
+        self.store.commitlog.queue.ensure_records(int(file_idx[0]), pos)
+        fields = parse_records(self.store.commitlog.queue.buffer(int(file_idx[0])), pos, ("phy_offset",))
         return best if fields.valid[0] and int(fields.phy_offset[0]) == best else None
 
 

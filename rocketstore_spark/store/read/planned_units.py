@@ -23,11 +23,13 @@ from typing import Iterator, Optional
 import numpy as np
 
 from ..files.byte_source import is_remote
-from ..files.consume_queue import Subscription
 from ..files.file_reads import read_spans
 from ..files.unit_search import valid_units
 from ..files.variant import BATCH_CQ, LMQ, ROCKSDB_CQ
 from ..format import layout as L
+from ..format.subscription import Subscription
+from .opened_store import OpenedStore
+from .queue_set import QueueSet
 
 SHORT_RANGE_UNITS = 4096  # a planned range up to this long (80 KiB of units) is read with the others of its run
 RUN_UNITS = 1 << 20  # units (20 MiB) read at once, at most
@@ -49,10 +51,13 @@ class PlannedQueue:
 
 
 class PlannedUnits:
-    """``_tag_groups`` for the queue reads of the store reader (its ``_queues``, ``_lazy_queues``,
-    ``_planned_starts``, ``_planned_ends``, ``root``, ``sizes``, ``variant``)."""
+    """The tag-hash matches of planned ranges of ``queues`` (of ``store``), short ranges read in runs."""
 
-    def _tag_groups(self, ranges, sub: Subscription, fail_on_data_loss: bool) -> Iterator[tuple]:
+    def __init__(self, store: OpenedStore, queues: QueueSet):
+        self.store = store
+        self.queues = queues
+
+    def tag_groups(self, ranges, sub: Subscription, fail_on_data_loss: bool) -> Iterator[tuple]:
         """(queue, queue offsets, units) of the units of ``ranges`` whose tag hash ``sub`` accepts, range after
         range; runs of short planned ranges are read together."""
         runs = self._runs_allowed()
@@ -74,27 +79,27 @@ class PlannedUnits:
             yield from self._run_groups(run, sub, fail_on_data_loss)
 
     def _range_groups(self, rng, sub: Subscription, fail_on_data_loss: bool) -> Iterator[tuple]:
-        cq, lo, hi = self._clamped_range(*rng, fail_on_data_loss)
+        cq, lo, hi = self.queues.clamped_range(*rng, fail_on_data_loss)
         for offsets, units in cq.hash_matches(sub, lo, hi):
             yield cq, offsets, units
 
     def _runs_allowed(self) -> bool:
         """Runs need queues named by their plan (lazy queues) and :meth:`_plain_unit_files`."""
-        return self._lazy_queues and self._plain_unit_files()
+        return self.queues.lazy and self._plain_unit_files()
 
     def _plain_unit_files(self) -> bool:
         """Local consume-queue files of the default unit layout (no RocksDB, batch or LMQ queues)."""
-        return not is_remote(self.root) and not any(self.variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ))
+        variant = self.store.variant
+        return not is_remote(self.store.root) and not any(variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ))
 
     def _short_planned(self, topic: str, queue_id: int, start, end) -> bool:
         if start is None or end is None or end - start > SHORT_RANGE_UNITS or start >= end:
             return False
         key = (topic, int(queue_id))
-        if key in self._queues or topic == L.SCHEDULE_TOPIC:  # loaded already / its tagsCode is a time
+        if self.queues.loaded(*key) is not None or topic == L.SCHEDULE_TOPIC:  # loaded already / its tagsCode is a time
             return False
-        per = self.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
-        return start // per == (end - 1) // per and self._planned_starts.get(key, start + 1) <= start \
-            and self._planned_ends.get(key, -1) >= end
+        per = self.store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
+        return start // per == (end - 1) // per and self.queues.planned_covers(key, start, end)
 
     def _run_groups(self, run: list, sub: Subscription, fail_on_data_loss: bool) -> Iterator[tuple]:
         groups = self._run_matches(run, sub)
@@ -106,9 +111,9 @@ class PlannedUnits:
 
     def _run_matches(self, run: list, sub: Subscription) -> Optional[list]:
         """The groups of a run's hash matches, or None when any range of the run needs the queue-by-queue path."""
-        file_size = self.sizes.consume_queue_file_size
+        file_size = self.store.sizes.consume_queue_file_size
         per = file_size // L.CQ_STORE_UNIT_SIZE
-        base_dir = f"{os.fspath(self.root)}/{L.CONSUMEQUEUE_DIR}"
+        base_dir = f"{os.fspath(self.store.root)}/{L.CONSUMEQUEUE_DIR}"
         spans = []
         for topic, queue_id, start, end in run:
             first_unit = start // per * per
@@ -118,7 +123,7 @@ class PlannedUnits:
         units, firsts = read.units, read.firsts
         if not read.complete.all() or not valid_units(units).all():
             return None
-        oldest = self.min_phy_offset()
+        oldest = self.store.min_phy_offset()
         if oldest > 0 and (units["phy_offset"][firsts] < oldest).any():
             return None  # expired messages: the queue path decides between data loss and skipping them
         groups = []
@@ -139,7 +144,7 @@ class PlannedUnits:
             return out
         spans, picked = [], []
         for i, (topic, queue_id, start, end) in enumerate(ranges):
-            cq = self._queues.get((topic, int(queue_id)))
+            cq = self.queues.loaded(topic, int(queue_id))
             if cq is None or topic == L.SCHEDULE_TOPIC or getattr(cq, "is_batch", False) or start >= end \
                     or end - start > SHORT_RANGE_UNITS or start < cq.first_offset or end > cq.disk_max_offset:
                 continue
@@ -161,12 +166,6 @@ class PlannedUnits:
                 start = ranges[picked[k]][2] - int(read.firsts[k])
                 out[picked[k]] = (len(rows), start + int(rows[0]), start + int(rows[-1]))
         return out
-
-    def planned_to(self, topic: str, queue_id: int, end: int) -> bool:
-        """Whether a read of (topic, queue_id) up to ``end`` trusts its plan: a lazy reader's queue not loaded
-        yet whose planned end reaches ``end`` (every unit read is checked, a missing queue is data loss)."""
-        key = (topic, int(queue_id))
-        return self._lazy_queues and key not in self._queues and self._planned_ends.get(key, -1) >= end
 
 
 class _TestedSpans:

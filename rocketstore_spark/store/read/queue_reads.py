@@ -1,13 +1,15 @@
 """Reading consume queues: messages of queue-offset ranges, optionally tag-filtered, as Arrow batches.
 
-A mixin of :class:`~rocketstore_spark.store.store.RocketStore`; it relies on the facade's recovered consume
-queues and commit log. A tag filter tests the consume queue's 20-byte units first and decodes only the records
-whose hash matched, then checks their real tag.
+A :class:`QueueReader` reads the queues of a :class:`~.queue_set.QueueSet` through the commit log of their
+:class:`~.opened_store.OpenedStore`; what a storage variant adds (inner batches unwrapped, LMQ rows overlaid) is
+its :class:`~.variant_reads.VariantReads`'. A tag filter tests the consume queue's 20-byte units first and
+decodes only the records whose hash matched, then checks their real tag.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import numpy as np
@@ -15,13 +17,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import CorruptRecordError, DataLossError
-from ..files.consume_queue import Subscription
 from ..format import layout as L
 from ..format.columns import build_batch, fixed_fields_for, normalize_columns
+from ..format.subscription import Subscription
+from .opened_store import OpenedStore
+from .planned_units import PlannedUnits
+from .queue_set import QueueSet
+from .records import DEFAULT_BATCH_ROWS
+from .variant_reads import VariantReads
 
 log = logging.getLogger("rocketstore_spark")
 
-DEFAULT_BATCH_ROWS = 10_000
 FAULT_WINDOW = 64 << 10  # bytes the kernel maps around a touched page of a file (fault-around): what RSS grows by
 SCATTER_WINDOWS = 1024  # windows one decoded piece may touch, however scattered its records
 COPY_BYTES = 64 << 20  # scattered records are copied out of the commit log up to this many bytes at a time
@@ -32,8 +38,34 @@ TAG_DECODE_BATCHES = 4
 TAG_DECODE_BYTES = 64 << 20
 
 
-class QueueReads:
-    """``read_queue`` / ``read_queues`` for the store facade."""
+@dataclass(frozen=True)
+class DecodePlan:
+    """What decoding the live units of a gathered read needs, whichever commit-log file the records are in: their
+    positions and sizes (``pos``, ``size``: per row), the queue each row's unit came from (``cqs[group_of_row]``)
+    and its queue offset, the columns to build, the fixed fields they need (None: all), and whether rows of LMQ or
+    batch consume queues are among them."""
+
+    pos: np.ndarray
+    size: np.ndarray
+    verify_crc: bool
+    what: str  # names the queues for error messages
+    fixed: Optional[tuple]
+    want: tuple
+    cqs: list
+    group_of_row: np.ndarray
+    unit_offsets: np.ndarray
+    lmq: bool
+    batch_cq: bool
+
+
+class QueueReader:
+    """``read_queue`` / ``read_queues`` over ``queues`` of ``store``."""
+
+    def __init__(self, store: OpenedStore, queues: QueueSet, planned: PlannedUnits, variants: VariantReads):
+        self.store = store
+        self.queues = queues
+        self.planned = planned
+        self.variants = variants
 
     def read_queue(self, topic: str, queue_id: int, start: Optional[int] = None, end: Optional[int] = None,
                    tags=None, columns=None, *, batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False,
@@ -63,7 +95,7 @@ class QueueReads:
         pending: list = []  # (consume queue, queue offsets, units) of short ranges, decoded together
         gathered = gathered_bytes = 0
         for topic, queue_id, start, end in ranges:
-            cq, lo, hi = self._clamped_range(topic, queue_id, start, end, fail_on_data_loss)
+            cq, lo, hi = self.queues.clamped_range(topic, queue_id, start, end, fail_on_data_loss)
             if 0 < hi - lo < batch_rows:
                 # a short range (a micro-batch spread over many queues): decoded with the next ones, as matches are
                 units = cq.units(lo, hi)
@@ -87,11 +119,11 @@ class QueueReads:
                                         decode_rows=gathered)
 
     def _read_tag_matches(self, ranges, sub, columns, batch_rows, verify_crc, fail_on_data_loss):
-        """A tag filter: one pass over the 20-byte units (:meth:`_tag_groups`: short planned ranges in runs);
-        the matching records are decoded together once several batches (or TAG_DECODE_BYTES) have gathered."""
+        """A tag filter: one pass over the 20-byte units (:meth:`.PlannedUnits.tag_groups`: short planned ranges
+        in runs); the matching records are decoded together once several batches (or TAG_DECODE_BYTES) have gathered."""
         pending: list = []
         gathered = gathered_bytes = 0
-        for group in self._tag_groups(ranges, sub, fail_on_data_loss):
+        for group in self.planned.tag_groups(ranges, sub, fail_on_data_loss):
             pending.append(group)
             gathered += len(group[1])
             gathered_bytes += int(group[2]["size"].sum(dtype=np.int64))
@@ -102,22 +134,6 @@ class QueueReads:
         if pending:
             yield from self._read_units(pending, columns, sub, batch_rows, verify_crc, fail_on_data_loss,
                                         decode_rows=gathered)
-
-    def _clamped_range(self, topic, queue_id, start, end, fail_on_data_loss):
-        """(consume queue, first, end) of a requested range; a start before what is left is data loss, and so is
-        a planned queue that is gone."""
-        if end is not None and self.planned_to(topic, queue_id, end) and self._queue(topic, int(queue_id)) is None:
-            raise DataLossError(f"{topic}/{queue_id}: offsets up to {end} were planned but the consume queue is no "
-                                f"longer in {self.root / L.CONSUMEQUEUE_DIR} (removed or replaced since planning)")
-        cq = self.consume_queue(topic, queue_id)
-        first = self.min_offset(topic, queue_id)
-        lo = first if start is None else max(int(start), cq.first_offset)
-        hi = cq.max_offset if end is None else min(int(end), cq.max_offset)
-        if start is not None and int(start) < first and fail_on_data_loss and int(start) < hi:
-            raise DataLossError(
-                f"{topic}/{queue_id}: offsets {start}..{first} are gone (their commit-log files expired); "
-                f"start at {first} or pass fail_on_data_loss=False to skip them")
-        return cq, lo, hi
 
     def _live_rows(self, groups, fail_on_data_loss) -> tuple:
         """(commit-log offsets, sizes, queue offsets, group index) of the units of ``groups`` to decode (already
@@ -130,7 +146,7 @@ class QueueReads:
         offsets = np.concatenate([np.asarray(o, dtype=np.int64) for _, o, _ in groups])
         group_of_row = np.repeat(np.arange(len(groups)), lengths)
         keep = size != L.CQ_FILLER_SIZE
-        valid_end = self.recovery.valid_end
+        valid_end = self.store.recovery.valid_end
         past = keep & (phy + size > valid_end)
         if past.any():
             i = int(np.flatnonzero(past)[0])
@@ -139,14 +155,14 @@ class QueueReads:
             raise CorruptRecordError(
                 f"consume-queue unit {int(offsets[i])} of {cq.topic}/{cq.queue_id} points at commit-log offset "
                 f"{int(phy[i])} (+{int(size[i])} bytes), past the commit log's valid end {valid_end}", path, at)
-        gone = keep & (phy < self.min_phy_offset())
+        gone = keep & (phy < self.store.min_phy_offset())
         if gone.any():
             lost = np.flatnonzero(gone)
             if fail_on_data_loss:
                 cq = groups[int(group_of_row[lost[0]])][0]
                 raise DataLossError(
                     f"{cq.topic}/{cq.queue_id} offset {int(offsets[lost[0]])}: commit-log offset "
-                    f"{int(phy[lost[0]])} is before the oldest commit-log file ({self.min_phy_offset()}); pass "
+                    f"{int(phy[lost[0]])} is before the oldest commit-log file ({self.store.min_phy_offset()}); pass "
                     "fail_on_data_loss=False to skip expired messages")
             for g in np.unique(group_of_row[lost]).tolist():
                 mine = lost[group_of_row[lost] == g]
@@ -163,12 +179,13 @@ class QueueReads:
         ``batch_rows``; the real tag is checked on the decoded records."""
         phy, size, unit_offsets, group_of_row = self._live_rows(groups, fail_on_data_loss)
         cqs = [cq for cq, _, _ in groups]
-        lmq = any(self.is_lmq(cq.topic) for cq in cqs)  # rows of LMQ units are overlaid (variant_reads)
+        lmq = any(self.variants.is_lmq(cq.topic) for cq in cqs)  # rows of LMQ units are overlaid (variant_reads)
         batch_cq = any(getattr(cq, "is_batch", False) for cq in cqs)  # inner batches unwrapped (variant_reads)
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
         fixed = None if batch_cq else fixed_fields_for(want)
-        file_idx, pos = self.commitlog.locate(phy)
+        file_idx, pos = self.store.commitlog.locate(phy)
+        plan = DecodePlan(pos, size, verify_crc, what, fixed, want, cqs, group_of_row, unit_offsets, lmq, batch_cq)
         step = max(batch_rows if decode_rows is None else decode_rows, 1)
         for chunk_start in range(0, len(phy), step):
             part = slice(chunk_start, chunk_start + step)
@@ -177,8 +194,7 @@ class QueueReads:
             for f in chunk_files[:1] if single else np.unique(chunk_files):
                 # most chunks of a full read lie in one commit-log file: no per-file selection to compute
                 in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
-                for batch in self._file_batches(int(f), in_file, pos, size, verify_crc, what, fixed, want, cqs,
-                                                group_of_row, unit_offsets, lmq, batch_cq):
+                for batch in self._file_batches(int(f), in_file, plan):
                     if not sub.is_all:
                         batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
                                                                    value_set=pa.array(sub.tags)), False))
@@ -187,34 +203,36 @@ class QueueReads:
                     for start in range(0, batch.num_rows, max(batch_rows, 1)):
                         yield batch.slice(start, batch_rows)
 
-    def _file_batches(self, f, rows, pos, size, verify_crc, what, fixed, want, cqs, group_of_row, unit_offsets, lmq,
-                      batch_cq) -> Iterator[pa.RecordBatch]:
+    def _file_batches(self, f: int, rows: np.ndarray, plan: DecodePlan) -> Iterator[pa.RecordBatch]:
         """Batches of the records ``rows`` of commit-log file ``f``. Records scattered over the file (a selective
         read: most of them alone in their page window) are copied with a read each and decoded from the copy;
         records close together are decoded through the file's map, piece by piece, the pages they fault in
         counted so that a task's resident share of the commit log is let go in bounded steps."""
-        if not (lmq or batch_cq) and _scattered(pos[rows], size[rows]):
-            copied = self.commitlog.queue.copy_ranges(f, pos[rows], size[rows])
+        commitlog, pos, size = self.store.commitlog, plan.pos, plan.size
+        if not (plan.lmq or plan.batch_cq) and _scattered(pos[rows], size[rows]):
+            copied = commitlog.queue.copy_ranges(f, pos[rows], size[rows])
             if copied is not None:  # None: a remote file (its map fetches just these ranges)
-                fields = self.commitlog.read_fields(f, pos[rows], size[rows], verify_crc, what, fixed, copied=copied)
-                yield build_batch(copied, fields, want, str(self.commitlog.queue.files[f].path))
+                fields = commitlog.read_fields(f, pos[rows], size[rows], plan.verify_crc, plan.what, plan.fixed,
+                                               copied=copied)
+                yield build_batch(copied, fields, plan.want, str(commitlog.queue.files[f].path))
                 return
         for piece, windows in _resident_pieces(pos, rows):
-            yield self._decode_piece(f, piece, pos, size, verify_crc, what, fixed, want, cqs, group_of_row,
-                                     unit_offsets, lmq, batch_cq)
+            yield self._decode_piece(f, piece, plan)
             # the kernel maps a window around each touched page: that is what the piece made resident
-            self.commitlog.queue.note_read(f, windows * FAULT_WINDOW)
+            commitlog.queue.note_read(f, windows * FAULT_WINDOW)
 
-    def _decode_piece(self, f, rows, pos, size, verify_crc, what, fixed, want, cqs, group_of_row, unit_offsets, lmq,
-                      batch_cq) -> pa.RecordBatch:
+    def _decode_piece(self, f: int, rows: np.ndarray, plan: DecodePlan) -> pa.RecordBatch:
         """The batch of the records ``rows`` of commit-log file ``f`` (inner batches unwrapped, LMQ rows overlaid)."""
-        buf, path = self.commitlog.queue.buffer(f), self.commitlog.queue.files[f].path
-        fields = self.commitlog.read_fields(f, pos[rows], size[rows], verify_crc, what, fixed)
-        if batch_cq:
-            fields = self._unwrap_inner(buf, fields, cqs, group_of_row[rows], unit_offsets[rows], path)
-        batch = build_batch(buf, fields, want, str(path))
-        if lmq:
-            batch = self._lmq_overlay_fields(batch, buf, fields, cqs, group_of_row[rows], unit_offsets[rows])
+        commitlog = self.store.commitlog
+        buf, path = commitlog.queue.buffer(f), commitlog.queue.files[f].path
+        fields = commitlog.read_fields(f, plan.pos[rows], plan.size[rows], plan.verify_crc, plan.what, plan.fixed)
+        if plan.batch_cq:
+            fields = self.variants.unwrap_inner(buf, fields, plan.cqs, plan.group_of_row[rows],
+                                                plan.unit_offsets[rows], path)
+        batch = build_batch(buf, fields, plan.want, str(path))
+        if plan.lmq:
+            batch = self.variants.lmq_overlay_fields(batch, buf, fields, plan.cqs, plan.group_of_row[rows],
+                                                     plan.unit_offsets[rows])
         return batch
 
 

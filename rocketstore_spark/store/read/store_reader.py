@@ -1,108 +1,83 @@
 """``StoreReader``: the read engine over one RocketMQ store directory (commit log, consume queues, index, checkpoint).
 
 Opening never modifies a byte. Recovery (the valid end of the commit log) runs lazily, the first time it is
-needed. The writer (:mod:`.appender`) and the job tools build on this class; users reach it through the facade
-:class:`~rocketstore_spark.store.store.RocketStore`, which also opens the writer.
+needed. The reader is a face over the objects that do the work, built once when the store is opened:
+
+* :class:`~.opened_store.OpenedStore`: root, sizes, settings, variant, commit log, checkpoint, recovery;
+* :class:`~.queue_set.QueueSet`: the consume queues (lazy loading, planned ends, topics, min and max offsets);
+* :class:`~.variant_reads.VariantReads`: what the storage variant adds to reads and to re-dispatch;
+* :class:`~.records.CommitLogReads`: records by commit-log position, raw scans;
+* :class:`~.queue_reads.QueueReader` (with :class:`~.planned_units.PlannedUnits`): messages of queue ranges;
+* :class:`~.ordered_scan.OrderedScanner`: commit-log-ordered reads of queue rows;
+* :class:`~.messages.MessageLookups`: getMessage, queryMessage and the point lookups.
+
+The writer (:mod:`..write.appender`) and the job tools build on this class; users reach it through the facade
+:class:`~rocketstore_spark.store.store.RocketStore`.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator, Optional
 
-import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptRecordError, InvalidArgumentError
 from ..files.byte_source import as_path, is_remote
-from ..files.checkpoint import Checkpoint, read_checkpoint
-from ..files.commitlog import END_BLANK
+from ..files.checkpoint import Checkpoint
 from ..files.consume_queue import ConsumeQueue
-from ..files.index_file import list_index_files
+from ..files.index_file import IndexFile, list_index_files
 from ..files.known_end import known_end
-from ..files.sizes import QueueDir, StoreSizes, cq_listing, detect_sizes
+from ..files.sizes import StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import resolve_store_root
-from ..files.strays import StrayFile, warn_strays
-from ..files.variant import (
-    ROCKSDB_CQ,
-    BrokerSettings,
-    StoreVariant,
-    commit_log_dir,
-    detect_variant,
-)
+from ..files.strays import warn_strays
+from ..files.variant import ROCKSDB_CQ, BrokerSettings, StoreVariant, commit_log_dir, detect_variant
 from ..format import layout as L
-from ..format.codec import dispatch_tags_code, parse_records, read_be
-from ..format.columns import arrow_schema, build_batch, normalize_columns
-from .lazy_queues import LazyQueues
 from .messages import GetMessageResult, MessageLookups
-from .ordered_scan import OrderedScan
+from .opened_store import OpenedStore
+from .ordered_scan import DEFAULT_SCAN_ROWS, OrderedScanner
 from .planned_units import PlannedUnits
-from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
-from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
+from .queue_reads import QueueReader
+from .queue_set import QueueSet
+from .records import DEFAULT_BATCH_ROWS, CommitLogReads
+from .recovery import RecoveryResult
+from .redispatch import StoreRecovery
 from .variant_reads import VariantReads
 
-REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
 
-
-class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedScan, MessageLookups):
+class StoreReader:
     """Read-only view of a RocketMQ store (commit log, consume queues, index files, checkpoint)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
                  valid_end: Optional[int] = None, variant: Optional[StoreVariant] = None, listing=None,
                  lazy_queues: bool = False, strays: Optional[list] = None,
                  settings: Optional[BrokerSettings] = None):
-        self.root = as_path(root)
-        self.sizes = sizes
-        self.settings = BrokerSettings() if settings is None else settings
-        self.variant = detect_variant(self.root, None, self.settings.dledger_self_id, self.settings.batch_topics) \
+        root = as_path(root)
+        settings = BrokerSettings() if settings is None else settings
+        variant = detect_variant(root, None, settings.dledger_self_id, settings.batch_topics) \
             if variant is None else variant
-        self.check_crc_on_recover = check_crc_on_recover
-        # entries that are no part of the store, skipped (a warning each; inspect and verify list them); a given
-        # ``listing`` comes with the strays its listing found
-        self.stray_files: list[StrayFile] = list(strays or [])
-        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
-        self._index_files = None
-        self.commitlog = self._open_commit_log()
-        self.abort_present = (self.root / L.ABORT_FILE).exists()
-        self._checkpoint = read_checkpoint(self.root / L.CHECKPOINT_FILE)
-        self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see _queue_ids_by_topic
-        # where normal recovery usually starts walking (the last commit-log file): young queues keep their units
-        # pointing there from the end search, so recovery's hints need no second read of them
-        files = self.commitlog.queue.files
-        hint_from = files[-1].from_offset if files else None
+        # a given ``listing`` comes with the strays its listing found
+        self.store = OpenedStore(root, sizes, settings, variant, check_crc_on_recover, valid_end, list(strays or []))
+        # queues loaded when first named (a reader of a few queues of thousands lists only those); only with a
+        # given valid end, since recovery needs every queue
+        self.queues = QueueSet(self.store, lazy_queues and valid_end is not None)
+        self.records = CommitLogReads(self.store, self.queues)
+        self.variants = VariantReads(self.store, self.queues, self.records)
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
-        if self.variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
+        if variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
             listing = []
         try:
-            def open_queue(entry):
-                directory, queue_files = entry
-                topic = directory.topic if isinstance(directory, QueueDir) else as_path(directory).parent.name
-                return ConsumeQueue(topic, int(directory.name), directory, sizes.consume_queue_file_size,
-                                    queue_files, hint_from, strays=self.stray_files)
-
-            entries = cq_listing(self.root, self.stray_files) if listing is None else listing
-            # a remote queue's end search is a dozen round trips: many queues search at once (I/O, not the GIL)
-            if self.commitlog.queue.remote:
-                with ThreadPoolExecutor(REMOTE_QUEUE_OPENS) as pool:
-                    opened = list(pool.map(open_queue, entries))
-            else:
-                opened = map(open_queue, entries)
-            for cq in opened:
-                self._queues[(cq.topic, cq.queue_id)] = cq
-            self._open_variant_queues()
+            self.queues.open_listed(cq_listing(root, self.store.stray_files) if listing is None else listing)
+            self.variants.open_variant_queues()
         except BaseException:
             self.close()  # the queues opened so far hold memory maps
             raise
-        list_index_files(self.root / L.INDEX_DIR, self.stray_files)
-        self._recovery: Optional[RecoveryResult] = None
-        self._given_valid_end = valid_end
-        # queues loaded when first named (a reader of a few queues of thousands lists only those); only with a
-        # given valid end, since recovery needs every queue
-        self._lazy_queues = lazy_queues and valid_end is not None
-        self._planned_ends: dict[tuple[str, int], int] = {}  # see expect_queue_ends
-        self._planned_starts: dict[tuple[str, int], int] = {}  # ... and the earliest planned start of each
-        warn_strays(self.stray_files)
+        list_index_files(root / L.INDEX_DIR, self.store.stray_files)
+        self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
+        self.planned = PlannedUnits(self.store, self.queues)
+        self.reader = QueueReader(self.store, self.queues, self.planned, self.variants)
+        self.scanner = OrderedScanner(self.store, self.queues)
+        self.lookups = MessageLookups(self.store, self.queues, self.records, self.reader, self.variants)
+        warn_strays(self.store.stray_files)
 
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
@@ -142,259 +117,210 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
 
     def close(self) -> None:
         """Release memory maps."""
-        self.commitlog.queue.close()
-        for q in self._queues.values():
-            q.files.close()
-        for f in self._index_files or []:
-            f.close()
-        self._index_files = None
-        self._close_variant()
+        self.store.close()
+        self.queues.close()
+        lookups = getattr(self, "lookups", None)  # absent when opening failed
+        if lookups is not None:
+            lookups.close()
 
-    # --- recovery ---------------------------------------------------------------------------------------
+    # --- the opened store -------------------------------------------------------------------------------
+
+    @property
+    def root(self) -> Path:
+        return self.store.root
+
+    @property
+    def sizes(self) -> StoreSizes:
+        return self.store.sizes
+
+    @property
+    def settings(self) -> BrokerSettings:
+        return self.store.settings
+
+    @property
+    def variant(self) -> StoreVariant:
+        return self.store.variant
+
+    @property
+    def commitlog(self):
+        return self.store.commitlog
+
+    @property
+    def abort_present(self) -> bool:
+        return self.store.abort_present
+
+    @property
+    def stray_files(self) -> list:
+        return self.store.stray_files
 
     @property
     def recovery(self) -> RecoveryResult:
         """How the real store would recover this directory (computed once)."""
-        if self._recovery is None:
-            queues = list(self._queues.values())
-            if self._given_valid_end is not None:
-                for q in queues:
-                    q.truncate_at_phy(self._given_valid_end)
-                self._recovery = RecoveryResult("given", -1, self._given_valid_end)
-            else:
-                self._recovery = recover(self.commitlog, queues, self._checkpoint, self.abort_present,
-                                         self.check_crc_on_recover, self._dispatched())
-                start = self._redispatch_from(self._recovery.mode == MODE_ABNORMAL)
-                # what re-dispatch indexes: every record recovery walked after a crash, else from where it starts
-                self._recovery.reindex_from = 0 if self._recovery.mode == MODE_ABNORMAL else start
-                if start is not None:
-                    self._redispatch(self._recovery, start)
-        return self._recovery
-
-    def _redispatch(self, result: RecoveryResult, start: int) -> None:
-        """Add the consume-queue units opening would write for recovered records at or past ``start`` that their
-        queues lack."""
-        for walk, idx in undispatched_records(result, list(self._queues.values()), self._queue_lacks, start):
-            buf = self.commitlog.queue.buffer(walk.file_index)
-            cols = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
-                    "storeTimestamp", "sysFlag")
-            fields = walk.fields_at(idx)
-            batch = build_batch(buf, fields, cols)
-            ts = fields.store_timestamp
-            for row, store_ts in zip(batch.to_pylist(), ts):
-                key = (row["topic"], row["queueId"])
-                cq = self._queues.get(key)
-                if cq is None:
-                    cq = self._dispatch_queue(*key, row)
-                    self._queues[key] = cq
-                code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
-                if getattr(cq, "is_batch", False):
-                    self._redispatch_batch(cq, row, code, int(store_ts))
-                elif hasattr(cq, "put_dispatched"):  # RocksDB: keys by queue offset, holes where records were skipped
-                    cq.put_dispatched(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code, int(store_ts))
-                elif row["queueOffset"] == cq.max_offset:
-                    cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
-                self._redispatch_variant(row, code, int(store_ts))
-
-    def _queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
-        """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past
-        the queue's end (``putMessagePositionInfo``'s check), past a batch queue's last unit."""
-        cq = self._queues.get((topic, queue_id))
-        if cq is None:
-            return np.ones(len(phy_offsets), dtype=bool)
-        if getattr(cq, "is_batch", False):
-            return phy_offsets > (int(cq.raw["phy_offset"][-1]) if len(cq.raw) else -1)
-        return queue_offsets >= cq.max_offset
-
-    # --- metadata ---------------------------------------------------------------------------------------
+        return self.store.recovery
 
     def checkpoint(self) -> Optional[Checkpoint]:
         """The checkpoint file's values (None when the store has none)."""
-        return self._checkpoint
-
-    def topics(self) -> list[str]:
-        """Topics with a consume queue, sorted."""
-        return list(self._queue_ids_by_topic())
-
-    def queue_ids(self, topic: str) -> list[int]:
-        """Queue ids of ``topic``, sorted (empty for an unknown topic)."""
-        return list(self._queue_ids_by_topic().get(topic, ()))
-
-    def has_queue(self, topic: str, queue_id: int) -> bool:
-        """Whether (topic, queue_id) has a consume queue (after recovery)."""
-        return self.recovery is not None and self._queue(topic, int(queue_id)) is not None
-
-    def _queue_ids_by_topic(self) -> dict:
-        """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
-        planning over thousands of topics does not rescan every queue per topic."""
-        _ = self.recovery
-        if self._queue_index is None or self._queue_index[0] != len(self._queues):
-            by_topic: dict = {}
-            for t, q in sorted(self._queues):
-                by_topic.setdefault(t, []).append(q)
-            self._queue_index = (len(self._queues), {t: tuple(qs) for t, qs in by_topic.items()})
-        return self._queue_index[1]
-
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""
-        _ = self.recovery
-        cq = self._queue(topic, int(queue_id))
-        if cq is None:
-            raise InvalidArgumentError(f"no consume queue for topic {topic!r} queue {queue_id} in {self.root}; "
-                                       f"topics are {self.topics()}")
-        return cq
-
-    def min_offset(self, topic: str, queue_id: int) -> int:
-        """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
-        return self._min_offset_of(self.consume_queue(topic, queue_id))
-
-    def queue_edges(self, topic: str, queue_id: int) -> tuple[int, int]:
-        """(:meth:`min_offset`, :meth:`max_offset`) with one lookup: a planner asks both of thousands of queues."""
-        cq = self.consume_queue(topic, queue_id)
-        return self._min_offset_of(cq), cq.max_offset
-
-    def _min_offset_of(self, cq) -> int:
-        oldest = self.min_phy_offset()
-        if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
-            return cq.min_live_offset(oldest)
-        first = cq.first_offset
-        if first < cq.max_offset and (oldest <= 0 or int(cq.units(first, first + 1)["phy_offset"][0]) >= oldest):
-            return first  # nothing expired (the usual case): one unit read, or none, instead of a search
-        for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
-            # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
-            # shortly after the commit-log files, a copy taken in between still holds them
-            if int(cq.units(hi - 1, hi)["phy_offset"][0]) < oldest:
-                continue
-            # units point forward through the commit log (leading filler units at 0): binary search the first
-            # live one, reading a handful of units instead of the whole file
-            return cq.first_at_or_past(oldest, lo, hi)
-        return cq.max_offset
-
-    def max_offset(self, topic: str, queue_id: int) -> int:
-        """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
-        return self.consume_queue(topic, queue_id).max_offset
+        return self.store.checkpoint
 
     def min_phy_offset(self) -> int:
         """Start of the oldest commit-log file."""
-        return self.commitlog.queue.min_offset
+        return self.store.min_phy_offset()
 
     def max_phy_offset(self) -> int:
         """The valid end of the commit log after recovery."""
-        return self.recovery.valid_end
+        return self.store.recovery.valid_end
 
-    # --- reading ----------------------------------------------------------------------------------------
+    def commit_log_file_starts(self) -> list[int]:
+        """The first offset of every commit-log file, oldest first (each holds ``sizes.commit_log_file_size``)."""
+        return [f.from_offset for f in self.store.commitlog.queue.files]
 
-    def scan_commitlog(self, start: int = 0, end: Optional[int] = None, columns=None, *,
+    # --- the queue set ----------------------------------------------------------------------------------
+
+    def topics(self) -> list[str]:
+        """Topics with a consume queue, sorted."""
+        return self.queues.topics()
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids of ``topic``, sorted (empty for an unknown topic)."""
+        return self.queues.queue_ids(topic)
+
+    def has_queue(self, topic: str, queue_id: int) -> bool:
+        """Whether (topic, queue_id) has a consume queue (after recovery)."""
+        return self.queues.has_queue(topic, queue_id)
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""
+        return self.queues.consume_queue(topic, queue_id)
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
+        return self.queues.min_offset(topic, queue_id)
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
+        return self.queues.max_offset(topic, queue_id)
+
+    def queue_edges(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """(:meth:`min_offset`, :meth:`max_offset`) with one lookup."""
+        return self.queues.queue_edges(topic, queue_id)
+
+    def queue_file_tails(self):
+        """See :meth:`.QueueSet.queue_file_tails`."""
+        return self.queues.queue_file_tails()
+
+    def expect_queue_ends(self, ranges) -> None:
+        """See :meth:`.QueueSet.expect_queue_ends`."""
+        self.queues.expect_queue_ends(ranges)
+
+    def planned_to(self, topic: str, queue_id: int, end: int) -> bool:
+        """See :meth:`.QueueSet.planned_to`."""
+        return self.queues.planned_to(topic, queue_id, end)
+
+    # --- the variant ------------------------------------------------------------------------------------
+
+    def dledger_committed(self):
+        """See :meth:`.VariantReads.dledger_committed`."""
+        return self.variants.dledger_committed()
+
+    def dispatched(self):
+        """See :meth:`.VariantReads.dispatched`."""
+        return self.variants.dispatched()
+
+    def batch_topics(self) -> frozenset:
+        """See :meth:`.VariantReads.batch_topics`."""
+        return self.variants.batch_topics()
+
+    def is_batch_queue(self, topic: str, queue_id: int) -> bool:
+        """Whether (topic, queue_id) is a batch consume queue (queue offsets count inner messages)."""
+        return self.variants.is_batch_queue(topic, queue_id)
+
+    def is_lmq(self, topic: str) -> bool:
+        """Whether ``topic`` is a light message queue of this store."""
+        return self.variants.is_lmq(topic)
+
+    def lmq_topics(self) -> list[str]:
+        """The ``%LMQ%`` topics with a consume queue (a subset of :meth:`topics`)."""
+        return self.variants.lmq_topics()
+
+    # --- reads ------------------------------------------------------------------------------------------
+
+    def scan_raw(self, start: int = 0, end: Optional[int] = None, columns=None, *,
                        batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
-        """Every record in commit-log order from ``start`` to ``end`` (clamped to the valid end), including
-        records that never reach a consume queue (PREPARED / ROLLBACK transaction halves)."""
-        columns = normalize_columns(columns)
-        valid_end = self.recovery.valid_end
-        end = valid_end if end is None else min(int(end), valid_end)
-        start = max(int(start), self.min_phy_offset())
-        walks = {w.file_index: w for w in self.recovery.walks}
-        files = self.commitlog.queue.files
-        for index, info in enumerate(files):
-            if info.from_offset + self.sizes.commit_log_file_size <= start or info.from_offset >= end:
-                continue
-            walk = walks.get(index)
-            if walk is None or verify_crc:
-                # units mark record starts: chains of them are checked in vectorised steps, only the records no
-                # queue points at are walked one by one (remotely a request per queue costs more than the walk)
-                base = info.from_offset
-                hints = None if self.commitlog.queue.remote else np.concatenate([np.zeros(0, np.int64)] + [
-                    q.phy_offsets_between(base, base + self.sizes.commit_log_file_size) - base
-                    for q in self._queues.values()])
-                walk = self.commitlog.walk_file(index, check_crc=verify_crc, hints=hints)
-                stopped_at = walk.end_position if walk.problem_position is None else walk.problem_position
-                # a bad record inside the range is an error (a DLedger walk ends at its entries' end even then)
-                if (walk.end_kind != END_BLANK or walk.problem_position is not None) and \
-                        info.from_offset + stopped_at < end:
-                    raise CorruptRecordError(
-                        f"commit log stops early: {walk.problem or 'no record where one was expected'} "
-                        f"before the valid end {end}", info.path, stopped_at)
-            absolute = info.from_offset + walk.positions
-            sel = np.flatnonzero((absolute >= start) & (absolute < end))
-            buf = self.commitlog.queue.buffer(index)
-            for chunk in range(0, len(sel), batch_rows):
-                fields = walk.fields_at(sel[chunk:chunk + batch_rows])
-                self.commitlog.queue.note_read(index, int(fields.total_size.sum()))
-                yield build_batch(buf, fields, columns, str(info.path))
+        """See :meth:`.CommitLogReads.scan_raw`."""
+        return self.records.scan_raw(start, end, columns, batch_rows=batch_rows, verify_crc=verify_crc)
 
     def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
-        """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range)."""
-        columns = normalize_columns(columns)
-        if phy_offset < self.min_phy_offset() or phy_offset >= self.recovery.valid_end:
-            return None
-        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
-        fields = self.commitlog.read_fields(int(file_idx[0]), pos, what=" (lookup by physical offset)")
-        return build_batch(self.commitlog.queue.buffer(int(file_idx[0])), fields, columns)
-
-    def complete_queue_end(self, topic: str, queue_id: int, max_back: int = 1024) -> int:
-        """The queue's end for a live store: the offset after the last unit whose record is complete and
-        passes RocketMQ's checks (a writer may be halfway through the tail). Looks back at most ``max_back``."""
-        cq = self.consume_queue(topic, queue_id)
-        hi = cq.max_offset
-        floor = max(cq.first_offset, hi - max_back)
-        while hi > floor:
-            unit = cq.units(hi - 1, hi)[0]
-            if self._record_complete(int(unit["phy_offset"]), int(unit["size"])):
-                return hi
-            hi -= 1
-        return hi
-
-    def _record_complete(self, phy_offset: int, size: int) -> bool:
-        if size == L.CQ_FILLER_SIZE:
-            return True
-        if phy_offset < self.min_phy_offset() or phy_offset + size > self.commitlog.queue.end_offset:
-            return False
-        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
-        self.commitlog.queue.ensure_records(int(file_idx[0]), pos, np.array([size]))
-        buf = self.commitlog.queue.buffer(int(file_idx[0]))
-        fields = parse_records(buf, pos)
-        if not fields.valid[0] or int(fields.total_size[0]) != size:
-            return False
-        return not self.commitlog.check_crcs(buf, fields)[0]
+        """See :meth:`.CommitLogReads.read_record_at`."""
+        return self.records.read_record_at(phy_offset, columns)
 
     def read_records_at(self, phy_offsets, columns=None) -> pa.Table:
-        """Records at the given commit-log offsets (in the order given), each checked; offsets outside
-        [min_phy_offset, valid end) are skipped."""
-        columns = normalize_columns(columns)
-        phy = np.asarray(phy_offsets, dtype=np.int64)
-        phy = phy[(phy >= self.min_phy_offset()) & (phy < self.recovery.valid_end)]
-        file_idx, pos = self.commitlog.locate(phy)
-        batches, order = [], []
-        for f in dict.fromkeys(file_idx.tolist()):
-            sel = np.flatnonzero(file_idx == f)
-            fields = self.commitlog.read_fields(f, pos[sel], what=" (lookup by physical offset)")
-            batches.append(build_batch(self.commitlog.queue.buffer(f), fields, columns))
-            order.append(sel)
-        if not batches:
-            return arrow_schema(columns).empty_table()
-        table = pa.Table.from_batches(batches)
-        grouped = np.concatenate(order)
-        if (np.diff(grouped) < 0).any():  # rows were gathered file by file: put them back in the given order
-            table = table.take(pa.array(np.argsort(grouped, kind="stable")))
-        return table
+        """See :meth:`.CommitLogReads.read_records_at`."""
+        return self.records.read_records_at(phy_offsets, columns)
 
     def store_time_at(self, phy_offset: int, size: int) -> int:
-        """``pickupStoreTimestamp``: store time of the record at ``phy_offset``; -1 when not readable."""
-        if phy_offset < self.min_phy_offset() or phy_offset + size > self.recovery.valid_end:
-            return -1
-        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
-        self.commitlog.queue.ensure_records(int(file_idx[0]), pos, np.array([size]))
-        buf = self.commitlog.queue.buffer(int(file_idx[0]))
-        p = int(pos[0])
-        if p + L.BORN_HOST_POSITION + L.IPV6_HOST_LENGTH + 8 > len(buf):
-            return -1
-        sysflag = int(read_be(buf, np.array([p + L.SYSFLAG_POSITION]), 4)[0])
-        at = p + L.BORN_HOST_POSITION + L.host_length(sysflag, L.BORNHOST_V6_FLAG)
-        return int(read_be(buf, np.array([at]), 8)[0])
+        """See :meth:`.CommitLogReads.store_time_at`."""
+        return self.records.store_time_at(phy_offset, size)
 
-    def _parse_one(self, phy_offset: int):
-        file_idx, pos = self.commitlog.locate(np.array([phy_offset]))
-        self.commitlog.queue.ensure_records(int(file_idx[0]), pos)
-        return parse_records(self.commitlog.queue.buffer(int(file_idx[0])), pos)
+    def complete_queue_end(self, topic: str, queue_id: int, max_back: int = 1024) -> int:
+        """See :meth:`.CommitLogReads.complete_queue_end`."""
+        return self.records.complete_queue_end(topic, queue_id, max_back)
+
+    def read_queue(self, topic: str, queue_id: int, start: Optional[int] = None, end: Optional[int] = None,
+                   tags=None, columns=None, *, batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False,
+                   fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+        """See :meth:`.QueueReader.read_queue`."""
+        return self.reader.read_queue(topic, queue_id, start, end, tags, columns, batch_rows=batch_rows,
+                                      verify_crc=verify_crc, fail_on_data_loss=fail_on_data_loss)
+
+    def read_queues(self, ranges, tags=None, columns=None, *, batch_rows: int = DEFAULT_BATCH_ROWS,
+                    verify_crc: bool = False, fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+        """See :meth:`.QueueReader.read_queues`."""
+        return self.reader.read_queues(ranges, tags, columns, batch_rows=batch_rows, verify_crc=verify_crc,
+                                       fail_on_data_loss=fail_on_data_loss)
+
+    def tag_match_spans(self, ranges, sub) -> list:
+        """See :meth:`.PlannedUnits.tag_match_spans`."""
+        return self.planned.tag_match_spans(ranges, sub)
+
+    def scan_queue_records(self, start: int, end: int, selected, limits=(), *, tags=None, columns=None,
+                           batch_rows: int = DEFAULT_SCAN_ROWS, verify_crc: bool = False,
+                           fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
+        """See :meth:`.OrderedScanner.scan_queue_records`."""
+        return self.scanner.scan_queue_records(start, end, selected, limits, tags=tags, columns=columns,
+                                               batch_rows=batch_rows, verify_crc=verify_crc,
+                                               fail_on_data_loss=fail_on_data_loss)
+
+    def record_start_at_or_after(self, phy_offset: int, limit: int, probes, near: int = 0) -> Optional[int]:
+        """See :meth:`.OrderedScanner.record_start_at_or_after`."""
+        return self.scanner.record_start_at_or_after(phy_offset, limit, probes, near)
+
+    # --- lookups ----------------------------------------------------------------------------------------
+
+    def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int = 32, tags="*", columns=None, *,
+                    in_memory: bool = True) -> GetMessageResult:
+        """See :meth:`.MessageLookups.get_message`."""
+        return self.lookups.get_message(topic, queue_id, offset, max_nums, tags, columns, in_memory=in_memory)
+
+    def index_files(self) -> list[IndexFile]:
+        """See :meth:`.MessageLookups.index_files`."""
+        return self.lookups.index_files()
+
+    def query_by_key(self, topic: str, key: str, max_num: int = 64, begin: int = 0, end: Optional[int] = None,
+                     columns=None) -> pa.Table:
+        """See :meth:`.MessageLookups.query_by_key`."""
+        return self.lookups.query_by_key(topic, key, max_num, begin, end, columns)
+
+    def look_message_by_offset(self, phy_offset: int, columns=None) -> Optional[dict]:
+        """See :meth:`.MessageLookups.look_message_by_offset`."""
+        return self.lookups.look_message_by_offset(phy_offset, columns)
+
+    def look_message_by_msg_id(self, msg_id: str, columns=None) -> Optional[dict]:
+        """See :meth:`.MessageLookups.look_message_by_msg_id`."""
+        return self.lookups.look_message_by_msg_id(msg_id, columns)
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
+        """See :meth:`.MessageLookups.offset_by_time`."""
+        return self.lookups.offset_by_time(topic, queue_id, timestamp_ms, boundary)
 
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]

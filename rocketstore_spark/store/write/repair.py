@@ -55,7 +55,7 @@ def repair_store(root: Path, sizes: StoreSizes) -> int:
                 info.path.unlink()
             elif valid_end < info.from_offset + sizes.commit_log_file_size:
                 zero_from(info.path, valid_end - info.from_offset)
-        for cq in reader._queues.values():
+        for cq in reader.queues.loaded_queues():
             _repair_queue(cq, sizes)
         kept = reader.index_files()
         kept_paths = {f.path for f in kept}

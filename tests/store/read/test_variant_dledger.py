@@ -56,7 +56,7 @@ def test_every_file_but_the_last_ends_with_a_dledger_blank(store, view):
 def test_walks_guided_by_queue_units_equal_entry_by_entry_walks(store):
     """Consume-queue units mark entries (record - 48): runs of them are checked in vectorised steps."""
     files = store.commitlog.queue.files
-    hints = np.concatenate([q.phy_offsets_between(0, 1 << 40) for q in store._queues.values()])
+    hints = np.concatenate([q.phy_offsets_between(0, 1 << 40) for q in store.queues.loaded_queues()])
     for i, f in enumerate(files):
         plain = store.commitlog.walk_file(i, check_crc=False)
         local = hints[(hints >= f.from_offset) & (hints < f.from_offset + FILE_SIZE)] - f.from_offset
@@ -176,7 +176,7 @@ def test_a_bad_entry_mid_file_is_a_clear_error(copy, view, field, value, message
     assert err.value.offset == view["manifest"][-20]["dledger"]["entryPos"] % FILE_SIZE
     with RocketStore.open(copy, valid_end=14851785) as s:  # recovery skipped: the scan meets the early entry
         with pytest.raises(CorruptRecordError, match=f"bad DLedger entry: {message}") as err:
-            list(s.scan_commitlog(columns=["commitLogOffset"]))
+            list(s.scan_raw(columns=["commitLogOffset"]))
         assert err.value.offset == first % FILE_SIZE and err.value.path.endswith(f"{0:020d}")
 
 
@@ -192,7 +192,7 @@ def test_a_body_failing_its_crc_stops_a_crc_checked_scan_with_an_error(copy, vie
     data[record + 88] ^= 0x40  # the body's first byte
     path.write_bytes(bytes(data))
     with RocketStore.open(copy) as s:
-        assert sum(b.num_rows for b in s.scan_commitlog(columns=["commitLogOffset"])) == len(view["manifest"])
+        assert sum(b.num_rows for b in s.scan_raw(columns=["commitLogOffset"])) == len(view["manifest"])
         with pytest.raises(CorruptRecordError, match="body CRC") as err:
-            list(s.scan_commitlog(columns=["commitLogOffset"], verify_crc=True))
+            list(s.scan_raw(columns=["commitLogOffset"], verify_crc=True))
     assert err.value.path == str(path) and err.value.offset == record

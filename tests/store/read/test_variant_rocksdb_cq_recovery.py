@@ -81,7 +81,7 @@ def test_after_a_crash_the_lost_units_are_rebuilt(copy, golden, view):
     dispatched = lose_units(copy, view["manifest"], CUT, abort=True)
     before = database_files(copy)
     with RocketStore.open(copy, **sizes_from_args(golden / "sizes.args")) as s:
-        assert s.recovery.mode == "abnormal" and s._dispatched() == dispatched
+        assert s.recovery.mode == "abnormal" and s.dispatched() == dispatched
         # the walk starts at the last file whose first record is at or before the checkpoint, guided by the units
         assert [w.file_index for w in s.recovery.walks] == [12, 13, 14] and 12 * 1048576 <= dispatched
         compare_offsets(s, view)
@@ -105,7 +105,7 @@ def test_after_a_normal_exit_records_past_the_checkpoint_are_dispatched_around_a
 
 def test_hints_come_from_the_database_units(copy, golden):
     with RocketStore.open(copy, **sizes_from_args(golden / "sizes.args")) as s:
-        queues = [s._queues[k] for k in sorted(s._queues)]
+        queues = [q for _, q in sorted(s.queues.loaded_items(), key=lambda item: item[0])]
         hints = sorted(int(p) for q in queues for p in q.phy_offsets_from(14680064))
         assert hints and all(p >= 14680064 for p in hints)
         assert hints == sorted(int(p) for q in queues for p in q.phy_offsets_between(14680064, 1 << 40))

@@ -1,0 +1,257 @@
+"""``QueueSet``: the consume queues of an opened store, by (topic, queue id).
+
+It opens the queues a listing names (a remote store's many at once), or with lazy queues loads each when first
+named (a reader of a few queues of thousands lists only those), trusting the end a planner gave
+(:meth:`QueueSet.expect_queue_ends`) instead of searching it again. It answers what the broker's queue lookups
+answer: topics, queue ids, min and max offsets. Every answer is after recovery (re-dispatch may add queues).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Iterator, Optional
+
+from ...errors import DataLossError, InvalidArgumentError
+from ..files.byte_source import as_path, is_remote
+from ..files.consume_queue import ConsumeQueue
+from ..files.mapped_file_queue import MappedFileInfo, MappedFileQueue
+from ..files.sizes import QueueDir
+from ..format import layout as L
+from .opened_store import OpenedStore
+
+REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
+
+
+class QueueSet:
+    """The consume queues of ``store``; ``lazy``: loaded when first named (only with a given valid end)."""
+
+    def __init__(self, store: OpenedStore, lazy: bool = False):
+        self.store = store
+        self.lazy = lazy
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see queue_ids_by_topic
+        self._planned_ends: dict[tuple[str, int], int] = {}  # see expect_queue_ends
+        self._planned_starts: dict[tuple[str, int], int] = {}  # ... and the earliest planned start of each
+        self.rocksdb = None  # a rocksdb-cq store's database (its queues' units), opened by the variant
+
+    # --- opening ----------------------------------------------------------------------------------------
+
+    def open_listed(self, entries: Iterable) -> None:
+        """Open the queues of a listing ((directory, files) pairs, see :func:`~..files.sizes.cq_listing`)."""
+        store = self.store
+        # where normal recovery usually starts walking (the last commit-log file): young queues keep their units
+        # pointing there from the end search, so recovery's hints need no second read of them
+        files = store.commitlog.queue.files
+        hint_from = files[-1].from_offset if files else None
+        size = store.sizes.consume_queue_file_size
+
+        def open_queue(entry):
+            directory, queue_files = entry
+            topic = directory.topic if isinstance(directory, QueueDir) else as_path(directory).parent.name
+            return ConsumeQueue(topic, int(directory.name), directory, size, queue_files, hint_from,
+                                strays=store.stray_files)
+
+        # a remote queue's end search is a dozen round trips: many queues search at once (I/O, not the GIL)
+        if store.commitlog.queue.remote:
+            with ThreadPoolExecutor(REMOTE_QUEUE_OPENS) as pool:
+                opened = list(pool.map(open_queue, entries))
+        else:
+            opened = map(open_queue, entries)
+        for cq in opened:
+            self._queues[(cq.topic, cq.queue_id)] = cq
+
+    def add(self, cq) -> None:
+        """Add a queue opened elsewhere (a variant's, or one re-dispatch creates)."""
+        self._queues[(cq.topic, cq.queue_id)] = cq
+
+    def close(self) -> None:
+        for q in self._queues.values():
+            q.files.close()
+        if self.rocksdb is not None:
+            self.rocksdb.close()
+            self.rocksdb = None
+
+    # --- the loaded queues ------------------------------------------------------------------------------
+
+    def loaded(self, topic: str, queue_id: int):
+        """The queue if loaded (None otherwise; never loads one)."""
+        return self._queues.get((topic, queue_id))
+
+    def loaded_queues(self) -> list:
+        """Every loaded queue, in loading order."""
+        return list(self._queues.values())
+
+    def loaded_items(self) -> Iterator[tuple[tuple[str, int], object]]:
+        """((topic, queue id), queue) of every loaded queue."""
+        return iter(list(self._queues.items()))
+
+    def loaded_count(self) -> int:
+        return len(self._queues)
+
+    def get(self, topic: str, queue_id: int) -> Optional[ConsumeQueue]:
+        """The loaded queue, or with lazy queues the queue loaded now from its directory (None when absent)."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None and self.lazy:
+            key = (topic, queue_id)
+            planned = self._planned_ends.get(key)
+            root = self.store.root
+            remote = is_remote(root)
+            # text paths: an executor loads thousands of queues, and pathlib costs more than the read itself
+            directory = root / L.CONSUMEQUEUE_DIR / topic / str(queue_id) if remote else \
+                f"{os.fspath(root)}/{L.CONSUMEQUEUE_DIR}/{topic}/{queue_id}"
+            files = None if remote else self._planned_files(directory, key, planned)
+            if files is not None or (directory.is_dir() if remote else os.path.isdir(directory)):
+                cq = ConsumeQueue(topic, queue_id, directory, self.store.sizes.consume_queue_file_size, files,
+                                  planned_end=planned)
+                if planned is None:
+                    cq.truncate_at_phy(self.store.given_valid_end)
+                self._queues[key] = cq
+        return cq
+
+    def _planned_files(self, directory: str, key, planned_end: Optional[int]) -> Optional[list]:
+        """The files holding a planned range, named from its offsets instead of listed (a listing and a stat
+        per file cost more than reading the few units of a short queue): only when the range's first file is
+        there with the queue's file size; otherwise None, and the directory is listed, so a file expired or
+        replaced since planning is found and reported as before. A later file missing fails its read."""
+        start = self._planned_starts.get(key)
+        if planned_end is None or start is None or start >= planned_end:
+            return None
+        size = self.store.sizes.consume_queue_file_size
+        first = start * L.CQ_STORE_UNIT_SIZE // size * size
+        last = (planned_end * L.CQ_STORE_UNIT_SIZE - 1) // size * size
+        files = [MappedFileInfo(f"{directory}/{L.offset_to_file_name(offset)}", offset, size)
+                 for offset in range(first, last + 1, size)]
+        try:
+            return files if os.stat(files[0].location).st_size == size else None
+        except FileNotFoundError:
+            return None
+
+    def queue_file_tails(self) -> Optional[list[tuple[str, Optional[str]]]]:
+        """(directory, last file or None) of every loaded consume queue of the default layout, as text paths:
+        what a planner stats to see that the queues it planned from did not change (units are only ever
+        appended to a queue's last file; files come and go with its directory's modification time). None when
+        the queues are no such files (RocksDB consume queues)."""
+        if any(not isinstance(getattr(cq, "files", None), MappedFileQueue) for cq in self._queues.values()):
+            return None
+        return [(cq.files.location, cq.files.files[-1].location if cq.files.files else None)
+                for cq in self._queues.values()]
+
+    # --- planned ranges ---------------------------------------------------------------------------------
+
+    def expect_queue_ends(self, ranges) -> None:
+        """For a reader of planned ``(topic, queue id, start, end)`` ranges on a store opened with lazy queues:
+        each queue is loaded trusting its planned end (no end search, no truncation scan: the planner did both),
+        and every unit read is checked instead. A queue loaded earlier with a smaller end is loaded again."""
+        if not self.lazy:
+            return
+        for topic, qid, start, end in ranges:
+            key = (topic, int(qid))
+            if end is None:
+                continue
+            loaded = self._queues.get(key)
+            if loaded is not None and getattr(loaded, "planned_end", None) is None:
+                continue  # loaded as a whole store loads it (a variant's queues, recovery's): its end is searched
+            # a range starting earlier than the files named for an earlier one needs the queue loaded again
+            earlier = key in self._planned_starts and (start is None or start < self._planned_starts[key])
+            if start is None:
+                self._planned_starts.pop(key, None)
+            elif key not in self._planned_starts or earlier:
+                self._planned_starts[key] = int(start)
+            if self._planned_ends.get(key, -1) < end or earlier:
+                self._planned_ends[key] = max(int(end), self._planned_ends.get(key, -1))
+                if loaded is not None:
+                    self._queues.pop(key).files.close()
+                    self._queue_index = None
+
+    def planned_to(self, topic: str, queue_id: int, end: int) -> bool:
+        """Whether a read of (topic, queue_id) up to ``end`` trusts its plan: a lazy reader's queue not loaded
+        yet whose planned end reaches ``end`` (every unit read is checked, a missing queue is data loss)."""
+        key = (topic, int(queue_id))
+        return self.lazy and key not in self._queues and self._planned_ends.get(key, -1) >= end
+
+    def planned_covers(self, key: tuple[str, int], start: int, end: int) -> bool:
+        """Whether the plan of queue ``key`` starts at or before ``start`` and ends at or after ``end``."""
+        return self._planned_starts.get(key, start + 1) <= start and self._planned_ends.get(key, -1) >= end
+
+    # --- what the broker's lookups answer ---------------------------------------------------------------
+
+    def queue_ids_by_topic(self) -> dict:
+        """topic → sorted queue ids, in topic order; rebuilt only when queues were added (never removed), so
+        planning over thousands of topics does not rescan every queue per topic."""
+        _ = self.store.recovery
+        if self._queue_index is None or self._queue_index[0] != len(self._queues):
+            by_topic: dict = {}
+            for t, q in sorted(self._queues):
+                by_topic.setdefault(t, []).append(q)
+            self._queue_index = (len(self._queues), {t: tuple(qs) for t, qs in by_topic.items()})
+        return self._queue_index[1]
+
+    def topics(self) -> list[str]:
+        """Topics with a consume queue, sorted."""
+        return list(self.queue_ids_by_topic())
+
+    def queue_ids(self, topic: str) -> list[int]:
+        """Queue ids of ``topic``, sorted (empty for an unknown topic)."""
+        return list(self.queue_ids_by_topic().get(topic, ()))
+
+    def has_queue(self, topic: str, queue_id: int) -> bool:
+        """Whether (topic, queue_id) has a consume queue (after recovery)."""
+        return self.store.recovery is not None and self.get(topic, int(queue_id)) is not None
+
+    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The consume queue of (topic, queue_id), recovered; an unknown one is an error."""
+        _ = self.store.recovery
+        cq = self.get(topic, int(queue_id))
+        if cq is None:
+            raise InvalidArgumentError(f"no consume queue for topic {topic!r} queue {queue_id} in {self.store.root}; "
+                                       f"topics are {self.topics()}")
+        return cq
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
+        return self.min_offset_of(self.consume_queue(topic, queue_id))
+
+    def queue_edges(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """(:meth:`min_offset`, :meth:`max_offset`) with one lookup: a planner asks both of thousands of queues."""
+        cq = self.consume_queue(topic, queue_id)
+        return self.min_offset_of(cq), cq.max_offset
+
+    def min_offset_of(self, cq) -> int:
+        """:meth:`min_offset` of a queue at hand."""
+        oldest = self.store.min_phy_offset()
+        if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
+            return cq.min_live_offset(oldest)
+        first = cq.first_offset
+        if first < cq.max_offset and (oldest <= 0 or int(cq.units(first, first + 1)["phy_offset"][0]) >= oldest):
+            return first  # nothing expired (the usual case): one unit read, or none, instead of a search
+        for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
+            # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
+            # shortly after the commit-log files, a copy taken in between still holds them
+            if int(cq.units(hi - 1, hi)["phy_offset"][0]) < oldest:
+                continue
+            # units point forward through the commit log (leading filler units at 0): binary search the first
+            # live one, reading a handful of units instead of the whole file
+            return cq.first_at_or_past(oldest, lo, hi)
+        return cq.max_offset
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
+        return self.consume_queue(topic, queue_id).max_offset
+
+    def clamped_range(self, topic, queue_id, start, end, fail_on_data_loss):
+        """(consume queue, first, end) of a requested range; a start before what is left is data loss, and so is
+        a planned queue that is gone."""
+        if end is not None and self.planned_to(topic, queue_id, end) and self.get(topic, int(queue_id)) is None:
+            where = self.store.root / L.CONSUMEQUEUE_DIR
+            raise DataLossError(f"{topic}/{queue_id}: offsets up to {end} were planned but the consume queue is no "
+                                f"longer in {where} (removed or replaced since planning)")
+        cq = self.consume_queue(topic, queue_id)
+        first = self.min_offset(topic, queue_id)
+        lo = first if start is None else max(int(start), cq.first_offset)
+        hi = cq.max_offset if end is None else min(int(end), cq.max_offset)
+        if start is not None and int(start) < first and fail_on_data_loss and int(start) < hi:
+            raise DataLossError(
+                f"{topic}/{queue_id}: offsets {start}..{first} are gone (their commit-log files expired); "
+                f"start at {first} or pass fail_on_data_loss=False to skip them")
+        return cq, lo, hi

@@ -1,0 +1,76 @@
+"""Recovery of an opened store as the broker runs it when it opens the directory: the valid end of the commit log
+(:mod:`.recovery`), then re-dispatch, which adds the consume-queue units of recovered records that their queues
+lack (a batch queue's unit per record, the RocksDB queue's unit by queue offset, the LMQ units a record names).
+Nothing on disk changes: the units added are virtual, held by the queues of the reader's :class:`.QueueSet`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..format.codec import dispatch_tags_code
+from ..format.columns import build_batch
+from .opened_store import OpenedStore
+from .queue_set import QueueSet
+from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
+from .variant_reads import VariantReads
+
+REDISPATCH_COLUMNS = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
+                      "storeTimestamp", "sysFlag")
+
+
+class StoreRecovery:
+    """Computes the recovery of ``store`` over its ``queues`` (once: :attr:`OpenedStore.recovery` caches it)."""
+
+    def __init__(self, store: OpenedStore, queues: QueueSet, variants: VariantReads):
+        self.store = store
+        self.queues = queues
+        self.variants = variants
+
+    def __call__(self) -> RecoveryResult:
+        store, queues = self.store, self.queues.loaded_queues()
+        if store.given_valid_end is not None:
+            for q in queues:
+                q.truncate_at_phy(store.given_valid_end)
+            return RecoveryResult("given", -1, store.given_valid_end)
+        result = recover(store.commitlog, queues, store.checkpoint, store.abort_present, store.check_crc_on_recover,
+                         self.variants.dispatched())
+        start = self.variants.redispatch_from(result.mode == MODE_ABNORMAL)
+        # what re-dispatch indexes: every record recovery walked after a crash, else from where it starts
+        result.reindex_from = 0 if result.mode == MODE_ABNORMAL else start
+        if start is not None:
+            self.redispatch(result, start)
+        return result
+
+    def redispatch(self, result: RecoveryResult, start: int) -> None:
+        """Add the consume-queue units opening would write for recovered records at or past ``start`` that their
+        queues lack."""
+        queues, variants = self.queues, self.variants
+        for walk, idx in undispatched_records(result, queues.loaded_queues(), self.queue_lacks, start):
+            buf = self.store.commitlog.queue.buffer(walk.file_index)
+            fields = walk.fields_at(idx)
+            batch = build_batch(buf, fields, REDISPATCH_COLUMNS)
+            ts = fields.store_timestamp
+            for row, store_ts in zip(batch.to_pylist(), ts):
+                key = (row["topic"], row["queueId"])
+                cq = queues.loaded(*key)
+                if cq is None:
+                    cq = variants.dispatch_queue(*key, row)
+                    queues.add(cq)
+                code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
+                if getattr(cq, "is_batch", False):
+                    variants.redispatch_batch(cq, row, code, int(store_ts))
+                elif hasattr(cq, "put_dispatched"):  # RocksDB: keys by queue offset, holes where records were skipped
+                    cq.put_dispatched(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code, int(store_ts))
+                elif row["queueOffset"] == cq.max_offset:
+                    cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
+                variants.redispatch_variant(row, code, int(store_ts))
+
+    def queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
+        """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past
+        the queue's end (``putMessagePositionInfo``'s check), past a batch queue's last unit."""
+        cq = self.queues.loaded(topic, queue_id)
+        if cq is None:
+            return np.ones(len(phy_offsets), dtype=bool)
+        if getattr(cq, "is_batch", False):
+            return phy_offsets > (int(cq.raw["phy_offset"][-1]) if len(cq.raw) else -1)
+        return queue_offsets >= cq.max_offset
