@@ -94,7 +94,7 @@ def main():
 
 
 def _generate(store, parquet, n, RocketStore, pq):
-    with RocketStore.open(store, mode="a") as writer:
+    with RocketStore.open_writer(store) as writer:
         for i, table in enumerate(message_tables(n)):
             writer.append(table)
             pq.write_table(table.select(["topic", "queueId", "tags", "keys", "body"]),

@@ -68,7 +68,7 @@ def main():
             """A full scan as an executor runs it: the valid end known from planning (no recovery walk)."""
             with RocketStore.open(location, fs_options=fs, valid_end=valid_end, lazy_queues=True,
                                   consume_queue_file_size=cq_size) as s:
-                return valid_end, sum(b.num_rows for b in s.scan_commitlog(columns=("body",)))
+                return valid_end, sum(b.num_rows for b in s.scan_raw(columns=("body",)))
 
         raw_get()  # warm the server's caches as the local page cache is warm
         t_raw, raw_bytes = timed(raw_get, repeat=2)
@@ -130,7 +130,7 @@ def _spark_scans(uri, store, options):
 
 
 def _generate(store, n, queues, RocketStore):
-    with RocketStore.open(store, mode="a") as writer:
+    with RocketStore.open_writer(store) as writer:
         for table in message_tables(n, queues=queues):
             writer.append(table)
 

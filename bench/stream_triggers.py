@@ -44,7 +44,7 @@ def measure(spark, store: str, spec, new_messages: int = 1000) -> dict:
         for round_ in range(2):  # the first micro-batch with data also starts the Python workers: reported apart
             table = next(production_tables(_small(spec, new_messages, round_)))
             since = len(query.recentProgress)
-            with RocketStore.open(store, mode="a") as writer:
+            with RocketStore.open_writer(store) as writer:
                 writer.append(table)
             appended_at = time.time()
             rows = table.num_rows

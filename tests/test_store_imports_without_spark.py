@@ -23,7 +23,7 @@ sys.meta_path.insert(0, Block())
 import rocketstore_spark.store as store
 
 with store.RocketStore.open(sys.argv[1]) as s:
-    rows = sum(b.num_rows for b in s.scan_commitlog())           # every column, compressed bodies included
+    rows = sum(b.num_rows for b in s.scan_raw())           # every column, compressed bodies included
     queued = sum(b.num_rows for t in s.topics() for q in s.queue_ids(t)
                  for b in s.read_queue(t, q, tags='TagA || TagB', columns=['tags']))
     found = s.query_by_key('TopicTest', 'order-42').num_rows

@@ -102,7 +102,7 @@ def iter_messages(s: RocketStore, topic: Optional[str], queue: Optional[int], st
     """Messages in queue order (commit-log order without a topic), filtered, as dicts."""
     count = 0
     if topic is None:
-        batches = s.scan_commitlog()
+        batches = s.scan_raw()
     else:
         qids = [queue] if queue is not None else s.queue_ids(topic)
         batches = (b for q in qids for b in s.read_queue(topic, q, start, end, tags=tags))

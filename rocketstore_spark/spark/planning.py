@@ -33,12 +33,12 @@ from ..store.format import layout as L
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
 from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
 from .planning_types import (  # noqa: F401 - re-exported: the partition kinds are planning's vocabulary
-    CommitLogPartition,
     CommitLogSlicePartition,
     LookupPartition,
     Pushed,
     QueuePartition,
     QueueRangesPartition,
+    RawScanPartition,
     StoreHandle,
     handle_for,
     handle_settings,
@@ -187,7 +187,7 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
         store = open_store(ref, opts)
         handle = handle_for(store, ref)
         if opts.scan_mode == SCAN_RAW:
-            parts.extend(_plan_commitlog(store, handle, pushed))
+            parts.extend(_plan_raw(store, handle, pushed))
             continue
         topics = [t for t in store.topics() if opts.wants_topic(t)
                   and (pushed.topics is None or t in pushed.topics)]
@@ -253,7 +253,7 @@ def effective_tags(opts: ReadOptions, pushed: Pushed):
     return None if tags is None else sorted(tags)
 
 
-def _plan_commitlog(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> list[InputPartition]:
+def _plan_raw(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> list[InputPartition]:
     lo = max(store.min_phy_offset(), pushed.phy_offset[0])
     hi = min(handle.valid_end, pushed.phy_offset[1])
     size = store.sizes.commit_log_file_size
@@ -261,7 +261,7 @@ def _plan_commitlog(store: RocketStore, handle: StoreHandle, pushed: Pushed) -> 
     pos = lo
     while pos < hi:
         stop = min(hi, (pos // size + 1) * size)
-        out.append(CommitLogPartition(handle, pos, stop))
+        out.append(RawScanPartition(handle, pos, stop))
         pos = stop
     return out
 

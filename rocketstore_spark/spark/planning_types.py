@@ -59,7 +59,7 @@ class QueueRangesPartition(InputPartition):
 
 
 @dataclass(frozen=True)
-class CommitLogPartition(InputPartition):
+class RawScanPartition(InputPartition):
     """Commit-log offsets [start, end) of one commit-log file, every record (scanMode=raw)."""
 
     store: StoreHandle

@@ -16,12 +16,12 @@ from ..store import RocketStore
 from .filters import apply_filters
 from .options import ReadOptions
 from .planning import (
-    CommitLogPartition,
     CommitLogSlicePartition,
     LookupPartition,
     Pushed,
     QueuePartition,
     QueueRangesPartition,
+    RawScanPartition,
     StoreHandle,
     effective_tags,
     plan,
@@ -120,8 +120,8 @@ class RocketStoreReader(DataSourceReader):
             batches = store.scan_queue_records(partition.start, partition.end, partition.selected, partition.limits,
                                                tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
                                                fail_on_data_loss=self.opts.fail_on_data_loss)
-        elif isinstance(partition, CommitLogPartition):
-            batches = self._filtered(store.scan_commitlog(partition.start, partition.end,
+        elif isinstance(partition, RawScanPartition):
+            batches = self._filtered(store.scan_raw(partition.start, partition.end,
                                                           columns=self._with_filter_columns(columns, tags),
                                                           verify_crc=self.opts.verify_crc), columns, tags)
         elif isinstance(partition, LookupPartition):
@@ -199,7 +199,7 @@ def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Recor
         yield pa.concat_batches(pending)
 
 
-_OUR_PARTITIONS = (QueuePartition, QueueRangesPartition, CommitLogSlicePartition, CommitLogPartition, LookupPartition)
+_OUR_PARTITIONS = (QueuePartition, QueueRangesPartition, CommitLogSlicePartition, RawScanPartition, LookupPartition)
 
 
 class RocketStorePushdownReader(RocketStoreReader):

@@ -1,7 +1,7 @@
 """``RocketStore``: the facade over one RocketMQ store directory, and the top of the format layer.
 
-``RocketStore.open(path)`` reads (:class:`~.store_reader.StoreReader`: never modifies a byte);
-``RocketStore.open(path, mode="a")`` appends (:class:`~.appender.StoreWriter`). Nothing else in the package
+``RocketStore.open(path)`` reads (a ``RocketStore``, the :class:`~.read.store_reader.StoreReader`: never modifies
+a byte); ``RocketStore.open_writer(path)`` appends (:class:`~.write.appender.StoreWriter`). Nothing else in the package
 imports this module, so the layers below it (reader, recovery, appender, the job tools) never import upwards.
 
 It is also the one entry point of the layers above (Spark, CLI): besides the store it exports the sink's job
@@ -15,7 +15,6 @@ from typing import Optional
 
 from ..errors import InvalidArgumentError
 from .files.byte_source import as_path, forget_listings, glob_remote, is_remote, scandir
-from .files.consume_queue import Subscription
 from .files.file_reads import counting
 from .files.locking import StoreLock
 from .files.remote_fs import FsOptions
@@ -41,6 +40,7 @@ from .files.variant import (
 from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
+from .format.subscription import Subscription
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
@@ -56,7 +56,17 @@ MODE_APPEND = "a"
 
 
 class RocketStore(StoreReader):
-    """Read-only view of a RocketMQ store; :meth:`open` with ``mode="a"`` returns the writer instead."""
+    """Read-only view of a RocketMQ store; :meth:`open_writer` opens one for appending."""
+
+    @staticmethod
+    def open_writer(path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
+                    index_max_entries=None, variant=None, **writer_options) -> StoreWriter:
+        """Open (creating if absent) the local store at ``path`` for appending (see :meth:`StoreWriter.open`):
+        sizes as for :meth:`open`, ``store_host``, ``max_message_size``, ``lock`` and ``recover`` as the writer
+        takes them. Writers append only to default-layout stores."""
+        return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
+                                consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
+                                index_max_entries=index_max_entries, variant=variant, **writer_options)
 
     @classmethod
     def open(cls, path, mode: str = MODE_READ, *, commit_log_file_size=None, consume_queue_file_size=None,
@@ -64,20 +74,21 @@ class RocketStore(StoreReader):
              valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, fs_options=None,
              batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
              dledger_self_id=None, dledger_peers=None, trust_recorded_end: bool = False, **writer_options):
-        """Open the store at ``path``: ``mode="r"`` read-only, ``mode="a"`` for appending (see appender).
+        """Open the store at ``path`` for reading (``mode="a"`` is :meth:`open_writer`'s earlier spelling and
+        forwards to it; new code opens writers there).
 
         Sizes are detected from the files; pass them when a store has none of a kind or detection is
         ambiguous. ``valid_end`` skips recovery when the caller already knows the commit log's valid end.
         ``variant`` names the storage variant (``"default"``, or features such as ``"prop-crc,lmq"``, see
         :mod:`.files.variant`) where the files leave it open; it is detected otherwise and reported as
-        ``store.variant``. Writers append only to default-layout stores. ``trust_recorded_end`` takes the commit
+        ``store.variant``. ``trust_recorded_end`` takes the commit
         log's end from rocketstore's last writer's record while it holds (no recovery walk; see
         :mod:`.files.known_end`).
 
         ``path`` may be a remote URI (``s3://bucket/archive/broker-a/store``, also ``s3a``, ``gs``, ``hdfs``,
         ``abfs``), read through ``pyarrow.fs`` with ``fs_options`` such as ``{"endpoint": "host:9000",
         "region": "eu-west-1", "anonymous": True}`` (see :class:`FsOptions`); credentials come from the standard
-        chain unless given. Writers need a local directory.
+        chain unless given.
 
         The broker settings the files leave open (:class:`BrokerSettings`, the flags of a variant harness's
         ``store.args``): ``batch_topics`` (topics with ``queue.type=BatchCQ``, a list or comma-separated),
@@ -88,10 +99,9 @@ class RocketStore(StoreReader):
         settings = BrokerSettings.of(batch_topics, batch_consume_queue_file_size, force_verify_prop_crc,
                                      dledger_self_id, dledger_peers)
         if mode == MODE_APPEND:
-            return StoreWriter.open(path, commit_log_file_size=commit_log_file_size,
-                                    consume_queue_file_size=consume_queue_file_size,
-                                    index_hash_slots=index_hash_slots, index_max_entries=index_max_entries,
-                                    variant=variant, **writer_options)
+            return cls.open_writer(path, commit_log_file_size=commit_log_file_size,
+                                   consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
+                                   index_max_entries=index_max_entries, variant=variant, **writer_options)
         if mode != MODE_READ:
             raise InvalidArgumentError(f"mode must be 'r' (read) or 'a' (append), found {mode!r}")
         if writer_options:

@@ -116,7 +116,7 @@ def test_a_range_starting_earlier_than_a_loaded_one_reloads_the_queue(tmp_path):
     from rocketstore_spark.store import RocketStore
     from tests.store.write.test_writer import SMALL, messages
 
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as w:  # 10 units per consume-queue file
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as w:  # 10 units per consume-queue file
         w.append(messages(90, queueId=[0] * 90))
     opts, parts = queue_plan(tmp_path / "s", topics="orders")
     reader = RocketStoreReader(opts, ("queueOffset",))
@@ -132,15 +132,15 @@ def test_the_planner_opens_a_store_rocketstore_wrote_without_walking_it(tmp_path
     """A store whose last writer was rocketstore's opens from the writer's record of the end; a store a broker
     wrote (no record) is walked as the broker's recovery walks it."""
     import rocketstore_spark.spark.planning as planning
-    import rocketstore_spark.store.read.store_reader as store_reader
+    import rocketstore_spark.store.read.redispatch as redispatch
     from rocketstore_spark.store import RocketStore
     from tests.store.write.test_writer import SMALL, messages
 
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as w:
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as w:
         w.append(messages(60))
     walked = []
-    real = store_reader.recover
-    monkeypatch.setattr(store_reader, "recover", lambda *a, **k: walked.append(1) or real(*a, **k))
+    real = redispatch.recover
+    monkeypatch.setattr(redispatch, "recover", lambda *a, **k: walked.append(1) or real(*a, **k))
     planning._RECOVERED.clear()
     opts, parts = queue_plan(tmp_path / "s")
     assert walked == [] and sum(hi - lo for p in parts for _, _, lo, hi in ranges_of(p)) == 60
@@ -178,16 +178,16 @@ def reader_rows(reader, parts):
 def loaded_queues(monkeypatch):
     """(topic, queue id) of every consume queue an executor's store loads (an object, a file listing or naming,
     an end), as opposed to ranges read in runs."""
-    import rocketstore_spark.store.read.lazy_queues as lazy_queues
+    import rocketstore_spark.store.read.queue_set as queue_set
 
     loaded = []
-    real = lazy_queues.ConsumeQueue
+    real = queue_set.ConsumeQueue
 
     def counted(topic, queue_id, *args, **kwargs):
         loaded.append((topic, queue_id))
         return real(topic, queue_id, *args, **kwargs)
 
-    monkeypatch.setattr(lazy_queues, "ConsumeQueue", counted)
+    monkeypatch.setattr(queue_set, "ConsumeQueue", counted)
     return loaded
 
 

@@ -96,7 +96,7 @@ def _small_store(root, n, start=0):
 
     table = pa.table({"topic": ["T"] * n, "queueId": [0] * n, "tags": ["a"] * n,
                       "body": pa.array([f"m{start + i}".encode() for i in range(n)], pa.binary())})
-    with RocketStore.open(root, mode="a", commit_log_file_size=1 << 16, consume_queue_file_size=200,
+    with RocketStore.open_writer(root, commit_log_file_size=1 << 16, consume_queue_file_size=200,
                           index_hash_slots=16, index_max_entries=64) as w:
         w.append(table)
 
@@ -163,7 +163,7 @@ def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matc
                       "tags": np.where(rare, "rare", "common").tolist(),
                       "body": pa.array([b"m%d" % i for i in range(n)], pa.binary())})
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", commit_log_file_size=1 << 20, consume_queue_file_size=20 * 6000) as w:
+    with RocketStore.open_writer(root, commit_log_file_size=1 << 20, consume_queue_file_size=20 * 6000) as w:
         w.append(table)
     opts = parse_read_options({"path": str(root), "tags": "rare", "minPartitions": "3"})
     exact = plan(opts, Pushed())
@@ -207,7 +207,7 @@ def test_a_tag_read_of_many_small_queues_is_planned_from_a_few_queues_per_topic(
                       "tags": np.where(rare, "rare", "common").tolist(),
                       "body": pa.array([b"m%d" % i for i in range(n)], pa.binary())})
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", commit_log_file_size=1 << 20, consume_queue_file_size=20 * 1000) as w:
+    with RocketStore.open_writer(root, commit_log_file_size=1 << 20, consume_queue_file_size=20 * 1000) as w:
         w.append(table)
     opts = parse_read_options({"path": str(root), "tags": "rare"})
     plan(opts, Pushed())  # the store opened and recovered: what follows is the packing's own reading

@@ -167,7 +167,7 @@ def test_driver_killed_during_commit_is_all_or_nothing(tmp_path, spark):
         assert result.returncode != 0  # the commit's Python worker was killed: the job failed
         with RocketStore.open(tmp_path / "s") as s:
             s.max_phy_offset()  # readable without error
-        RocketStore.open(tmp_path / "s", mode="a").close()  # recovery
+        RocketStore.open_writer(tmp_path / "s").close()  # recovery
         with RocketStore.open(tmp_path / "s") as s:
             bodies = [b for q in s.queue_ids("t") for batch in s.read_queue("t", q, columns=["body"])
                       for b in batch.column(0).to_pylist()]

@@ -167,7 +167,7 @@ def test_reads_that_plan_no_partition_return_no_rows(pushdown, golden_store_path
     assert df.where("tags = 'NoSuchTag'").count() == 0
     from rocketstore_spark.store import RocketStore
 
-    with RocketStore.open(tmp_path / "empty", mode="a"):
+    with RocketStore.open_writer(tmp_path / "empty"):
         pass  # a store with no message yet
     assert reader(spark, tmp_path / "empty").count() == 0
     assert reader(spark, tmp_path / "empty", scanMode="commitlog").count() == 0

@@ -17,7 +17,7 @@ from tests.store.write.test_writer import SMALL, messages
 @pytest.fixture
 def store_root(tmp_path):
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(root, **SMALL) as w:
         w.append(messages(60))
         w.append(messages(5, topic="other", queueId=[0, 1, 0, 1, 0]))
     age(root)
@@ -44,7 +44,7 @@ def test_an_untouched_store_is_unchanged_and_checked_by_stats_alone(store_root, 
 
 def test_a_store_written_just_before_the_open_is_not_trusted(tmp_path):
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(root, **SMALL) as w:
         w.append(messages(10))
     snap, _ = snapshot(root)
     assert not snap.trusted and not snap.unchanged()

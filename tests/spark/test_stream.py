@@ -22,7 +22,7 @@ APPENDER = textwrap.dedent("""
     from rocketstore_spark.store import RocketStore
     path, bursts, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     for b in range(bursts):
-        with RocketStore.open(path, mode="a") as w:
+        with RocketStore.open_writer(path) as w:
             w.append(pa.table({"topic": ["live"] * size, "queueId": [i % 4 for i in range(size)],
                                "body": [f"m-{b * size + i}".encode() * 20 for i in range(size)]}))
         time.sleep(0.4)
@@ -44,7 +44,7 @@ QUERY = textwrap.dedent("""
 
 
 def seed(path, n=20):
-    with RocketStore.open(path, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(path, **SMALL) as w:
         w.append(pa.table({"topic": ["live"] * n, "queueId": [i % 4 for i in range(n)],
                            "body": [f"seed-{i}".encode() * 20 for i in range(n)]}))
 
@@ -121,7 +121,7 @@ def test_store_to_store_through_the_sink_exactly_once(spark, tmp_path):
     last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
     for name in (str(last), f".{last}.crc"):
         (commits / name).unlink(missing_ok=True)
-    with RocketStore.open(a, mode="a") as w:
+    with RocketStore.open_writer(a) as w:
         w.append(pa.table({"topic": ["live"] * 100, "body": [f"late-{i}".encode() for i in range(100)]}))
     progress = run(70)
     assert progress[0]["batchId"] == last and progress[0]["numInputRows"] <= 200  # the replay: its recorded range

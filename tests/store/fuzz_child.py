@@ -66,11 +66,11 @@ def run_operations(root: Path, expect: dict) -> dict:
                     samples["keys"] += [k for r in rows for k in ([r["uniqKey"]] if r["uniqKey"] else []) + r["keys"]]
                     samples["times"] += b.column("storeTimestamp").cast(pa.int64()).slice(0, 2).to_pylist()
             out.attempt(f"queue {topic}/{qid}", read)
-        out.attempt("scan", lambda: _drain(store.scan_commitlog(columns=ALL_COLUMNS)))
+        out.attempt("scan", lambda: _drain(store.scan_raw(columns=ALL_COLUMNS)))
 
         def scan_crc():
             try:
-                _drain(store.scan_commitlog(columns=("commitLogOffset",), verify_crc=True))
+                _drain(store.scan_raw(columns=("commitLogOffset",), verify_crc=True))
             except CorruptRecordError as e:
                 if crc and e.path == crc["file"] and e.offset == crc["record"]:
                     detected["crc"] = True

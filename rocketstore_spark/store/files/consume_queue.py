@@ -6,89 +6,19 @@ with queue offset ``i``. Recovery (``ConsumeQueue.recover``) keeps units while `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from ...errors import DataLossError, InvalidArgumentError, StoreFormatError
+from ...errors import DataLossError, StoreFormatError
 from ..format import layout as L
-from ..format.java_hash import java_string_hash
+from ..format.subscription import Subscription
 from .mapped_file_queue import MappedFileQueue
 from .unit_search import WINDOW_UNITS, file_units_reader, first_at_or_past, valid_prefix, valid_units
 
 UNITS_PER_RECOVERY_FILES = 3  # ConsumeQueue.recover starts from the third-last file
 HASH_SCAN_UNITS = 1 << 16  # units tag-tested per step (1.3 MB of queue): measured fastest on 2.5M units
-EXT_ADDRESS_MAX = -(1 << 31) - 1  # ConsumeQueueExt.MAX_ADDR: tagsCode at or below is an ext-file address
-
-
-@dataclass(frozen=True)
-class Subscription:
-    """A RocketMQ subscription expression: ``*`` or tags joined by ``||``."""
-
-    tags: tuple[str, ...]  # empty for "*"
-
-    @property
-    def is_all(self) -> bool:
-        return not self.tags
-
-    @cached_property
-    def codes(self) -> np.ndarray:
-        """Java hash codes of the subscribed tags (what ``SubscriptionData.codeSet`` holds); computed once, a
-        read over thousands of queues asks for every queue."""
-        return np.array([java_string_hash(t) for t in self.tags], dtype=np.int64)
-
-    @staticmethod
-    def parse(expression) -> "Subscription":
-        """Parse ``"*"``, ``None`` (all), ``"TagA || TagB"`` or a list of tags; malformed text is an error."""
-        if expression is None:
-            return Subscription(())
-        if isinstance(expression, (list, tuple)):
-            parts = [str(t).strip() for t in expression]
-        else:
-            text = str(expression).strip()
-            if text in ("", "*"):
-                return Subscription(())
-            parts = [t.strip() for t in text.split("||")]
-        if any(not t or t == "*" or "|" in t for t in parts):
-            raise InvalidArgumentError(
-                f"bad tag expression {expression!r}: expected '*' or tags separated by '||', "
-                "e.g. 'TagA || TagB' (empty tags, '*' inside a list and single '|' are not allowed)")
-        return Subscription(tuple(dict.fromkeys(parts)))
-
-    def matches_codes(self, tags_codes: np.ndarray, topic: str = "") -> np.ndarray:
-        """The consume-queue test: ``(int) tagsCode`` in the code set (everything for ``*``).
-
-        Units whose tagsCode is not a tag hash pass, to be decided on the real tag: ConsumeQueueExt addresses
-        (<= Integer.MIN_VALUE - 1) and every unit of SCHEDULE_TOPIC_XXXX (its tagsCode is a delivery time).
-        """
-        codes = np.asarray(tags_codes, dtype=np.int64)
-        if self.is_all or topic == L.SCHEDULE_TOPIC:
-            return np.ones(len(codes), dtype=bool)
-        low = (codes & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-        return np.isin(low.astype(np.int64), self.codes) | (codes <= EXT_ADDRESS_MAX)
-
-    def matches_units(self, units: np.ndarray, topic: str = "") -> np.ndarray:
-        """:meth:`matches_codes` for consume-queue units, read in place as 32-bit halves of tagsCode (a
-        selective read tests every unit of a queue; this touches each once, without int64 temporaries)."""
-        if self.is_all or topic == L.SCHEDULE_TOPIC:
-            return np.ones(len(units), dtype=bool)
-        if units.dtype != L.CQ_UNIT_DTYPE:  # units built elsewhere (e.g. native byte order): the file's layout
-            units = units.astype(L.CQ_UNIT_DTYPE)
-        words = units.view(L.CQ_TAGS_WORDS_DTYPE)
-        # one byte-swapping copy per half, then compares on native contiguous arrays (3x the strided ones)
-        low, high = words["tags_low"].astype(np.int32), words["tags_high"].astype(np.int32)
-        codes = self.codes.astype(np.int32)
-        hit = low == codes[0]
-        for code in codes[1:]:
-            hit |= low == code
-        # tagsCode <= EXT_ADDRESS_MAX (-2^31 - 1) exactly when it is not a sign-extended int and is negative,
-        # i.e. when the high half is below the low half's sign extension (low >> 31: 0 or -1)
-        np.right_shift(low, 31, out=low)
-        hit |= high < low
-        return hit
 
 
 class ConsumeQueue:

@@ -57,9 +57,9 @@ class StoreWriter:
         # the end the last writer recorded, while nothing recovery looks at changed; else recovery's walk
         reader = StoreReader(root, sizes, valid_end=known_end(root, sizes))
         self.next_phy = reader.max_phy_offset()
-        self.offsets = QueueOffsets({key: cq.max_offset for key, cq in reader._queues.items()})
+        self.offsets = QueueOffsets({key: cq.max_offset for key, cq in reader.queues.loaded_items()})
         # units that opening would re-dispatch are not on disk: the next open must find them again by walking
-        self._fully_dispatched = not any(len(cq.virtual) for cq in reader._queues.values())
+        self._fully_dispatched = not any(len(cq.virtual) for cq in reader.queues.loaded_queues())
         self._checkpoint = reader.checkpoint() or Checkpoint()
         reader.close()
         forget_known_end(root)  # from now on only this writer's close knows the end
@@ -148,7 +148,7 @@ class StoreWriter:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise StoreClosedError(f"store {self.root} is closed; open it again with mode='a'")
+            raise StoreClosedError(f"store {self.root} is closed; open it again with RocketStore.open_writer")
 
     def append_encoded(self, batch: EncodedBatch, now_ms: Optional[int] = None) -> None:
         """Publish an encoded batch: assign offsets and store times, write commit log, queues and index."""

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-import rocketstore_spark.store.read.store_reader as store_reader
+import rocketstore_spark.store.read.redispatch as redispatch
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.files.known_end import KNOWN_END_FILE, known_end
 from rocketstore_spark.store.files.sizes import detect_sizes
@@ -15,7 +15,7 @@ from tests.store.write.test_writer import SMALL, messages
 @pytest.fixture
 def store(tmp_path):
     root = tmp_path / "s"
-    with RocketStore.open(root, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(root, **SMALL) as w:
         w.append(messages(120))
     return root
 
@@ -27,8 +27,8 @@ def _sizes(root):
 def _walked(monkeypatch) -> list:
     """Calls of recovery's walk from now on."""
     calls = []
-    real = store_reader.recover
-    monkeypatch.setattr(store_reader, "recover", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = redispatch.recover
+    monkeypatch.setattr(redispatch, "recover", lambda *a, **k: calls.append(1) or real(*a, **k))
     return calls
 
 
@@ -40,10 +40,10 @@ def test_the_next_writer_appends_at_the_recorded_end_without_walking(store, tmp_
     os.system(f"cp -a {store} {twin}")
     (twin / ".rocketstore" / KNOWN_END_FILE).unlink()  # the same store, found by walking
     walked = _walked(monkeypatch)
-    with RocketStore.open(store, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(store, **SMALL) as w:
         w.append(messages(40, start=500))
     assert walked == []
-    with RocketStore.open(twin, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(twin, **SMALL) as w:
         w.append(messages(40, start=500))
     assert walked == [1]
     with RocketStore.open(store) as a, RocketStore.open(twin) as b:
@@ -98,7 +98,7 @@ def test_after_a_crash_the_writer_walks_repairs_and_records_what_a_walk_finds(st
         fh.write(L.BLANK_MARKER.pack(300, L.MESSAGE_MAGIC_CODE) + b"\x01" * 40)
     (store / L.ABORT_FILE).write_text("1")
     walked = _walked(monkeypatch)
-    with RocketStore.open(store, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(store, **SMALL) as w:
         w.append(messages(5, start=900))
         written_end = w.next_phy
     assert walked and known_end(store, _sizes(store)) == written_end

@@ -55,7 +55,7 @@ class BadText:
 @pytest.mark.parametrize("uri", REMOTE)
 def test_a_remote_uri_is_refused_for_writing_saying_why(uri, tmp_path):
     with pytest.raises(UnsupportedLocationError) as err:
-        RocketStore.open(uri, mode="a")
+        RocketStore.open_writer(uri)
     message = str(err.value)
     assert "POSIX record locks and atomic renames" in message and "local disk" in message
     assert "then copy" in message
@@ -66,7 +66,7 @@ def test_a_file_uri_store_opens_for_reading_and_writing(golden_store_path, tmp_p
 
     with RocketStore.open(f"file://{golden_store_path}") as store:
         assert store.max_phy_offset() > 0
-    with RocketStore.open(f"file://{tmp_path}/new", mode="a") as writer:
+    with RocketStore.open_writer(f"file://{tmp_path}/new") as writer:
         writer.append(pa.table({"topic": ["t"], "body": [b"x"]}))
     with RocketStore.open(tmp_path / "new") as store:
         assert store.max_offset("t", 0) == 1

@@ -27,7 +27,7 @@ BROKER_TABLE = {  # as a broker writes it (fastjson, pretty): a topic with 16 qu
 @pytest.fixture
 def store(tmp_path):
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(root, **SMALL) as w:
         w.append(messages(30))  # orders, queues 0..2
     return root
 
@@ -74,12 +74,12 @@ def test_a_job_rolled_back_leaves_the_table_alone_and_one_killed_after_its_commi
     before = tree_digest(store)
     job = new_job_id()
     assert run_publish(store, job, stage_job(store, job), "before-done").returncode == -9
-    RocketStore.open(store, mode="a").close()
+    RocketStore.open_writer(store).close()
     assert tree_digest(store) == before and "fresh" not in table(store)["topicConfigTable"]
     job = new_job_id()
     assert run_publish(store, job, stage_job(store, job), "after-done").returncode == -9
     assert "fresh" not in table(store)["topicConfigTable"]  # killed between the commit point and the table
-    with RocketStore.open(store, mode="a") as w:
+    with RocketStore.open_writer(store) as w:
         assert any("added topics fresh" in a for a in w.recovery_actions)
     assert table(store)["topicConfigTable"]["fresh"]["writeQueueNums"] == 4
 
@@ -89,7 +89,7 @@ def test_an_unreadable_table_stops_a_writer_before_it_writes(store):
     with pytest.raises(StoreFormatError, match="topics.json"):
         existing_queue_counts(store)
     with pytest.raises(StoreFormatError, match="topics.json"):
-        RocketStore.open(store, mode="a")
+        RocketStore.open_writer(store)
     topics_path(store).write_text(json.dumps({"topicConfigTable": {"orders": {"readQueueNums": "many"}}}))
     with pytest.raises(StoreFormatError, match="'orders': expected integer readQueueNums"):
         existing_queue_counts(store)
@@ -105,6 +105,6 @@ def test_an_empty_table_falls_back_to_the_backup_like_the_broker(store):
 
 def test_writing_only_existing_topics_of_a_store_without_a_table_creates_one(tmp_path):
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(root, **SMALL) as w:
         w.append(pa.table({"topic": ["a", "b"], "queueId": [0, 5], "body": [b"x", b"y"]}))
     assert {t: c["writeQueueNums"] for t, c in table(root)["topicConfigTable"].items()} == {"a": 1, "b": 6}

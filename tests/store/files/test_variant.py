@@ -29,7 +29,7 @@ def test_each_golden_variant_is_detected_from_its_files(variant_golden, name):
 def test_the_default_golden_store_and_new_stores_are_default(golden_store_path, golden_store, tmp_path):
     assert detect_variant(golden_store_path).name == "default" and golden_store.variant.is_default
     assert detect_variant(tmp_path).is_default  # an empty directory: a new store
-    with RocketStore.open(tmp_path / "new", mode="a") as writer:
+    with RocketStore.open_writer(tmp_path / "new") as writer:
         writer.append(pa.table({"topic": ["T"], "body": [b"x"]}))
     assert detect_variant(tmp_path / "new").is_default
 
@@ -80,7 +80,7 @@ def test_writes_into_every_variant_store_are_refused_and_change_nothing(variant_
     shutil.copytree(variant_golden(name) / "store", store)
     before = sorted((str(p.relative_to(store)), p.stat().st_size, p.stat().st_mtime_ns) for p in store.rglob("*"))
     with pytest.raises(UnsupportedVariantError, match=f"is a {name} store.*writes only the default layout"):
-        RocketStore.open(store, mode="a")
+        RocketStore.open_writer(store)
     with pytest.raises(UnsupportedVariantError):
         refuse_variant_writes(store)  # what the Spark sink checks on the driver before any task stages
     after = sorted((str(p.relative_to(store)), p.stat().st_size, p.stat().st_mtime_ns) for p in store.rglob("*"))
@@ -89,7 +89,7 @@ def test_writes_into_every_variant_store_are_refused_and_change_nothing(variant_
 
 def test_a_new_store_named_as_a_variant_is_refused(tmp_path):
     with pytest.raises(UnsupportedVariantError, match="lmq"):
-        RocketStore.open(tmp_path / "new", mode="a", variant="lmq")
+        RocketStore.open_writer(tmp_path / "new", variant="lmq")
     assert not (tmp_path / "new").exists()
     refuse_variant_writes(tmp_path / "new")  # the default layout: nothing to refuse
 

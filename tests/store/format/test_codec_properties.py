@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.store import RocketStore
-from rocketstore_spark.store.files.consume_queue import Subscription
 from rocketstore_spark.store.format import layout as L
 from rocketstore_spark.store.format.codec import parse_records
 from rocketstore_spark.store.format.columns import parse_properties, single_property, split_keys
 from rocketstore_spark.store.format.java_hash import index_key_hash, java_string_hash, java_string_hashes
+from rocketstore_spark.store.format.subscription import Subscription
 from tests.store import reference as ref
 
 TOPIC_CHARS = "%|_-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -184,7 +184,7 @@ def collision_store(tmp_path_factory):
     table = pa.table({"topic": ["Collide"] * len(tags), "queueId": [0] * len(tags),
                       "tags": pa.array(tags, pa.string()),
                       "body": pa.array([f"m{i}".encode() for i in range(len(tags))], pa.binary())})
-    with RocketStore.open(root, mode="a", commit_log_file_size=1 << 20, consume_queue_file_size=600,
+    with RocketStore.open_writer(root, commit_log_file_size=1 << 20, consume_queue_file_size=600,
                           index_hash_slots=64, index_max_entries=256) as w:
         w.append(table)
     return root, tags
@@ -285,11 +285,11 @@ def test_records_round_trip(msgs):
     with tempfile.TemporaryDirectory() as tmp:
         sizes = dict(commit_log_file_size=1 << 20, consume_queue_file_size=600, index_hash_slots=16,
                      index_max_entries=64)
-        with RocketStore.open(tmp, mode="a", **sizes) as w:
+        with RocketStore.open_writer(tmp, **sizes) as w:
             w.append(table)
         # a 16-slot index with a few entries is genuinely ambiguous (detection says so): pass the sizes
         with RocketStore.open(tmp, **sizes) as s:
-            rows = [r for b in s.scan_commitlog() for r in b.to_pylist()]
+            rows = [r for b in s.scan_raw() for r in b.to_pylist()]
     assert len(rows) == len(msgs)
     for r, m in zip(rows, msgs):
         assert r["topic"] == m["topic"] and r["body"] == m["body"]

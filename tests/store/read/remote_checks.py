@@ -28,7 +28,7 @@ def assert_queues_read_the_same(remote, local, scan: bool = True, rows_of=None) 
             if rows_of is None or topic in rows_of:
                 assert table(remote.read_queue(topic, qid)).equals(table(local.read_queue(topic, qid))), (topic, qid)
     if scan:
-        assert table(remote.scan_commitlog()).equals(table(local.scan_commitlog()))
+        assert table(remote.scan_raw()).equals(table(local.scan_raw()))
 
 
 def assert_lookups_answer_the_same(remote, local, queries: list, rows: int = 20) -> None:

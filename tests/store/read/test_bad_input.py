@@ -225,7 +225,7 @@ def test_corrupt_record_in_an_early_file(golden_copy, manifest, dispatched, dama
         assert_names(info, path, pos)
         assert (info.value.path, info.value.offset) == (str(path), pos)
         with pytest.raises(CorruptRecordError) as info:
-            list(s.scan_commitlog(columns=["topic"]))
+            list(s.scan_raw(columns=["topic"]))
         assert_names(info, path, pos)
         with pytest.raises(CorruptRecordError):
             s.look_message_by_offset(victim["commitLogOffset"])
@@ -233,7 +233,7 @@ def test_corrupt_record_in_an_early_file(golden_copy, manifest, dispatched, dama
         before = [o for b in s.read_queue(victim["topic"], victim["queueId"], end=victim["cqOffset"],
                                           columns=["queueOffset"]) for o in b.column(0).to_pylist()]
         assert before == list(range(victim["cqOffset"]))
-        assert sum(b.num_rows for b in s.scan_commitlog(end=victim["commitLogOffset"], columns=["queueId"])) == \
+        assert sum(b.num_rows for b in s.scan_raw(end=victim["commitLogOffset"], columns=["queueId"])) == \
             sum(1 for m in manifest if m["commitLogOffset"] < victim["commitLogOffset"])
 
 
@@ -271,7 +271,7 @@ def test_bad_arguments(golden_store):
     with pytest.raises(InvalidArgumentError, match="unknown column"):
         list(golden_store.read_queue("TopicTest", 0, columns=["nope"]))
     with pytest.raises(InvalidArgumentError, match="unknown column"):
-        list(golden_store.scan_commitlog(columns=["topic", "Topic"]))
+        list(golden_store.scan_raw(columns=["topic", "Topic"]))
     with pytest.raises(InvalidArgumentError, match="boundary"):
         golden_store.offset_by_time("TopicTest", 0, 0, "middle")
     with pytest.raises(InvalidArgumentError, match="no consume queue"):
@@ -314,5 +314,5 @@ def test_corrupt_record_in_the_newest_file_ends_the_log_there(golden_copy, manif
         for (topic, qid), rows in dispatched.items():
             expected = sum(1 for m in rows if m["commitLogOffset"] < victim["commitLogOffset"])
             assert s.max_offset(topic, qid) == expected, (topic, qid)
-        count = sum(b.num_rows for b in s.scan_commitlog(columns=["queueId"]))
+        count = sum(b.num_rows for b in s.scan_raw(columns=["queueId"]))
         assert count == sum(1 for m in manifest if m["commitLogOffset"] < victim["commitLogOffset"])

@@ -18,7 +18,7 @@ def expired_store(tmp_path):
     root = tmp_path / "store"
     table = pa.table({"topic": ["T"] * COUNT, "queueId": [i % 4 for i in range(COUNT)],
                       "body": [b"m-%d" % i * 20 for i in range(COUNT)]})
-    with RocketStore.open(root, mode="a", **SIZES) as w:
+    with RocketStore.open_writer(root, **SIZES) as w:
         w.append(table)
     for old in sorted((root / "commitlog").iterdir())[:3]:
         old.unlink()

@@ -17,7 +17,7 @@ TRANSACTION_TYPE = {0x0: "NOT_TYPE", 0x4: "PREPARED", 0x8: "COMMIT", 0xC: "ROLLB
 def scanned(golden_store):
     """(rows, batch sizes) of a full scan with every column, raw ones included."""
     rows, sizes = [], []
-    for batch in golden_store.scan_commitlog(columns=ALL):
+    for batch in golden_store.scan_raw(columns=ALL):
         assert batch.schema.names == list(ALL)
         sizes.append(batch.num_rows)
         rows.extend(batch.to_pylist())
@@ -53,7 +53,7 @@ def test_scan_includes_records_that_are_in_no_consume_queue(rows, manifest):
 
 def test_batches_hold_at_most_10000_rows(scanned, golden_store):
     assert max(scanned[1]) <= 10_000 and sum(scanned[1]) == 20003
-    small = [b.num_rows for b in golden_store.scan_commitlog(columns=["queueId"], batch_rows=700)]
+    small = [b.num_rows for b in golden_store.scan_raw(columns=["queueId"], batch_rows=700)]
     assert max(small) <= 700 and sum(small) == 20003
 
 
@@ -72,7 +72,7 @@ def test_timestamps_are_exact_milliseconds(rows, manifest):
 
 
 def test_timestamp_type_is_utc_milliseconds(golden_store):
-    batch = next(golden_store.scan_commitlog(columns=["bornTimestamp", "storeTimestamp"]))
+    batch = next(golden_store.scan_raw(columns=["bornTimestamp", "storeTimestamp"]))
     assert batch.schema.field("storeTimestamp").type == pa.timestamp("ms", tz="UTC")
     assert batch.schema.field("bornTimestamp").type == pa.timestamp("ms", tz="UTC")
 
@@ -140,7 +140,7 @@ def test_column_selection_returns_exactly_those_columns(golden_store, manifest, 
     from rocketstore_spark.store import arrow_schema
 
     expected = arrow_schema(columns)
-    scan = pa.Table.from_batches(list(golden_store.scan_commitlog(columns=columns)), schema=expected)
+    scan = pa.Table.from_batches(list(golden_store.scan_raw(columns=columns)), schema=expected)
     assert scan.schema == expected and scan.num_rows == len(manifest)
     queue = list(golden_store.read_queue("TopicTest", 0, columns=columns))
     assert queue and all(b.schema == expected for b in queue)
@@ -160,7 +160,7 @@ def test_column_selection_with_tag_filter_keeps_only_asked_columns(golden_store)
 
 
 def test_default_columns_are_the_documented_ones(golden_store):
-    batch = next(golden_store.scan_commitlog())
+    batch = next(golden_store.scan_raw())
     assert batch.schema.names == list(COLUMNS)
     keys_type = batch.schema.field("keys").type
     assert pa.types.is_list(keys_type) and keys_type.value_type == pa.string()
@@ -171,14 +171,14 @@ def test_default_columns_are_the_documented_ones(golden_store):
 
 def test_scan_start_end_window(golden_store, manifest):
     lo, hi = manifest[100]["commitLogOffset"], manifest[2500]["commitLogOffset"]
-    got = [o for b in golden_store.scan_commitlog(lo, hi, columns=["commitLogOffset"])
+    got = [o for b in golden_store.scan_raw(lo, hi, columns=["commitLogOffset"])
            for o in b.column(0).to_pylist()]
     assert got == [m["commitLogOffset"] for m in manifest[100:2500]]
 
 
 def test_unknown_column_is_rejected_by_every_reader(golden_store):
     with pytest.raises(InvalidArgumentError, match="nope"):
-        list(golden_store.scan_commitlog(columns=["topic", "nope"]))
+        list(golden_store.scan_raw(columns=["topic", "nope"]))
     with pytest.raises(InvalidArgumentError, match="nope"):
         list(golden_store.read_queue("TopicTest", 0, columns=["nope"]))
     with pytest.raises(InvalidArgumentError, match="nope"):

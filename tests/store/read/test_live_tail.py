@@ -21,7 +21,7 @@ def messages(pairs, body=200) -> pa.Table:
 
 
 def append(root, pairs):
-    with RocketStore.open(root, mode="a", **SIZES) as writer:
+    with RocketStore.open_writer(root, **SIZES) as writer:
         writer.append(messages(pairs))
 
 

@@ -31,7 +31,7 @@ def long_queue(tmp_path_factory):
     table = pa.table({"topic": ["Long"] * COUNT, "queueId": [0] * COUNT,
                       "tags": pa.array(["X"] * (COUNT - 1) + ["Y"], pa.string()),
                       "body": pa.array([b"m%d" % i for i in range(COUNT)], pa.binary())})
-    with RocketStore.open(root, mode="a", **SIZES) as w:
+    with RocketStore.open_writer(root, **SIZES) as w:
         w.append(table)
     with RocketStore.open(root, **SIZES) as s:
         assert s.max_offset("Long", 0) == COUNT
@@ -80,7 +80,7 @@ def test_default_batches_hold_at_most_10000_rows(tmp_path):
     n = 25_000
     sizes = dict(commit_log_file_size=4 << 20, consume_queue_file_size=30_000 * 20, index_hash_slots=1000,
                  index_max_entries=4000)
-    with RocketStore.open(tmp_path / "store", mode="a", **sizes) as w:
+    with RocketStore.open_writer(tmp_path / "store", **sizes) as w:
         w.append(pa.table({"topic": ["Big"] * n, "queueId": [0] * n,
                            "body": pa.array([b"%d" % i for i in range(n)], pa.binary())}))
     with RocketStore.open(tmp_path / "store", **sizes) as s:
@@ -88,7 +88,7 @@ def test_default_batches_hold_at_most_10000_rows(tmp_path):
         assert [b.num_rows for b in batches] == [10_000, 10_000, 5_000]
         assert [o for b in batches for o in b.column(0).to_pylist()] == list(range(n))
         assert batches[2].column(1).to_pylist()[-1] == b"%d" % (n - 1)
-        scanned = [b.num_rows for b in s.scan_commitlog(columns=["queueOffset"])]
+        scanned = [b.num_rows for b in s.scan_raw(columns=["queueOffset"])]
         assert max(scanned) <= 10_000 and sum(scanned) == n
         small = [b.num_rows for b in s.read_queue("Big", 0, columns=["queueOffset"], batch_rows=3000)]
         assert max(small) <= 3000 and sum(small) == n

@@ -32,7 +32,7 @@ def many_queues_table(topics: int, queues: int, per_queue: int, body: int = 100)
 @pytest.fixture(scope="module")
 def sparse_store(tmp_path_factory):
     root = tmp_path_factory.mktemp("many") / "store"
-    with RocketStore.open(root, mode="a") as writer:
+    with RocketStore.open_writer(root) as writer:
         writer.append(many_queues_table(TOPICS, QUEUES, PER_QUEUE))
     return root
 
@@ -128,7 +128,7 @@ def test_short_ranges_of_many_queues_are_decoded_together(tmp_path):
     """A micro-batch spread over many queues (a few messages each) decodes a few batches, not one per queue,
     and returns every row once with each queue's rows in queue-offset order."""
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", consume_queue_file_size=20 * 1000) as w:
+    with RocketStore.open_writer(root, consume_queue_file_size=20 * 1000) as w:
         w.append(many_queues_table(25, 8, 3))
     with RocketStore.open(root) as store:
         ranges = [(t, q, 1, 3) for t in store.topics() for q in store.queue_ids(t)]
@@ -146,7 +146,7 @@ def test_reads_scattered_over_a_large_commit_log_hold_a_bounded_part_of_it(tmp_p
     production store): the mapped pages it holds are let go in steps, so a fresh process's peak stays far below
     the bytes it read (the kernel maps whole page-cache folios around each touched record)."""
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", consume_queue_file_size=20 * 100_000) as w:
+    with RocketStore.open_writer(root, consume_queue_file_size=20 * 100_000) as w:
         for _ in range(6):
             w.append(many_queues_table(50, 8, 250, body=200))  # 100k messages over 400 queues, interleaved
     out = subprocess.run([sys.executable, "-c", PEAK_RSS_SCRIPT, str(root)], capture_output=True,
@@ -172,7 +172,7 @@ def test_scattered_records_are_decoded_in_pieces_of_bounded_reach():
 def spread_store(tmp_path_factory):
     """200 queues whose "rare" records (1 in 97) lie ~200 KB apart: alone in their page windows."""
     root = tmp_path_factory.mktemp("spread") / "store"
-    with RocketStore.open(root, mode="a", consume_queue_file_size=20 * 1000) as w:
+    with RocketStore.open_writer(root, consume_queue_file_size=20 * 1000) as w:
         w.append(many_queues_table(25, 8, 40, body=2000))
     return root
 

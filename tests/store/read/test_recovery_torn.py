@@ -148,7 +148,7 @@ def test_earlier_records_read_identically_after_a_tear(torn, manifest):
             key = (torn.last["topic"], torn.last["queueId"])
             offsets = [o for b in s.read_queue(*key, columns=["queueOffset"]) for o in b.column(0).to_pylist()]
             assert offsets == list(range(torn.last["cqOffset"]))
-            count = sum(b.num_rows for b in s.scan_commitlog(columns=["queueId"]))
+            count = sum(b.num_rows for b in s.scan_raw(columns=["queueId"]))
             assert count == len(manifest) - 1
     finally:
         torn.restore()
@@ -196,7 +196,7 @@ def test_opening_and_reading_never_modify_the_store(golden_copy, manifest, abort
     names = sorted(str(p.relative_to(golden_copy)) for p in golden_copy.rglob("*"))
     with RocketStore.open(golden_copy) as s:
         assert s.max_phy_offset() == last["commitLogOffset"] + (0 if abort else last["storeSize"])
-        assert sum(b.num_rows for b in s.scan_commitlog(columns=["topic", "body"])) == len(manifest) - abort
+        assert sum(b.num_rows for b in s.scan_raw(columns=["topic", "body"])) == len(manifest) - abort
         for topic in s.topics():
             for qid in s.queue_ids(topic):
                 list(s.read_queue(topic, qid, columns=["queueOffset"]))
@@ -217,7 +217,7 @@ def test_torn_store_repairs_on_append(golden_copy, manifest):
     data = bytearray(path.read_bytes())
     data[pos + 10:pos + last["storeSize"]] = bytes(last["storeSize"] - 10)
     path.write_bytes(bytes(data))
-    with RocketStore.open(golden_copy, mode="a") as w:
+    with RocketStore.open_writer(golden_copy) as w:
         assert any("repaired" in a for a in w.recovery_actions)
         w.append(pa.table({"topic": [last["topic"]], "queueId": [last["queueId"]], "body": [b"after crash"]}))
     with RocketStore.open(golden_copy) as s:

@@ -72,7 +72,7 @@ def test_an_object_that_vanishes_under_a_read_is_named(s3_server, golden_store_p
         victim = remote.commitlog.queue.files[3]
         s3_server.filesystem().delete_file(f"rst/remote-vanish/store/commitlog/{victim.path.name}")
         with pytest.raises((StoreNotFoundError, RemoteReadError)) as err:
-            list(remote.scan_commitlog())
+            list(remote.scan_raw())
         assert f"{uri}/commitlog/{victim.path.name}" in str(err.value)
 
 
@@ -88,7 +88,7 @@ def test_a_server_that_stops_mid_read_fails_with_the_object_not_a_hang(tmp_path,
         server.stop()
     started = time.monotonic()
     with pytest.raises(RemoteReadError) as err:
-        list(remote.scan_commitlog())
+        list(remote.scan_raw())
     assert time.monotonic() - started < 60
     assert f"{uri}/" in str(err.value) and "failed after 2 attempt(s)" in str(err.value)
     remote.close()
@@ -119,8 +119,8 @@ def test_a_production_shaped_store_reads_the_same_from_s3(s3_server, tmp_path):
         assert [remote.max_offset(t, q) for t, q, _, _ in ranges] == [here.max_offset(t, q) for t, q, _, _ in ranges]
         assert pa.Table.from_batches(list(remote.read_queues(ranges))).equals(
             pa.Table.from_batches(list(here.read_queues(ranges))))
-        assert pa.Table.from_batches(list(remote.scan_commitlog())).equals(
-            pa.Table.from_batches(list(here.scan_commitlog())))
+        assert pa.Table.from_batches(list(remote.scan_raw())).equals(
+            pa.Table.from_batches(list(here.scan_raw())))
 
 
 def test_a_prefix_being_synced_is_followed_by_the_streaming_tail(s3_server, golden_copy):
@@ -141,7 +141,7 @@ def test_a_prefix_being_synced_is_followed_by_the_streaming_tail(s3_server, gold
     with RocketStore.open(golden_copy) as here:
         assert before == {t: {str(q): here.max_offset(t, q) for q in here.queue_ids(t)} for t in here.topics()
                           if t in before}
-    with RocketStore.open(golden_copy, mode="a") as writer:
+    with RocketStore.open_writer(golden_copy) as writer:
         writer.append(pa.table({"topic": ["synced"] * 5, "queueId": pa.array([0, 1, 0, 1, 0], pa.int32()),
                                 "body": [b"x%d" % i for i in range(5)]}))
     sync()
@@ -161,7 +161,7 @@ def test_an_object_that_shrinks_under_a_read_is_named_with_the_offset(s3_server,
         with s3_server.filesystem().open_output_stream(f"rst/remote-shrink/store/commitlog/{victim.path.name}") as out:
             out.write(b"\0" * 1024)  # a half-synced copy: the object is replaced by a short one
         with pytest.raises(RemoteReadError, match="shorter than when it was listed") as err:
-            list(remote.scan_commitlog())
+            list(remote.scan_raw())
         assert f"{uri}/commitlog/{victim.path.name}" in str(err.value) and err.value.offset is not None
 
 
@@ -208,8 +208,8 @@ def test_every_storage_variant_reads_the_same_from_s3(s3_server, variant_golden,
         assert ranges
         assert pa.Table.from_batches(list(remote.read_queues(ranges))).equals(
             pa.Table.from_batches(list(here.read_queues(ranges))))
-        assert pa.Table.from_batches(list(remote.scan_commitlog())).equals(
-            pa.Table.from_batches(list(here.scan_commitlog())))
+        assert pa.Table.from_batches(list(remote.scan_raw())).equals(
+            pa.Table.from_batches(list(here.scan_raw())))
 
 
 def test_s3a_and_s3n_uris_name_the_same_objects(s3_golden, golden_store):

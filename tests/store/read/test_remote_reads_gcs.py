@@ -85,7 +85,7 @@ def test_storage_variants_read_the_same_from_gcs(gcs_server, variant_golden, var
         assert remote.variant.features == here.variant.features and remote.variant.name != "default"
         ranges = [(t, q, None, None) for t in here.topics() for q in here.queue_ids(t)]
         assert ranges and table(remote.read_queues(ranges)).equals(table(here.read_queues(ranges)))
-        assert table(remote.scan_commitlog()).equals(table(here.scan_commitlog()))
+        assert table(remote.scan_raw()).equals(table(here.scan_raw()))
 
 
 @pytest.mark.slow
@@ -101,7 +101,7 @@ def test_a_gcs_server_that_stops_mid_read_fails_with_the_object_not_a_hang(tmp_p
         server.stop()
     started = time.monotonic()
     with pytest.raises(RemoteReadError) as err:
-        list(remote.scan_commitlog())
+        list(remote.scan_raw())
     assert time.monotonic() - started < 60
     assert f"{uri}/" in str(err.value) and "failed after 2 attempt(s)" in str(err.value)
     remote.close()

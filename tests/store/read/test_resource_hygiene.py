@@ -106,7 +106,7 @@ def exercise(store: Path, quiet: bool = True) -> None:
             for _batch in s.read_queue("TopicTest", 2):
                 pass
             s.query_by_key("TopicTest", "order-42")
-            list(s.scan_commitlog(columns=["commitLogOffset"], verify_crc=True))
+            list(s.scan_raw(columns=["commitLogOffset"], verify_crc=True))
     except RocketStoreError:
         if not quiet:
             raise

@@ -126,7 +126,7 @@ def test_a_store_whose_only_index_file_is_zero_filled_opens_without_index_sizes(
         assert store.query_by_key("TopicTest", "order-42").num_rows == 0
         assert store.max_offset(*QUEUE) > 0
     with pytest.raises(IndexSizesAmbiguousError):
-        RocketStore.open(golden_copy, mode="a")
+        RocketStore.open_writer(golden_copy)
 
 
 def test_a_store_whose_only_index_file_was_just_rolled_to_opens(golden_copy, golden_store):
@@ -211,7 +211,7 @@ def test_golden_store_has_no_strays(golden_store):
 # --- a DLedger log (dledger-<id>/data/) ---------------------------------------------------------------------
 
 def _dledger_answers(store) -> dict:
-    return {"end": store.max_phy_offset(), "rows": sum(b.num_rows for b in store.scan_commitlog(columns=["msgId"])),
+    return {"end": store.max_phy_offset(), "rows": sum(b.num_rows for b in store.scan_raw(columns=["msgId"])),
             "queues": {(t, q): (store.min_offset(t, q), store.max_offset(t, q))
                        for t in store.topics() for q in store.queue_ids(t)}}
 

@@ -60,7 +60,7 @@ def test_a_committed_entry_before_the_walked_files_is_found_through_dledgers_ind
         assert s.dledger_committed() == (10, entry["entryPos"] + entry["size"])
     with RocketStore.open(copy, dledger_peers=SEVERAL) as s:
         assert s.max_phy_offset() == entry["entryPos"] + entry["size"]
-        assert sum(b.num_rows for b in s.scan_commitlog(columns=["commitLogOffset"])) == 11
+        assert sum(b.num_rows for b in s.scan_raw(columns=["commitLogOffset"])) == 11
 
 
 def test_after_a_crash_the_queues_are_cut_at_process_offset(copy, view):
@@ -96,7 +96,7 @@ def test_a_group_of_several_peers_serves_the_committed_entries_only(copy, view, 
         assert s.max_phy_offset() == COMMITTED_4400
         compare_offsets(s, expected)
         assert compare_queue_reads(s, expected) == 4401
-        assert [r["commitLogOffset"] for b in s.scan_commitlog(columns=["commitLogOffset"]) for r in b.to_pylist()] \
+        assert [r["commitLogOffset"] for b in s.scan_raw(columns=["commitLogOffset"]) for r in b.to_pylist()] \
             == [m["commitLogOffset"] for m in view["manifest"][:4401]]
 
 
@@ -107,7 +107,7 @@ def test_without_a_checkpoint_nothing_is_committed(copy, view):
         assert s.dledger_committed() is None and s.max_phy_offset() == END
         assert compare_queue_reads(s, view) == 4468
     with RocketStore.open(copy, dledger_peers=SEVERAL) as s:  # getMaxOffset: the log's start
-        assert s.max_phy_offset() == 0 and not list(s.scan_commitlog(columns=["commitLogOffset"]))
+        assert s.max_phy_offset() == 0 and not list(s.scan_raw(columns=["commitLogOffset"]))
 
 
 def test_a_malformed_committed_index_is_a_clear_error(copy):

@@ -47,7 +47,7 @@ def test_scan_with_crc_verification_equals_the_manifest(store, view):
     manifest = view["manifest"]
     assert len(manifest) == view["summary"]["commitLogRecords"] == 4484
     compare_scan_with_manifest(store, manifest, verify_crc=True)
-    rows = [r for b in store.scan_commitlog(columns=["propertiesString"]) for r in b.to_pylist()]
+    rows = [r for b in store.scan_raw(columns=["propertiesString"]) for r in b.to_pylist()]
     assert all(r["propertiesString"].endswith(encode_prop_crc(m["propCrc"]["value"]).decode())
                for r, m in zip(rows, manifest))
 
@@ -122,7 +122,7 @@ def test_a_crc_mismatch_is_a_corrupt_record_naming_file_and_offset(copy, view, w
             list(s.read_queue(m["topic"], m["queueId"], columns=["commitLogOffset"], verify_crc=True))
         assert err.value.path == path and err.value.offset == record_pos and "__CRC32#" in str(err.value)
         with pytest.raises(CorruptRecordError) as err:
-            list(s.scan_commitlog(columns=["commitLogOffset"], verify_crc=True))
+            list(s.scan_raw(columns=["commitLogOffset"], verify_crc=True))
         assert err.value.path == path and err.value.offset == record_pos
 
 
@@ -169,10 +169,10 @@ def test_recovery_cuts_a_torn_last_record_by_its_property_crc(copy, view):
 def test_writes_into_a_prop_crc_store_are_refused(copy):
     before = sorted((p.name, p.stat().st_size) for p in (copy / "commitlog").iterdir())
     with pytest.raises(UnsupportedVariantError) as err:
-        RocketStore.open(copy, mode="a")
+        RocketStore.open_writer(copy)
     assert err.value.variant == "prop-crc" and "prop-crc" in str(err.value)
     with pytest.raises(UnsupportedVariantError):
-        RocketStore.open(copy, mode="a", variant="default")  # an override never lets a writer mix layouts
+        RocketStore.open_writer(copy, variant="default")  # an override never lets a writer mix layouts
     assert sorted((p.name, p.stat().st_size) for p in (copy / "commitlog").iterdir()) == before
     assert not (copy / "abort").exists()
 

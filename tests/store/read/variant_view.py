@@ -93,7 +93,7 @@ def compare_offsets(store, view: dict) -> None:
 
 def compare_scan_with_manifest(store, manifest: list, verify_crc: bool = True) -> None:
     """scanMode=commitlog: every record once, in order, each field equal to the manifest's."""
-    rows = [r for b in store.scan_commitlog(columns=ALL, verify_crc=verify_crc) for r in b.to_pylist()]
+    rows = [r for b in store.scan_raw(columns=ALL, verify_crc=verify_crc) for r in b.to_pylist()]
     assert [r["commitLogOffset"] for r in rows] == [m["commitLogOffset"] for m in manifest]
     fields = ("topic", "queueId", "queueOffset", "storeSize", "msgId", "uniqKey", "bornHost", "storeHost", "sysFlag",
               "flag", "reconsumeTimes", "bodyCRC", "preparedTransactionOffset", "propertiesString")

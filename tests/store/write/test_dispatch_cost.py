@@ -45,7 +45,7 @@ def test_a_table_spread_over_many_queues_writes_each_queue_once(tmp_path, monkey
                       "queueId": pa.array(rng.integers(0, 4, n), pa.int32()),
                       "body": pa.array([b"x" * 40] * n, pa.binary())})
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", consume_queue_file_size=20 * 100) as w:
+    with RocketStore.open_writer(root, consume_queue_file_size=20 * 100) as w:
         w.append(table)
         queues = {(t, q) for t, q in zip(table.column("topic").to_pylist(), table.column("queueId").to_pylist())}
         files = sum(-(-w.queue_next_offset(t, q) // 100) for t, q in queues)

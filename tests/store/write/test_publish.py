@@ -21,7 +21,7 @@ STEPS = ["journal", "adopted", "moved", "part-0", "part-1", "before-done"]
 @pytest.fixture
 def base_store(tmp_path):
     root = tmp_path / "store"
-    with RocketStore.open(root, mode="a", **SMALL) as w:
+    with RocketStore.open_writer(root, **SMALL) as w:
         w.append(messages(300))
     return root
 
@@ -47,7 +47,7 @@ def test_killed_before_the_commit_point_rolls_back_completely(base_store, step):
     assert result.returncode == -9  # the fault really fired
     with RocketStore.open(base_store) as s:  # readable without error while the journal is pending
         assert s.max_phy_offset() > 0
-    with RocketStore.open(base_store, mode="a") as w:
+    with RocketStore.open_writer(base_store) as w:
         assert any("rolled back" in a for a in w.recovery_actions)
     assert tree_digest(base_store) == before
     assert no_job_leftovers(base_store)
@@ -56,7 +56,7 @@ def test_killed_before_the_commit_point_rolls_back_completely(base_store, step):
 def test_killed_after_the_commit_point_keeps_everything(base_store):
     job = new_job_id()
     assert run_publish(base_store, job, stage_job(base_store, job), "after-done").returncode == -9
-    with RocketStore.open(base_store, mode="a") as w:
+    with RocketStore.open_writer(base_store) as w:
         assert any("committed" in a for a in w.recovery_actions)
     with RocketStore.open(base_store) as s:
         assert s.topics() == ["fresh", "orders"] and s.queue_ids("fresh") == [0, 1, 2, 3]
@@ -100,7 +100,7 @@ def test_overwrite_replaces_and_rolls_back(base_store):
             f"publish_staged({str(base_store)!r}, {job!r}, {stems!r}, overwrite=True, sizes={SMALL!r})\n")
     assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="part-0"),
                           timeout=120).returncode == -9
-    RocketStore.open(base_store, mode="a", **SMALL).close()
+    RocketStore.open_writer(base_store, **SMALL).close()
     assert tree_digest(base_store) == before
     job = new_job_id()
     stems = stage(base_store, job, "p", [pa.table({"topic": ["other"], "body": [b"only"]})],
@@ -122,7 +122,7 @@ def test_staged_parts_of_many_tables_publish_in_order_with_their_topics_and_keys
     publish_staged(root, job, stems, new_topic_queues={"fresh": 3, "third": 3}, now_ms=1_700_000_000_000,
                    **({"sizes": SMALL}))
     with RocketStore.open(root) as s:
-        rows = [r for b in s.scan_commitlog(columns=("topic", "body", "keys", "queueOffset")) for r in b.to_pylist()]
+        rows = [r for b in s.scan_raw(columns=("topic", "body", "keys", "queueOffset")) for r in b.to_pylist()]
     expected = [r for t in tables for r in t.select(["topic", "body", "keys"]).to_pylist()]
     assert [(r["topic"], r["body"], r["keys"]) for r in rows] == \
         [(r["topic"], r["body"], r["keys"]) for r in expected]
@@ -251,7 +251,7 @@ def test_a_copied_publication_killed_midway_rolls_back(base_store, step):
     stage(base_store, job, "failed", [fixed(5, 9000)], store_host="10.0.0.1:10911")
     stems += stage(base_store, job, "b", [fixed(30, 3000)], store_host="10.0.0.1:10911")
     assert run_publish(base_store, job, stems, step).returncode == -9
-    RocketStore.open(base_store, mode="a").close()
+    RocketStore.open_writer(base_store).close()
     assert tree_digest(base_store) == before
 
 
@@ -266,7 +266,7 @@ def test_recovery_removes_staging_of_closed_jobs_and_keeps_open_ones(base_store)
     stage(base_store, running, "p", [fixed(20, 2000)], store_host="10.0.0.1:10911")
     with JobReservation(staging_dir(base_store, closed)) as reservation:
         reservation.close()
-    with RocketStore.open(base_store, mode="a") as w:
+    with RocketStore.open_writer(base_store) as w:
         assert any(closed in a and "removed" in a for a in w.recovery_actions)
         assert not any(running in a for a in w.recovery_actions)
     assert not staging_dir(base_store, closed).exists()
@@ -292,6 +292,6 @@ def test_files_half_made_by_a_crash_are_skipped_by_readers_and_removed_by_recove
         assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300
         assert sorted(x.path for x in s.stray_files) == sorted(half_made)
     assert all(any(str(p) in str(w.message) for w in caught) for p in half_made)
-    with RocketStore.open(base_store, mode="a") as w:
+    with RocketStore.open_writer(base_store) as w:
         assert sum("a crash interrupted" in a for a in w.recovery_actions) == 3
     assert not any(p.exists() for p in half_made) and tree_digest(base_store) == before

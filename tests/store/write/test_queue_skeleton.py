@@ -81,7 +81,7 @@ def test_a_topic_that_appeared_meanwhile_is_not_replaced(base_store):  # noqa: F
     job = new_job_id()
     stems = stage(base_store, job, "p0", [_fresh(6, 400, [0])], store_host=HOST,
                   new_topic_queues=lambda: {"fresh": 2})
-    with RocketStore.open(base_store, mode="a") as w:  # another writer created the topic before this commit
+    with RocketStore.open_writer(base_store) as w:  # another writer created the topic before this commit
         w.append(_fresh(3, 900, [1]))
     publish_staged(base_store, job, stems, new_topic_queues={"fresh": 2}, now_ms=NOW_MS)
     with RocketStore.open(base_store) as s:

@@ -32,9 +32,9 @@ def tree_digest(root: Path) -> str:
 
 @pytest.fixture(scope="module")
 def reencoded(golden_store, tmp_path_factory):
-    table = pa.Table.from_batches(list(golden_store.scan_commitlog(columns=RAW)))
+    table = pa.Table.from_batches(list(golden_store.scan_raw(columns=RAW)))
     out = tmp_path_factory.mktemp("reencoded") / "store"
-    with RocketStore.open(out, mode="a", **GOLDEN_SIZES) as writer:
+    with RocketStore.open_writer(out, **GOLDEN_SIZES) as writer:
         writer.append(table)
     return out
 
@@ -56,7 +56,7 @@ def test_reencoded_store_reopens_cleanly(reencoded, golden_store):
         assert store.recovery.mode == "normal" and not (reencoded / "abort").exists()
         assert store.max_phy_offset() == golden_store.max_phy_offset()
         assert (reencoded / "lock").read_bytes() == b"lock"
-        last = list(golden_store.scan_commitlog(columns=["storeTimestamp"]))[-1].column(0)[-1].value
+        last = list(golden_store.scan_raw(columns=["storeTimestamp"]))[-1].column(0)[-1].value
         assert store.checkpoint().physic_msg_timestamp == last
         for topic in golden_store.topics():
             for qid in golden_store.queue_ids(topic):
@@ -81,12 +81,12 @@ def messages(n, topic="orders", start=0, **extra):
 def test_round_trip_with_rolling_files(tmp_path):
     long_topic = "%RETRY%" + "x" * 150
     table = pa.concat_tables([messages(400), messages(50, topic=long_topic, start=400)])
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as writer:
         writer.append(table)
         writer.append(messages(100, start=450))
     with RocketStore.open(tmp_path / "s") as store:
         assert len(store.commitlog.queue.files) > 3  # files rolled, with BLANK tails
-        rows = [r for b in store.scan_commitlog() for r in b.to_pylist()]
+        rows = [r for b in store.scan_raw() for r in b.to_pylist()]
         assert [r["body"] for r in rows] == table.column("body").to_pylist() + messages(100, start=450).column(
             "body").to_pylist()
         assert all(len(r["uniqKey"]) == 32 for r in rows)
@@ -105,9 +105,9 @@ def test_round_trip_with_rolling_files(tmp_path):
 
 
 def test_reopen_for_append_continues_offsets(tmp_path):
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as writer:
         writer.append(messages(10))
-    with RocketStore.open(tmp_path / "s", mode="a") as writer:
+    with RocketStore.open_writer(tmp_path / "s") as writer:
         assert writer.queue_next_offset("orders", 0) == 4
         writer.append(messages(10, start=10))
     with RocketStore.open(tmp_path / "s") as store:
@@ -118,7 +118,7 @@ def test_hash_collisions_never_return_the_wrong_message(tmp_path):
     assert java_string_hash("Aa") == java_string_hash("BB")
     table = pa.table({"topic": ["t"] * 4, "body": [b"1", b"2", b"3", b"4"], "tags": ["Aa", "BB", "Aa", "BB"],
                       "keys": [["Aa"], ["BB"], ["Aa"], ["BB"]]})
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as writer:
         writer.append(table)
     # sizes given: with so few entries some generated uniq keys leave the small index's sizes ambiguous
     # (about 1 run in 150; see test_ambiguous_index_sizes_only_stop_what_uses_the_index)
@@ -133,10 +133,10 @@ def test_hash_collisions_never_return_the_wrong_message(tmp_path):
 @pytest.mark.parametrize("flag", [0x101, 0x201, 0x301])
 def test_compressed_bodies_round_trip(tmp_path, flag):
     body = b"rocketmq " * 2000
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as writer:
         writer.append(pa.table({"topic": ["t"], "body": [body], "sysFlag": [flag]}))
     with RocketStore.open(tmp_path / "s") as store:
-        row = next(store.scan_commitlog(columns=["body", "rawBody", "sysFlag"])).to_pylist()[0]
+        row = next(store.scan_raw(columns=["body", "rawBody", "sysFlag"])).to_pylist()[0]
         assert row["body"] == body and len(row["rawBody"]) < len(body) and row["sysFlag"] == flag
 
 
@@ -154,7 +154,7 @@ def test_compressed_bodies_round_trip(tmp_path, flag):
     (pa.table({"topic": ["t"], "body": [b"x"], "bornHost": ["nohost"]}), "bornHost"),
 ])
 def test_bad_messages_are_rejected_before_anything_is_written(tmp_path, table, match):
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as writer:
         writer.append(messages(3))
         before = tree_digest(tmp_path / "s")
         with pytest.raises(MessageValidationError, match=match):
@@ -163,11 +163,11 @@ def test_bad_messages_are_rejected_before_anything_is_written(tmp_path, table, m
 
 
 def test_lock_closed_and_file_paths(tmp_path):
-    writer = RocketStore.open(tmp_path / "s", mode="a", **SMALL)
+    writer = RocketStore.open_writer(tmp_path / "s", **SMALL)
     with pytest.raises(StoreLockedError):
-        RocketStore.open(tmp_path / "s", mode="a")
+        RocketStore.open_writer(tmp_path / "s")
     code = ("import sys\nfrom rocketstore_spark.store import RocketStore\nfrom rocketstore_spark.errors import "
-            "StoreLockedError\ntry:\n    RocketStore.open(sys.argv[1], mode='a')\nexcept StoreLockedError as e:\n"
+            "StoreLockedError\ntry:\n    RocketStore.open_writer(sys.argv[1])\nexcept StoreLockedError as e:\n"
             "    print('LOCKED', e)\n")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True,
                          timeout=60)
@@ -177,13 +177,13 @@ def test_lock_closed_and_file_paths(tmp_path):
         writer.append(messages(1))
     (tmp_path / "file").write_text("x")
     with pytest.raises(StoreNotFoundError):
-        RocketStore.open(tmp_path / "file", mode="a")
+        RocketStore.open_writer(tmp_path / "file")
 
 
 def _ambiguous_index_store(root):
     """One message whose single index entry leaves several (hash slots, max entries) pairs consistent with the
     small index file (found by trying uniq keys: about 1 in 70 does this)."""
-    with RocketStore.open(root, mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(root, **SMALL) as writer:
         writer.append(pa.table({"topic": ["t"], "body": [b"x"], "uniqKey": ["AMBIG50"],
                                 "storeTimestamp": [1_700_000_000_000]}))
     return root
@@ -195,12 +195,12 @@ def test_ambiguous_index_sizes_only_stop_what_uses_the_index(tmp_path):
     root = _ambiguous_index_store(tmp_path / "s")
     with RocketStore.open(root) as store:
         assert "index_hash_slots" in store.sizes.index_sizes_problem  # the case really is ambiguous
-        assert [r["body"] for b in store.scan_commitlog(columns=["body"]) for r in b.to_pylist()] == [b"x"]
+        assert [r["body"] for b in store.scan_raw(columns=["body"]) for r in b.to_pylist()] == [b"x"]
         assert sum(b.num_rows for b in store.read_queue("t", 0)) == 1
         with pytest.raises(IndexSizesAmbiguousError, match="pass index_hash_slots and index_max_entries"):
             store.query_by_key("t", "AMBIG50")
     with pytest.raises(IndexSizesAmbiguousError):
-        RocketStore.open(root, mode="a")
+        RocketStore.open_writer(root)
     with RocketStore.open(root, **SMALL) as store:  # the broker's sizes given: everything works
         assert store.query_by_key("t", "AMBIG50", columns=["body"]).column(0).to_pylist() == [b"x"]
 
@@ -213,7 +213,7 @@ def test_index_sizes_are_detected_in_a_file_a_writer_stopped_in_the_middle_of(tm
     from rocketstore_spark.store.format import layout as L
 
     root = tmp_path / "s"
-    with RocketStore.open(root, mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(root, **SMALL) as writer:
         writer.append(messages(60))
     newest_file = sorted((root / "index").iterdir())[-1]
     data = bytearray(newest_file.read_bytes())
@@ -244,7 +244,7 @@ def test_a_write_into_more_queues_than_open_files_keeps_a_bounded_set_open(tmp_p
     table = pa.table({"topic": pa.array([f"t{i % 60:02d}" for i in range(n)]),
                       "queueId": pa.array([0] * n, pa.int32()), "body": pa.array([b"b%d" % i for i in range(n)])})
     before = len(os.listdir("/proc/self/fd"))
-    with RocketStore.open(tmp_path / "s", mode="a", commit_log_file_size=1 << 20,
+    with RocketStore.open_writer(tmp_path / "s", commit_log_file_size=1 << 20,
                           consume_queue_file_size=6000) as writer:
         writer.append(table)
         assert len(os.listdir("/proc/self/fd")) <= before + 8 + 8  # data files, plus the index and lock
@@ -259,7 +259,7 @@ def test_a_batch_sliced_from_a_larger_table_keeps_its_own_properties(tmp_path):
     props = pa.array([[("color", f"c{i}"), ("UNIQ_KEY", f"u{i:032d}")] for i in range(6)],
                      pa.map_(pa.string(), pa.string()))
     table = messages(6).append_column("properties", props)
-    with RocketStore.open(tmp_path / "s", mode="a", **SMALL) as writer:
+    with RocketStore.open_writer(tmp_path / "s", **SMALL) as writer:
         for batch in table.to_batches(max_chunksize=4):
             writer.append(pa.Table.from_batches([batch]))
     with RocketStore.open(tmp_path / "s") as store:
