@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from dataclasses import replace
 from typing import Optional
 
@@ -44,15 +43,11 @@ from .planning_types import (  # noqa: F401 - re-exported: the partition kinds a
     handle_settings,
     handle_sizes,
 )
+from .store_cache import OPEN_STORES
 from .store_snapshot import StoreSnapshot
 from .tag_packing import pack_by_tag_matches
 
 log = logging.getLogger("rocketstore_spark")
-
-
-# path → (fingerprint, recovered store), most recent last: Spark reuses the planning Python worker
-_RECOVERED: "OrderedDict[str, tuple]" = OrderedDict()
-_MAX_PLANNED_STORES = 8  # stores whose maps stay open in the planning worker
 
 
 def fingerprint(path: str) -> tuple:
@@ -74,41 +69,43 @@ def fingerprint(path: str) -> tuple:
     return tuple(sorted(seen, key=repr))
 
 
+def plan_key(path: str) -> tuple:
+    """The key of the store a planner opened from ``path`` in :data:`~.store_cache.OPEN_STORES`."""
+    return ("plan", path)
+
+
 def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     """The store, recovered; a store whose files did not change since the last plan is not recovered again.
 
-    The cache owns the store and keeps its consume-queue maps open between plans (a tag-filtered plan reads
-    every unit; re-mapping would fault every page in again); a store that changed is closed and replaced.
+    The worker's cache (:mod:`.store_cache`) owns the store and keeps its consume-queue maps open between plans
+    (a tag-filtered plan reads every unit; re-mapping would fault every page in again); a store that changed is
+    closed and replaced. Unchanged means: opened with the same options, and for a local store every stat of
+    :class:`.StoreSnapshot` as it was, for a remote one the same :func:`fingerprint` of its listings.
     """
     options = (tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
-    cached = _RECOVERED.get(ref.path)
-    remote = is_remote(ref.path)
-    if remote:
+    listing = None
+    if is_remote(ref.path):
         # an unchanged store costs one listing per plan (three list requests); only a listing that shows a change
         # opens the store again (which lists it once more and searches its queue ends)
         store_path(ref.path, dict(ref.fs_options))
-        key = (fingerprint(ref.path),) + options
-        unchanged = cached is not None and cached[0] == key
-    else:
+        listing = fingerprint(ref.path)
+
+    def unchanged(stamp, _store) -> bool:
+        seen_options, seen = stamp
         # a local store: a stat of what can change (store_snapshot), not a listing of every queue directory
-        unchanged = cached is not None and cached[0][1:] == options and cached[0][0].unchanged()
-    if unchanged:
-        _RECOVERED.move_to_end(ref.path)
-        return cached[1]
+        return seen_options == options and (seen == listing if listing is not None else seen.unchanged())
+
+    cached = OPEN_STORES.get(plan_key(ref.path), unchanged)
+    if cached is not None:
+        return cached
     opened = time.time_ns()  # the snapshot trusts no time this close to the open (store_snapshot)
     # a store rocketstore wrote last opens from its writer's record of the end when that still holds (the
     # CRC-checked walk of the last commit-log file is most of a cold plan's open)
     store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
                              **opts.settings, trust_recorded_end=True)
     store.max_phy_offset()  # recover now, so the cached object carries the result
-    if not remote:
-        key = (StoreSnapshot.of(store, ref.path, opened),) + options
-    if cached is not None:
-        _RECOVERED.pop(ref.path)[1].close()
-    _RECOVERED[ref.path] = (key, store)
-    while len(_RECOVERED) > _MAX_PLANNED_STORES:
-        _RECOVERED.popitem(last=False)[1][1].close()
-    return store
+    seen = listing if listing is not None else StoreSnapshot.of(store, ref.path, opened)
+    return OPEN_STORES.put(plan_key(ref.path), store, (options, seen))
 
 
 def _offset_for(spec, ref: StoreRef, topic: str, qid: int, multi: bool, default: str):

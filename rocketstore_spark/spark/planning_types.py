@@ -1,11 +1,13 @@
 """What a plan is made of: the store handle executors open, the partition kinds (small picklable dataclasses:
-paths and offsets) and the restrictions taken from pushed-down filters."""
+paths and offsets, each reading itself from an opened store) and the restrictions taken from pushed-down
+filters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import ClassVar, Iterator, Optional
 
+import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from ..store import RocketStore
@@ -37,8 +39,29 @@ class StoreHandle:
                                 **dict(self.settings))
 
 
+class StorePartition(InputPartition):
+    """A partition of one store: it names the queue ranges a task reads (if any) and reads itself.
+
+    ``read`` gets the store opened for it (lazily loading queues when :attr:`lazy_queues`) and the request
+    (:class:`~.reader.ReadRequest`: columns, tags, the row filters of paths that do not go through consume
+    queues)."""
+
+    store: StoreHandle
+    # queue reads load only the queues they name (a store of 20,000 queues is not listed per task), commit-log
+    # stretches none; raw commit-log scans take every queue's units as record-start hints: they open it whole
+    lazy_queues: ClassVar[bool] = False
+
+    def queue_ranges(self) -> Optional[tuple]:
+        """(topic, queue id, start, end) of every range the partition reads through consume queues (None: it
+        reads no queue range)."""
+        return None
+
+    def read(self, store: RocketStore, request) -> Iterator[pa.RecordBatch]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class QueuePartition(InputPartition):
+class QueuePartition(StorePartition):
     """Queue offsets [start, end) of one consume queue, within one consume-queue file."""
 
     store: StoreHandle
@@ -46,29 +69,48 @@ class QueuePartition(InputPartition):
     queue_id: int
     start: int
     end: int
+    lazy_queues: ClassVar[bool] = True
+
+    def queue_ranges(self) -> tuple:
+        return ((self.topic, self.queue_id, self.start, self.end),)
+
+    def read(self, store: RocketStore, request) -> Iterator[pa.RecordBatch]:
+        return request.queue_batches(store, self.store, self.queue_ranges())
 
 
 @dataclass(frozen=True)
-class QueueRangesPartition(InputPartition):
+class QueueRangesPartition(StorePartition):
     """Several queue ranges read by one task: a selective ``tags`` read packs the ranges whose consume-queue
     units match into partitions of about ``maxMessagesPerPartition`` matching messages. Each range is
     (topic, queue id, start, end) and lies within one consume-queue file, like a :class:`QueuePartition`."""
 
     store: StoreHandle
     ranges: tuple[tuple[str, int, int, int], ...]
+    lazy_queues: ClassVar[bool] = True
+
+    def queue_ranges(self) -> tuple:
+        return self.ranges
+
+    def read(self, store: RocketStore, request) -> Iterator[pa.RecordBatch]:
+        return request.queue_batches(store, self.store, self.ranges)
 
 
 @dataclass(frozen=True)
-class RawScanPartition(InputPartition):
+class RawScanPartition(StorePartition):
     """Commit-log offsets [start, end) of one commit-log file, every record (scanMode=raw)."""
 
     store: StoreHandle
     start: int
     end: int
 
+    def read(self, store: RocketStore, request) -> Iterator[pa.RecordBatch]:
+        batches = store.scan_raw(self.start, self.end, columns=request.with_filter_columns(),
+                                 verify_crc=request.opts.verify_crc)
+        return request.filtered(batches)
+
 
 @dataclass(frozen=True)
-class CommitLogSlicePartition(InputPartition):
+class CommitLogSlicePartition(StorePartition):
     """Commit-log offsets [start, end) inside one commit-log file, read in commit-log order, keeping exactly the
     records a queue read of the same request returns (see :mod:`.ordered_plan`). ``start`` is a record start.
 
@@ -81,14 +123,24 @@ class CommitLogSlicePartition(InputPartition):
     end: int
     selected: tuple
     limits: tuple = ()
+    lazy_queues: ClassVar[bool] = True
+
+    def read(self, store: RocketStore, request) -> Iterator[pa.RecordBatch]:
+        return store.scan_queue_records(self.start, self.end, self.selected, self.limits, tags=request.tags,
+                                        columns=request.columns, verify_crc=request.opts.verify_crc,
+                                        fail_on_data_loss=request.opts.fail_on_data_loss)
 
 
 @dataclass(frozen=True)
-class LookupPartition(InputPartition):
+class LookupPartition(StorePartition):
     """Exact records by commit-log offset (from msgId / uniqKey pushdown)."""
 
     store: StoreHandle
     offsets: tuple[int, ...]
+
+    def read(self, store: RocketStore, request) -> Iterator[pa.RecordBatch]:
+        table = store.read_records_at(list(self.offsets), request.with_filter_columns())
+        return request.filtered(table.to_batches())
 
 
 @dataclass

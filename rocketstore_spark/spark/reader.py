@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from typing import Iterator
 
 import pyarrow as pa
@@ -15,64 +14,48 @@ from ..store import DEFAULT_BATCH_ROWS as BATCH_ROWS
 from ..store import RocketStore
 from .filters import apply_filters
 from .options import ReadOptions
-from .planning import (
-    CommitLogSlicePartition,
-    LookupPartition,
-    Pushed,
-    QueuePartition,
-    QueueRangesPartition,
-    RawScanPartition,
-    StoreHandle,
-    effective_tags,
-    plan,
-)
+from .planning import Pushed, StoreHandle, effective_tags, plan
+from .planning_types import StorePartition
 from .schema import arrow_schema_for, store_columns, to_spark_batch
+from .store_cache import OPEN_STORES
 
 log = logging.getLogger("rocketstore_spark")
-_OPEN_STORES: "OrderedDict[tuple, RocketStore]" = OrderedDict()  # (handle, lazy queues) → store
-_MAX_OPEN_STORES = 8
+
+
+def read_key(handle: StoreHandle, lazy: bool) -> tuple:
+    """The key of a store executors opened for reading in :data:`~.store_cache.OPEN_STORES`."""
+    return ("read", handle, lazy)
 
 
 def store_for(handle: StoreHandle, partition=None) -> RocketStore:
     """An opened store per handle, reused across partitions of a Python worker (maps stay warm).
 
-    A cached store that has not seen a queue's units up to the partition's end (the store grew since it was
-    opened: streaming, or appends between planning and reading) is opened again.
+    A cached store is opened again when its first commit-log file expired under it (its listing is stale), or
+    when it has not seen a queue's units up to the partition's end (the store grew since it was opened:
+    streaming, or appends between planning and reading).
     """
-    # queue reads load only the queues they name (a store of 20,000 queues is not listed per task), commit-log
-    # stretches none; raw commit-log scans take every queue's units as record-start hints, so they open it whole
-    lazy = isinstance(partition, (QueuePartition, QueueRangesPartition, CommitLogSlicePartition))
-    key = (handle, lazy)
-    store = _OPEN_STORES.get(key)
-    files = store.commitlog.queue.files if store is not None else []
-    if files and not files[0].path.exists():  # expired under us: the cached listing is stale
-        _OPEN_STORES.pop(key).close()
-        store = None
-    queue_read = isinstance(partition, (QueuePartition, QueueRangesPartition))
-    if store is not None and queue_read:
-        store.expect_queue_ends(_queue_ranges(partition))
-        if not _covers(store, partition):  # a store whose queues were all loaded (not lazily) before it grew
-            _OPEN_STORES.pop(key).close()
-            store = None
+    lazy = bool(partition is not None and partition.lazy_queues)
+    ranges = partition.queue_ranges() if partition is not None else None
+
+    def still_good(_stamp, store: RocketStore) -> bool:
+        files = store.commitlog.queue.files
+        if files and not files[0].path.exists():  # expired under us: the cached listing is stale
+            return False
+        if ranges is not None:
+            store.expect_queue_ends(ranges)
+            return _covers(store, ranges)  # a store whose queues were all loaded (not lazily) before it grew
+        return True
+
+    key = read_key(handle, lazy)
+    store = OPEN_STORES.get(key, still_good)
     if store is None:
-        store = handle.open(lazy_queues=lazy)
-        _OPEN_STORES[key] = store
-        while len(_OPEN_STORES) > _MAX_OPEN_STORES:
-            _OPEN_STORES.popitem(last=False)[1].close()
-        if queue_read:
+        store = OPEN_STORES.put(key, handle.open(lazy_queues=lazy))
+        if ranges is not None:
             # the planner found these ranges complete: queues load trusting the planned ends (a queue loaded
             # for an earlier, shorter range loads again), and every unit read is checked, so a queue truncated
             # or replaced since planning is data loss
-            store.expect_queue_ends(_queue_ranges(partition))
-    _OPEN_STORES.move_to_end(key)
+            store.expect_queue_ends(ranges)
     return store
-
-
-def _queue_ranges(partition) -> tuple:
-    """(topic, queue id, start, end) of every range a queue partition reads."""
-    if isinstance(partition, QueueRangesPartition):
-        return partition.ranges
-    return ((partition.topic, partition.queue_id, partition.start, partition.end),)
 
 
 def _range_covered(store: RocketStore, topic: str, qid: int, end: int) -> bool:
@@ -81,82 +64,43 @@ def _range_covered(store: RocketStore, topic: str, qid: int, end: int) -> bool:
     return store.planned_to(topic, qid, end) or (store.has_queue(topic, qid) and store.max_offset(topic, qid) >= end)
 
 
-def _covers(store: RocketStore, partition) -> bool:
-    return all(_range_covered(store, topic, qid, end) for topic, qid, _, end in _queue_ranges(partition))
+def _covers(store: RocketStore, ranges) -> bool:
+    return all(_range_covered(store, topic, qid, end) for topic, qid, _, end in ranges)
 
 
-class RocketStoreReader(DataSourceReader):
-    """Reads the partitions :func:`~rocketstore_spark.spark.planning.plan` makes."""
+class ReadRequest:
+    """What a partition's read needs besides its store: the options, the pushed filters, the store columns to
+    decode and the effective tags (None: every tag)."""
 
-    def __init__(self, opts: ReadOptions, spark_columns: tuple[str, ...]):
-        self.opts = opts
-        self.spark_columns = spark_columns
-        self.pushed = Pushed()
+    def __init__(self, opts: ReadOptions, pushed: Pushed, columns: tuple, tags):
+        self.opts, self.pushed, self.columns, self.tags = opts, pushed, columns, tags
 
-    def partitions(self):
-        return plan(self.opts, self.pushed)
-
-    def read(self, partition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, _OUR_PARTITIONS):
-            # an empty plan: PySpark runs one task with a bare InputPartition(None) in place of no partitions
-            return
-        target = arrow_schema_for(self.spark_columns)
-        columns = store_columns(self.spark_columns)
-        handle = partition.store
-        try:
-            store = store_for(handle, partition)
-        except (FileNotFoundError, StoreNotFoundError) as e:
-            import socket
-
-            raise StoreNotFoundError(
-                f"store {handle.path} is not visible on executor host {socket.gethostname()} ({e}); put the "
-                "store on a filesystem every executor mounts at the same path") from e
-        tags = effective_tags(self.opts, self.pushed)
-        if tags is not None and not tags:
-            return
-        if isinstance(partition, (QueuePartition, QueueRangesPartition)):
-            batches = self._queue_batches(store, handle, partition, tags, columns)
-        elif isinstance(partition, CommitLogSlicePartition):
-            batches = store.scan_queue_records(partition.start, partition.end, partition.selected, partition.limits,
-                                               tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
-                                               fail_on_data_loss=self.opts.fail_on_data_loss)
-        elif isinstance(partition, RawScanPartition):
-            batches = self._filtered(store.scan_raw(partition.start, partition.end,
-                                                          columns=self._with_filter_columns(columns, tags),
-                                                          verify_crc=self.opts.verify_crc), columns, tags)
-        elif isinstance(partition, LookupPartition):
-            table = store.read_records_at(list(partition.offsets), self._with_filter_columns(columns, tags))
-            batches = self._filtered(table.to_batches(), columns, tags)
-        else:  # pragma: no cover - excluded above
-            raise TypeError(f"unexpected partition {partition!r}")
-        yield from coalesced((to_spark_batch(b, handle.broker, target) for b in batches if b.num_rows), BATCH_ROWS)
-
-    def _queue_batches(self, store: RocketStore, handle: StoreHandle, partition, tags, columns):
-        ranges = _queue_ranges(partition)
+    def queue_batches(self, store: RocketStore, handle: StoreHandle, ranges) -> Iterator[pa.RecordBatch]:
+        """The rows of planned consume-queue ranges; a range its queue no longer reaches is data loss."""
         for topic, qid, _, end in ranges:
             if not _range_covered(store, topic, qid, end):
                 raise DataLossError(
                     f"{handle.broker}/{topic}/{qid}: offsets up to {end} were planned but the consume queue in "
                     f"{handle.path} now ends earlier (truncated or replaced since planning)")
-        return store.read_queues(ranges, tags=tags, columns=columns, verify_crc=self.opts.verify_crc,
+        return store.read_queues(ranges, tags=self.tags, columns=self.columns, verify_crc=self.opts.verify_crc,
                                  fail_on_data_loss=self.opts.fail_on_data_loss)
 
-    def _with_filter_columns(self, columns, tags) -> tuple:
+    def with_filter_columns(self) -> tuple:
         """The columns to decode: the requested ones plus those the row filters below need (parsing
         properties for ``tags`` or the timestamp column only costs when a filter uses them)."""
         opts, pushed = self.opts, self.pushed
         needed = ["topic"]
-        if tags is not None:
+        if self.tags is not None:
             needed.append("tags")
         if pushed.queue_ids is not None:
             needed.append("queueId")
         if any(b is not None for b in (opts.starting_timestamp, opts.ending_timestamp) + tuple(pushed.store_time)):
             needed.append("storeTimestamp")
-        return tuple(dict.fromkeys(tuple(columns) + tuple(needed)))
+        return tuple(dict.fromkeys(tuple(self.columns) + tuple(needed)))
 
-    def _filtered(self, batches, columns, tags) -> Iterator[pa.RecordBatch]:
+    def filtered(self, batches) -> Iterator[pa.RecordBatch]:
         """Row filters for paths that do not go through consume queues (commit-log scans, lookups)."""
-        opts, pushed = self.opts, self.pushed
+        opts, pushed, tags = self.opts, self.pushed, self.tags
         lo_t, hi_t = pushed.store_time
         for batch in batches:
             topics = pc.unique(batch.column("topic")).to_pylist()
@@ -171,7 +115,39 @@ class RocketStoreReader(DataSourceReader):
                               (opts.ending_timestamp, pc.less), (hi_t, pc.less)):
                 if bound is not None:
                     mask = pc.and_(mask, op(batch.column("storeTimestamp").cast(pa.int64()), bound))
-            yield batch.filter(mask).select(list(columns))
+            yield batch.filter(mask).select(list(self.columns))
+
+
+class RocketStoreReader(DataSourceReader):
+    """Reads the partitions :func:`~rocketstore_spark.spark.planning.plan` makes."""
+
+    def __init__(self, opts: ReadOptions, spark_columns: tuple[str, ...]):
+        self.opts = opts
+        self.spark_columns = spark_columns
+        self.pushed = Pushed()
+
+    def partitions(self):
+        return plan(self.opts, self.pushed)
+
+    def read(self, partition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, StorePartition):
+            # an empty plan: PySpark runs one task with a bare InputPartition(None) in place of no partitions
+            return
+        target = arrow_schema_for(self.spark_columns)
+        handle = partition.store
+        try:
+            store = store_for(handle, partition)
+        except (FileNotFoundError, StoreNotFoundError) as e:
+            import socket
+
+            raise StoreNotFoundError(
+                f"store {handle.path} is not visible on executor host {socket.gethostname()} ({e}); put the "
+                "store on a filesystem every executor mounts at the same path") from e
+        tags = effective_tags(self.opts, self.pushed)
+        if tags is not None and not tags:
+            return
+        batches = partition.read(store, ReadRequest(self.opts, self.pushed, store_columns(self.spark_columns), tags))
+        yield from coalesced((to_spark_batch(b, handle.broker, target) for b in batches if b.num_rows), BATCH_ROWS)
 
 
 def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
@@ -197,9 +173,6 @@ def coalesced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Recor
             pending, gathered = [], 0
     if pending:
         yield pa.concat_batches(pending)
-
-
-_OUR_PARTITIONS = (QueuePartition, QueueRangesPartition, CommitLogSlicePartition, RawScanPartition, LookupPartition)
 
 
 class RocketStorePushdownReader(RocketStoreReader):

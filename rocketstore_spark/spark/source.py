@@ -8,8 +8,8 @@ there cost ~0.3 s per worker, on the path of every first plan.
 
 from __future__ import annotations
 
+import inspect
 import os
-import sys
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
@@ -20,13 +20,21 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .reader import RocketStoreReader
     from .writer import RocketStoreWriter
 
-PUSHDOWN_WORKER = "data_source_pushdown_filters"
+PUSHDOWN_WORKER = "data_source_pushdown_filters"  # pyspark.sql.worker.data_source_pushdown_filters
 
 
-def _called_from_pushdown_worker() -> bool:
-    """Is Spark's filter-pushdown worker asking for the reader? Only then may it have ``pushFilters``:
-    Spark rejects a reader defining pushFilters whenever pushdown is disabled (and 4.0 has no pushdown)."""
-    frame = sys._getframe(2)
+def called_from_pushdown_worker() -> bool:
+    """Is Spark's filter-pushdown worker asking for the reader? Only then may the reader have ``pushFilters``.
+
+    Why the caller is looked at: Spark (4.1+) asks ``DataSource.reader(schema)`` for the reader in two workers.
+    The pushdown worker (run only when ``spark.sql.python.filterPushdown.enabled`` is on) calls its
+    ``pushFilters``; the planning worker (``plan_data_source_read``, run when that setting is off) raises
+    ``DATA_SOURCE_PUSHDOWN_DISABLED`` for any reader whose ``pushFilters`` is not ``DataSourceReader``'s own.
+    ``reader()`` receives only the schema, and the options carry only the user's options, not the session's
+    settings (a Python worker has no session to ask), so the setting cannot be read; what tells the two calls
+    apart is which worker module is running the call. Spark 4.0 has no pushdown worker: its readers never have
+    ``pushFilters``. ``tests/spark/test_source.py`` reads with the setting on and off."""
+    frame = inspect.currentframe()
     while frame is not None:
         if PUSHDOWN_WORKER in (frame.f_globals.get("__name__", "") + frame.f_code.co_filename):
             return True
@@ -56,7 +64,7 @@ class RocketStoreDataSource(DataSource):
 
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         opts = parse_read_options(self.options)
-        cls = RocketStorePushdownReader if _called_from_pushdown_worker() else RocketStoreReader
+        cls = RocketStorePushdownReader if called_from_pushdown_worker() else RocketStoreReader
         return cls(opts, columns)
 
     def writer(self, schema: StructType, overwrite: bool) -> RocketStoreWriter:

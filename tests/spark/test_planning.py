@@ -112,7 +112,8 @@ def age(root, seconds: int = 600) -> None:
 
 
 def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_changed_one(tmp_path):
-    from rocketstore_spark.spark import planning
+    from rocketstore_spark.spark.planning import plan_key
+    from rocketstore_spark.spark.store_cache import OPEN_STORES
     from rocketstore_spark.store.files.known_end import forget_known_end
 
     root = tmp_path / "a" / "store"
@@ -125,23 +126,23 @@ def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_change
         return max(end for p in plan(opts, Pushed()) for _, _, _, end in p.ranges)
 
     assert planned_end() == 15
-    first = planning._RECOVERED[str(root)][1]
-    assert planned_end() == 15 and planning._RECOVERED[str(root)][1] is first  # not recovered again
+    first = OPEN_STORES.peek(plan_key(str(root)))
+    assert planned_end() == 15 and OPEN_STORES.peek(plan_key(str(root))) is first  # not recovered again
     assert first.commitlog.queue._maps  # its commit-log maps stay open between plans
     _small_store(root, 10, start=15)
     forget_known_end(root)
     assert planned_end() == 25  # the change is seen: a new store, the old one closed
     age(root)
     assert planned_end() == 25  # just written when opened: opened once more, then kept
-    second = planning._RECOVERED[str(root)][1]
+    second = OPEN_STORES.peek(plan_key(str(root)))
     assert second is not first and not first.commitlog.queue._maps
-    assert planned_end() == 25 and planning._RECOVERED[str(root)][1] is second
-    for i in range(planning._MAX_PLANNED_STORES + 2):
+    assert planned_end() == 25 and OPEN_STORES.peek(plan_key(str(root))) is second
+    for i in range(OPEN_STORES.capacity + 2):
         other = tmp_path / f"o{i}" / "store"
         _small_store(other, 3)
         assert plan(parse_read_options({"path": str(other)}), Pushed())
-    assert len(planning._RECOVERED) <= planning._MAX_PLANNED_STORES
-    assert str(root) not in planning._RECOVERED and not second.commitlog.queue._maps  # evicted, closed
+    assert len(OPEN_STORES) <= OPEN_STORES.capacity
+    assert plan_key(str(root)) not in OPEN_STORES and not second.commitlog.queue._maps  # evicted, closed
 
 
 def test_large_tag_reads_estimate_matches_from_samples_and_read_exactly_the_matches(tmp_path, monkeypatch):

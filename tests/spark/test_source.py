@@ -191,3 +191,20 @@ def test_registration(spark, golden_store_path):
     before = reader(spark, golden_store_path, topics="TopicTest").count()
     rocketstore_spark.register(spark)
     assert reader(spark, golden_store_path, topics="TopicTest").count() == before > 0
+
+
+def test_only_the_pushdown_worker_gets_a_reader_with_push_filters(golden_store_path):
+    """Spark's planning worker refuses a reader whose pushFilters is not DataSourceReader's own when pushdown is
+    off; the pushdown worker (the only caller that pushes filters) gets the reader that has it."""
+    from pyspark.sql.datasource import DataSourceReader
+
+    from rocketstore_spark.spark.reader import RocketStorePushdownReader
+    from rocketstore_spark.spark.source import RocketStoreDataSource
+
+    source = RocketStoreDataSource({"path": str(golden_store_path)})
+    plain = source.reader(None)
+    assert getattr(plain.pushFilters, "__func__", None) is DataSourceReader.pushFilters
+    worker = {"source": source}
+    exec(compile("reader = source.reader(None)", "pyspark/sql/worker/data_source_pushdown_filters.py", "exec"), worker)
+    assert isinstance(worker["reader"], RocketStorePushdownReader)
+    assert getattr(worker["reader"].pushFilters, "__func__", None) is not DataSourceReader.pushFilters

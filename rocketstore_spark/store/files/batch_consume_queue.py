@@ -19,18 +19,29 @@ import numpy as np
 
 from ...errors import CorruptRecordError
 from ..format import layout as L
-from ..format.inner_batch import BCQ_INVALID_POS, BCQ_STORE_UNIT_SIZE, BCQ_UNIT_DTYPE, DEFAULT_BCQ_FILE_SIZE
+from ..format.inner_batch import (
+    BCQ_INVALID_POS,
+    BCQ_STORE_UNIT_SIZE,
+    BCQ_UNIT_DTYPE,
+    DEFAULT_BCQ_FILE_SIZE,
+    PROPERTY_INNER_BASE,
+    PROPERTY_INNER_NUM,
+)
 from .byte_source import as_path
 from .mapped_file_queue import MappedFileQueue, detect_file_size, list_offset_files
+from .queue_protocol import first_live_offset
 from .unit_search import first_at_or_past
 
 RECOVERY_FILES = 3  # BatchConsumeQueue.recover starts from the third-last file
 
 
 class BatchConsumeQueue:
-    """Read-only batch consume queue of one (topic, queueId)."""
+    """Read-only batch consume queue of one (topic, queueId); implements
+    :class:`~.queue_protocol.ConsumeQueueProtocol`."""
 
     is_batch = True
+    unit_times = True
+    planned_end = None  # never loaded from a plan (see QueueSet.expect_queue_ends)
 
     def __init__(self, topic: str, queue_id: int, directory: Path, file_size: Optional[int] = None):
         self.topic = topic
@@ -178,6 +189,31 @@ class BatchConsumeQueue:
         self.disk_max_offset = disk_end
         return True
 
+    def min_live_offset(self, min_phy_offset: int) -> int:
+        """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
+        return first_live_offset(self, min_phy_offset)
+
+    def lacks(self, queue_offsets: np.ndarray, phy_offsets: np.ndarray) -> np.ndarray:
+        """Per recovered record, whether re-dispatch adds its unit: past the last unit's record."""
+        return phy_offsets > (int(self.raw["phy_offset"][-1]) if len(self.raw) else -1)
+
+    def dispatch_recovered(self, queue_offset: int, phy_offset: int, size: int, tags_code: int, store_time: int,
+                           properties: dict) -> None:
+        """A recovered record's unit (``DispatchRequest`` as ``checkMessageAndReturnSize`` builds it): base offset
+        and batch size from ``INNER_BASE`` / ``INNER_NUM`` when the record has both (an inner batch), else its
+        QUEUEOFFSET and 1 (``setBatchSizeIfNeeded``)."""
+        base, count = queue_offset, 1
+        if PROPERTY_INNER_NUM in properties and PROPERTY_INNER_BASE in properties:
+            try:
+                base, count = int(properties[PROPERTY_INNER_BASE]), int(properties[PROPERTY_INNER_NUM])
+            except ValueError as e:
+                path, at = self.unit_location(self.max_offset)
+                raise CorruptRecordError(
+                    f"record at commit-log offset {phy_offset} of batch topic {self.topic}: expected "
+                    f"integer {PROPERTY_INNER_BASE}/{PROPERTY_INNER_NUM}, found {properties[PROPERTY_INNER_BASE]!r}/"
+                    f"{properties[PROPERTY_INNER_NUM]!r}", path, at) from e
+        self.dispatch(phy_offset, size, tags_code, store_time, base, count)
+
     def unit_file_location(self, unit: int) -> tuple[Path, int]:
         if not len(self.raw) or int(self._file_of_unit[unit]) >= len(self.files.files):
             return self.files.directory, 0  # no file yet (a unit re-dispatch would write into a new one)
@@ -192,9 +228,10 @@ class BatchConsumeQueue:
 
     # --- getOffsetInQueueByTime ------------------------------------------------------------------------
 
-    def offset_by_time(self, timestamp: int, lower: bool) -> int:
+    def offset_by_time(self, timestamp: int, lower: bool, min_phy_offset: int = 0) -> int:
         """``BatchConsumeQueue.getOffsetInQueueByTime`` (unit store times; ``searchBcqByCacheEnable``, the
-        default), clamped to [min, max] as ``ConsumeQueueStore`` does; -1 answers become the min offset."""
+        default), clamped to [min, max] as ``ConsumeQueueStore`` does; -1 answers become the min offset.
+        ``min_phy_offset`` is not used (the search clamps to the queue's own range)."""
         if not len(self.raw):
             return 0
         times = self.raw["store_time"].astype(np.int64)

@@ -79,6 +79,8 @@ class FileWalk:
 class CommitLog:
     """Read-only access to ``commitlog/`` as a :class:`MappedFileQueue`."""
 
+    committed: Optional[tuple] = None  # a DLedger log's (committedIndex, committedPos) after recovery
+
     def __init__(self, queue: MappedFileQueue, prop_crc_required: bool = False,
                  force_verify_prop_crc: Optional[bool] = None):
         self.queue = queue

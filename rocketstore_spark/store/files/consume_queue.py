@@ -15,6 +15,7 @@ from ...errors import DataLossError, StoreFormatError
 from ..format import layout as L
 from ..format.subscription import Subscription
 from .mapped_file_queue import MappedFileQueue
+from .queue_protocol import first_live_offset
 from .unit_search import WINDOW_UNITS, file_units_reader, first_at_or_past, valid_prefix, valid_units
 
 UNITS_PER_RECOVERY_FILES = 3  # ConsumeQueue.recover starts from the third-last file
@@ -26,7 +27,11 @@ class ConsumeQueue:
 
     Holds metadata only (its file listing and end); units are read on demand, window by window, so a process
     over thousands of queues holds no more than the units it is working on (see :mod:`.unit_search`).
+    Implements :class:`~.queue_protocol.ConsumeQueueProtocol`.
     """
+
+    is_batch = False
+    unit_times = False  # 20-byte units: a time search reads each record's store time
 
     def __init__(self, topic: str, queue_id: int, directory: Path, file_size: int, files=None,
                  hint_from: Optional[int] = None, strays: Optional[list] = None, planned_end: Optional[int] = None):
@@ -184,6 +189,21 @@ class ConsumeQueue:
         unit = np.array([(phy_offset, size, tags_code)], dtype=L.CQ_UNIT_DTYPE)
         self.virtual = np.concatenate([self.virtual, unit], dtype=L.CQ_UNIT_DTYPE)
         self.max_offset += 1
+
+    def min_live_offset(self, min_phy_offset: int) -> int:
+        """``getMinOffsetInQueue``: the first queue offset whose message is still in the commit log."""
+        return first_live_offset(self, min_phy_offset)
+
+    def lacks(self, queue_offsets: np.ndarray, phy_offsets: np.ndarray) -> np.ndarray:
+        """Per recovered record, whether re-dispatch adds its unit: at or past the queue's end
+        (``putMessagePositionInfo``'s check)."""
+        return queue_offsets >= self.max_offset
+
+    def dispatch_recovered(self, queue_offset: int, phy_offset: int, size: int, tags_code: int, store_time: int,
+                           properties: dict) -> None:
+        """Re-dispatch's unit for a recovered record, appended when it is the queue's next offset."""
+        if queue_offset == self.max_offset:
+            self.append_virtual(phy_offset, size, tags_code)
 
     def unit_location(self, queue_offset: int) -> tuple[Path, int]:
         """(file, byte offset) of the unit with ``queue_offset``, for error messages."""

@@ -22,7 +22,12 @@ SCAN_UNITS = 4096  # units fetched per multi-get
 
 
 class RocksDBConsumeQueue:
-    """Read-only RocksDB consume queue of one (topic, queueId)."""
+    """Read-only RocksDB consume queue of one (topic, queueId); implements
+    :class:`~.queue_protocol.ConsumeQueueProtocol`."""
+
+    is_batch = False
+    unit_times = True  # the database's values carry each unit's store time
+    planned_end = None  # never loaded from a plan (see QueueSet.expect_queue_ends)
 
     def __init__(self, store: RocksDBConsumeQueueStore, topic: str, queue_id: int):
         self.store, self.topic, self.queue_id = store, topic, queue_id
@@ -111,6 +116,15 @@ class RocksDBConsumeQueue:
             for _ in range(gap):  # a filler keeps the units' commit-log offsets non-decreasing for bisections
                 self.append_virtual(last, L.CQ_FILLER_SIZE, 0, -1)
         self.append_virtual(phy_offset, size, tags_code, store_time)
+
+    def lacks(self, queue_offsets: np.ndarray, phy_offsets: np.ndarray) -> np.ndarray:
+        """Per recovered record, whether re-dispatch writes its key: at or past the queue's end."""
+        return queue_offsets >= self.max_offset
+
+    def dispatch_recovered(self, queue_offset: int, phy_offset: int, size: int, tags_code: int, store_time: int,
+                           properties: dict) -> None:
+        """Re-dispatch's key for a recovered record (:meth:`put_dispatched`: holes where records were skipped)."""
+        self.put_dispatched(queue_offset, phy_offset, size, tags_code, store_time)
 
     def unit_location(self, queue_offset: int) -> tuple[Path, int]:
         """Where a unit is, for error messages: the database directory (the offset is the queue offset)."""

@@ -92,7 +92,7 @@ class MessageLookups:
             return GetMessageResult(OFFSET_OVERFLOW_ONE, offset, lo, hi, empty)
         if offset > hi:
             return GetMessageResult(OFFSET_OVERFLOW_BADLY, 0 if lo == 0 else hi, lo, hi, empty)
-        if getattr(cq, "is_batch", False):  # whole records per batch unit, unwrapped (variant_reads)
+        if cq.is_batch:  # whole records per batch unit, unwrapped (variant_reads)
             limits = (MAX_FILTER_MESSAGE_SIZE,
                       MAX_TRANSFER_BYTES_IN_MEMORY if in_memory else MAX_TRANSFER_BYTES_ON_DISK,
                       MAX_TRANSFER_COUNT_IN_MEMORY if in_memory else MAX_TRANSFER_COUNT_ON_DISK)
@@ -254,11 +254,7 @@ class MessageLookups:
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
         """``getOffsetInQueueByTime``: the queue offset at a store timestamp (see :mod:`.time_search`)."""
         cq = self.queues.consume_queue(topic, queue_id)
-        if getattr(cq, "is_batch", False):  # BatchConsumeQueue.getOffsetInQueueByTime: unit times, base offsets
-            if str(boundary).lower() not in (LOWER, UPPER):
-                raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
-            return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER)
-        if hasattr(cq, "min_live_offset"):  # RocksDB: binarySearchInCQByTime on the units' store times
+        if cq.unit_times:  # batch and RocksDB queues search their units' store times (base offsets for batches)
             if str(boundary).lower() not in (LOWER, UPPER):
                 raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
             return cq.offset_by_time(int(timestamp_ms), str(boundary).lower() == LOWER, self.store.min_phy_offset())

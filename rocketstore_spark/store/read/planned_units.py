@@ -145,7 +145,7 @@ class PlannedUnits:
         spans, picked = [], []
         for i, (topic, queue_id, start, end) in enumerate(ranges):
             cq = self.queues.loaded(topic, int(queue_id))
-            if cq is None or topic == L.SCHEDULE_TOPIC or getattr(cq, "is_batch", False) or start >= end \
+            if cq is None or topic == L.SCHEDULE_TOPIC or cq.is_batch or start >= end \
                     or end - start > SHORT_RANGE_UNITS or start < cq.first_offset or end > cq.disk_max_offset:
                 continue
             index = cq.files.index_of(start * L.CQ_STORE_UNIT_SIZE)

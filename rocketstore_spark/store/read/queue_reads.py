@@ -180,7 +180,7 @@ class QueueReader:
         phy, size, unit_offsets, group_of_row = self._live_rows(groups, fail_on_data_loss)
         cqs = [cq for cq, _, _ in groups]
         lmq = any(self.variants.is_lmq(cq.topic) for cq in cqs)  # rows of LMQ units are overlaid (variant_reads)
-        batch_cq = any(getattr(cq, "is_batch", False) for cq in cqs)  # inner batches unwrapped (variant_reads)
+        batch_cq = any(cq.is_batch for cq in cqs)  # inner batches unwrapped (variant_reads)
         what = " for " + ", ".join(dict.fromkeys(f"{cq.topic}/{cq.queue_id}" for cq, _, _ in groups))
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
         fixed = None if batch_cq else fixed_fields_for(want)

@@ -132,7 +132,7 @@ class QueueSet:
         what a planner stats to see that the queues it planned from did not change (units are only ever
         appended to a queue's last file; files come and go with its directory's modification time). None when
         the queues are no such files (RocksDB consume queues)."""
-        if any(not isinstance(getattr(cq, "files", None), MappedFileQueue) for cq in self._queues.values()):
+        if any(not isinstance(cq.files, MappedFileQueue) for cq in self._queues.values()):
             return None
         return [(cq.files.location, cq.files.files[-1].location if cq.files.files else None)
                 for cq in self._queues.values()]
@@ -150,7 +150,7 @@ class QueueSet:
             if end is None:
                 continue
             loaded = self._queues.get(key)
-            if loaded is not None and getattr(loaded, "planned_end", None) is None:
+            if loaded is not None and loaded.planned_end is None:
                 continue  # loaded as a whole store loads it (a variant's queues, recovery's): its end is searched
             # a range starting earlier than the files named for an earlier one needs the queue loaded again
             earlier = key in self._planned_starts and (start is None or start < self._planned_starts[key])
@@ -219,21 +219,7 @@ class QueueSet:
 
     def min_offset_of(self, cq) -> int:
         """:meth:`min_offset` of a queue at hand."""
-        oldest = self.store.min_phy_offset()
-        if hasattr(cq, "min_live_offset"):  # RocksDB: getMinCqOffset
-            return cq.min_live_offset(oldest)
-        first = cq.first_offset
-        if first < cq.max_offset and (oldest <= 0 or int(cq.units(first, first + 1)["phy_offset"][0]) >= oldest):
-            return first  # nothing expired (the usual case): one unit read, or none, instead of a search
-        for lo, hi in cq.file_ranges(cq.first_offset, cq.max_offset):
-            # a file whose last unit is expired is expired as a whole: the broker's cleaner deletes such files
-            # shortly after the commit-log files, a copy taken in between still holds them
-            if int(cq.units(hi - 1, hi)["phy_offset"][0]) < oldest:
-                continue
-            # units point forward through the commit log (leading filler units at 0): binary search the first
-            # live one, reading a handful of units instead of the whole file
-            return cq.first_at_or_past(oldest, lo, hi)
-        return cq.max_offset
+        return cq.min_live_offset(self.store.min_phy_offset())
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""

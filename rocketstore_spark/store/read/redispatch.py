@@ -56,21 +56,16 @@ class StoreRecovery:
                 if cq is None:
                     cq = variants.dispatch_queue(*key, row)
                     queues.add(cq)
-                code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
-                if getattr(cq, "is_batch", False):
-                    variants.redispatch_batch(cq, row, code, int(store_ts))
-                elif hasattr(cq, "put_dispatched"):  # RocksDB: keys by queue offset, holes where records were skipped
-                    cq.put_dispatched(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code, int(store_ts))
-                elif row["queueOffset"] == cq.max_offset:
-                    cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
+                props = dict(row["properties"])
+                code = dispatch_tags_code(row["topic"], props, int(store_ts))
+                cq.dispatch_recovered(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code,
+                                      int(store_ts), props)
                 variants.redispatch_variant(row, code, int(store_ts))
 
     def queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
         """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past
-        the queue's end (``putMessagePositionInfo``'s check), past a batch queue's last unit."""
+        the queue's end (``putMessagePositionInfo``'s check), past a batch queue's last unit (the queue answers)."""
         cq = self.queues.loaded(topic, queue_id)
         if cq is None:
             return np.ones(len(phy_offsets), dtype=bool)
-        if getattr(cq, "is_batch", False):
-            return phy_offsets > (int(cq.raw["phy_offset"][-1]) if len(cq.raw) else -1)
-        return queue_offsets >= cq.max_offset
+        return cq.lacks(queue_offsets, phy_offsets)

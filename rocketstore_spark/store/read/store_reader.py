@@ -62,6 +62,11 @@ class StoreReader:
         self.queues = QueueSet(self.store, lazy_queues and valid_end is not None)
         self.records = CommitLogReads(self.store, self.queues)
         self.variants = VariantReads(self.store, self.queues, self.records)
+        self.planned = PlannedUnits(self.store, self.queues)
+        self.reader = QueueReader(self.store, self.queues, self.planned, self.variants)
+        self.scanner = OrderedScanner(self.store, self.queues)
+        self.lookups = MessageLookups(self.store, self.queues, self.records, self.reader, self.variants)
+        self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
         if variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
             listing = []
@@ -72,11 +77,6 @@ class StoreReader:
             self.close()  # the queues opened so far hold memory maps
             raise
         list_index_files(root / L.INDEX_DIR, self.store.stray_files)
-        self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
-        self.planned = PlannedUnits(self.store, self.queues)
-        self.reader = QueueReader(self.store, self.queues, self.planned, self.variants)
-        self.scanner = OrderedScanner(self.store, self.queues)
-        self.lookups = MessageLookups(self.store, self.queues, self.records, self.reader, self.variants)
         warn_strays(self.store.stray_files)
 
     @classmethod
@@ -119,9 +119,7 @@ class StoreReader:
         """Release memory maps."""
         self.store.close()
         self.queues.close()
-        lookups = getattr(self, "lookups", None)  # absent when opening failed
-        if lookups is not None:
-            lookups.close()
+        self.lookups.close()
 
     # --- the opened store -------------------------------------------------------------------------------
 

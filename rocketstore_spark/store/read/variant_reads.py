@@ -33,8 +33,6 @@ from ..format.codec import RecordBatchFields
 from ..format.columns import parse_properties, property_values, single_property, view_array
 from ..format.inner_batch import (
     BATCH_CONSUMEQUEUE_DIR,
-    PROPERTY_INNER_BASE,
-    PROPERTY_INNER_NUM,
     inner_messages,
     is_inner_batch,
 )
@@ -90,7 +88,7 @@ class VariantReads:
         """(committedIndex, committedPos) of a DLedger store as its recovery derives them from
         ``dledger-<selfId>/checkpoint`` (None for other stores, or when the checkpoint gives none)."""
         _ = self.store.recovery
-        return getattr(self.store.commitlog, "committed", None)
+        return self.store.commitlog.committed
 
     def open_variant_queues(self) -> None:
         """Add the queues of a rocksdb-cq store (the RocksDB database's) and of a batch-cq store."""
@@ -121,7 +119,7 @@ class VariantReads:
     def batch_topics(self) -> frozenset:
         """Topics whose queues are batch consume queues (``queue.type=BatchCQ``): those with a
         ``batchconsumequeue/`` directory, those ``config/topics.json`` marks, and those the caller names."""
-        on_disk = {topic for (topic, _), cq in self.queues.loaded_items() if getattr(cq, "is_batch", False)}
+        on_disk = {topic for (topic, _), cq in self.queues.loaded_items() if cq.is_batch}
         return frozenset(on_disk) | batch_cq_topics(self.store.root) | self.store.settings.batch_topics
 
     def dispatch_queue(self, topic: str, queue_id: int, row: dict):
@@ -144,34 +142,17 @@ class VariantReads:
         return ConsumeQueue(topic, queue_id, self.store.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id),
                             self.store.sizes.consume_queue_file_size)
 
-    @staticmethod
-    def redispatch_batch(cq, row: dict, tags_code: int, store_time: int) -> None:
-        """A recovered record's unit in batch consume queue ``cq`` (``DispatchRequest`` as
-        ``checkMessageAndReturnSize`` builds it): base offset and batch size from ``INNER_BASE`` / ``INNER_NUM``
-        when the record has both (an inner batch), else its QUEUEOFFSET and 1 (``setBatchSizeIfNeeded``)."""
-        props = dict(row["properties"])
-        base, count = row["queueOffset"], 1
-        if PROPERTY_INNER_NUM in props and PROPERTY_INNER_BASE in props:
-            try:
-                base, count = int(props[PROPERTY_INNER_BASE]), int(props[PROPERTY_INNER_NUM])
-            except ValueError as e:
-                path, at = cq.unit_location(cq.max_offset)
-                raise CorruptRecordError(
-                    f"record at commit-log offset {row['commitLogOffset']} of batch topic {cq.topic}: expected "
-                    f"integer {PROPERTY_INNER_BASE}/{PROPERTY_INNER_NUM}, found {props[PROPERTY_INNER_BASE]!r}/"
-                    f"{props[PROPERTY_INNER_NUM]!r}", path, at) from e
-        cq.dispatch(row["commitLogOffset"], row["storeSize"], tags_code, store_time, base, count)
-
     def is_batch_queue(self, topic: str, queue_id: int) -> bool:
         """Whether (topic, queue_id) is a batch consume queue (queue offsets count inner messages)."""
-        return getattr(self.queues.loaded(topic, int(queue_id)), "is_batch", False)
+        cq = self.queues.loaded(topic, int(queue_id))
+        return cq is not None and cq.is_batch
 
     def unwrap_inner(self, buf: np.ndarray, fields: RecordBatchFields, cqs: list, group_of_row: np.ndarray,
                       unit_offsets: np.ndarray, path) -> RecordBatchFields:
         """Rows of batch consume queues whose record is an inner batch: the fields of message
         ``queue offset - record QUEUEOFFSET`` of the record (``MessageDecoder.decodeMessage``), positions into
         the same buffer; a unit offset the record holds no message for is a CorruptRecordError."""
-        batch_row = np.array([getattr(cqs[g], "is_batch", False) for g in group_of_row.tolist()], dtype=bool)
+        batch_row = np.array([cqs[g].is_batch for g in group_of_row.tolist()], dtype=bool)
         rows = np.flatnonzero(batch_row & is_inner_batch(fields.sysflag))
         singles = np.flatnonzero(batch_row & ~is_inner_batch(fields.sysflag)
                                  & (unit_offsets != fields.queue_offset))
