@@ -37,9 +37,9 @@ from .commitlog_writer import CommitLogWriter
 from .consume_queue_writer import ConsumeQueueWriter, QueueOffsets
 from .encoded_batch import EncodedBatch, encode_table
 from .index_writer import IndexWriter
-from .journal import recover_store
 from .open_files import OpenFiles
 from .placement import place_records
+from .write_recovery import recover_store
 
 DEFAULT_STORE_HOST = "127.0.0.1:10911"
 CHUNK_BYTES = 64 * 1024 * 1024  # encode at most this much message payload at a time

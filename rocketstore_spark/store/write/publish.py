@@ -52,26 +52,17 @@ from ..files.variant import refuse_variant_writes
 from ..format import layout as L
 from .appender import StoreWriter
 from .encoded_batch import EncodedBatch
-from .journal import (
-    TRASH_DIR,
-    journal_path,
-    last_sink_batch,
-    mark_done,
-    meta_dir,
-    move_to_trash,
-    record_sink_batch,
-    recover_store,
-    remove_empty_dirs,
-    snapshot,
-    staging_dir,
-    write_journal,
-)
+from .journal import mark_done, snapshot, write_journal
 from .open_files import fsync_directory
 from .placement import place_records
 from .queue_skeleton import adopt_skeletons
 from .reservation import close_job, staged_commitlog_dir
+from .rollback import move_to_trash
+from .sink_batches import last_sink_batch, record_sink_batch
 from .staged_commitlog import move_into_store, patch_staged
 from .staging import discard_staged
+from .store_meta import TRASH_DIR, journal_path, meta_dir, remove_empty_dirs, staging_dir
+from .write_recovery import recover_store
 
 log = logging.getLogger("rocketstore_spark")
 FAULT_ENV = "ROCKETSTORE_FAULT_AT"

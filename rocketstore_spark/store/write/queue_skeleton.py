@@ -26,8 +26,8 @@ from typing import Callable, Optional
 
 from ..format import layout as L
 from .encoded_batch import EncodedBatch
-from .journal import SKELETON_PREFIX
 from .reservation import reservation_closed
+from .store_meta import SKELETON_PREFIX
 
 
 def skeleton_dir(job_dir: Path, cq_file_size: int) -> Path:

@@ -22,9 +22,9 @@ from typing import Optional
 
 from ...errors import InvalidArgumentError
 from ..files.locking import StoreLock
-from .journal import STAGING_DIR, journal_path, meta_dir
 from .reservation import reservation_closed
 from .staging import discard_staged
+from .store_meta import STAGING_DIR, journal_path, meta_dir
 
 STATE_OPEN = "open"  # not committed or aborted: running, or abandoned by a dead driver
 STATE_CLOSED = "closed"  # committed or aborted; its files are removed by the next writer

@@ -25,10 +25,10 @@ from ..format import layout as L
 from ..format.encoder import UniqKeyFactory
 from ..read.store_reader import StoreReader
 from .encoded_batch import EncodedBatch, encode_table
-from .journal import meta_dir, remove_empty_dirs, staging_dir
 from .placement import patch_longs
 from .queue_skeleton import SkeletonBuilder
 from .reservation import JobReservation, close_job, staged_commitlog_dir
+from .store_meta import meta_dir, remove_empty_dirs, staging_dir
 
 STAGE_FILE_ROWS = 200_000  # messages per metadata file: bounds the metadata a task holds in memory
 

@@ -258,8 +258,8 @@ def test_a_copied_publication_killed_midway_rolls_back(base_store, step):
 def test_recovery_removes_staging_of_closed_jobs_and_keeps_open_ones(base_store):
     """A driver that died between closing its job and deleting the staged files leaves them behind; the next
     writer removes them. A job whose reservation is still open may be running elsewhere and is left alone."""
-    from rocketstore_spark.store.write.journal import staging_dir
     from rocketstore_spark.store.write.reservation import JobReservation
+    from rocketstore_spark.store.write.store_meta import staging_dir
 
     closed, running = new_job_id(), new_job_id()
     stage(base_store, closed, "p", [fixed(20, 1000)], store_host="10.0.0.1:10911")

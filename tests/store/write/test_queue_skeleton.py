@@ -8,10 +8,10 @@ import pyarrow as pa
 
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.format import layout as L
-from rocketstore_spark.store.write.journal import remove_empty_dirs, staging_dir
 from rocketstore_spark.store.write.publish import new_job_id, publish_staged
 from rocketstore_spark.store.write.queue_skeleton import skeleton_dir
 from rocketstore_spark.store.write.staging import stage
+from rocketstore_spark.store.write.store_meta import remove_empty_dirs, staging_dir
 from tests.store.write.test_publish import base_store  # noqa: F401 - the fixture is used by name
 from tests.store.write.test_writer import messages, no_job_leftovers
 

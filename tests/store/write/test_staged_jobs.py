@@ -8,7 +8,6 @@ import pytest
 from rocketstore_spark.errors import InvalidArgumentError, JobClosedError, StoreLockedError
 from rocketstore_spark.store import RocketStore
 from rocketstore_spark.store.files.locking import StoreLock
-from rocketstore_spark.store.write.journal import journal_path, staging_dir
 from rocketstore_spark.store.write.publish import new_job_id
 from rocketstore_spark.store.write.reservation import close_job
 from rocketstore_spark.store.write.staged_jobs import (
@@ -19,6 +18,7 @@ from rocketstore_spark.store.write.staged_jobs import (
     staged_jobs,
 )
 from rocketstore_spark.store.write.staging import stage
+from rocketstore_spark.store.write.store_meta import journal_path, staging_dir
 from tests.store.write.test_publish import base_store, stage_job  # noqa: F401 - the fixture is used by name
 from tests.store.write.test_writer import messages, tree_digest
 
