@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import MessageValidationError
-from ..store import discard_staged, java_string_hashes, publish_staged, stage
+from ..store import discard_staged, flag_compression, publish_staged, select_queues, stage
 from ..store.format import layout as L
 from .write_options import WriteOptions
 
@@ -101,30 +101,13 @@ class RocketStoreWriter(DataSourceArrowWriter):
         existing = np.array([self.queue_counts.get(t, -1) for t in topic_names], dtype=np.int64)  # -1: new
         if "queueId" not in out.column_names:
             counts = np.where(existing >= 0, existing, opts.queue_nums)[topic_idx]
-            out = out.append_column("queueId", pa.array(self._select_queues(table, counts, partition, row_base),
-                                                        pa.int32()))
+            queues = select_queues(table, counts, opts.queue_selector, partition, row_base)
+            out = out.append_column("queueId", pa.array(queues, pa.int32()))
         qids = np.asarray(pc.fill_null(out.column("queueId").combine_chunks(), 0), dtype=np.int64)
         self._check_queue_ids(topic_names, topic_idx, existing, qids, new_topics)
         if opts.compress_body != "none" and "body" in out.column_names:
-            out = self._flag_compression(out)
+            out = flag_compression(out, opts.compress_body, opts.compress_threshold)
         return out
-
-    def _select_queues(self, table: pa.Table, counts: np.ndarray, partition: int, row_base: int) -> np.ndarray:
-        selector = self.opts.queue_selector
-        n = table.num_rows
-        if selector == "partition":
-            return (np.full(n, partition) % counts).astype(np.int32)
-        if selector == "hash":
-            source = "shardingKey" if "shardingKey" in table.column_names else "keys"
-            if source not in table.column_names:
-                raise MessageValidationError("queueSelector=hash needs a shardingKey or keys column")
-            col = table.column(source).combine_chunks()
-            if pa.types.is_list(col.type):
-                col = pc.list_element(pc.if_else(pc.greater(pc.list_value_length(col), 0), col,
-                                                 pa.scalar([""], col.type)), 0)
-            hashes = np.abs(java_string_hashes(pc.fill_null(col.cast(pa.string()), "")))
-            return (hashes % counts).astype(np.int32)
-        return ((partition + row_base + np.arange(n)) % counts).astype(np.int32)
 
     def _check_queue_ids(self, topic_names: list, topic_idx: np.ndarray, existing: np.ndarray, qids: np.ndarray,
                          new_topics: dict) -> None:
@@ -146,20 +129,6 @@ class RocketStoreWriter(DataSourceArrowWriter):
             topic = topic_names[topic_no]
             if highest > new_topics.get(topic, -1):
                 new_topics[topic] = highest
-
-    def _flag_compression(self, table: pa.Table) -> pa.Table:
-        """Set RocketMQ's COMPRESSED flag and type bits on bodies over the threshold (the producer's rule)."""
-        codes = {"zlib": L.COMPRESSION_ZLIB, "lz4": L.COMPRESSION_LZ4, "zstd": L.COMPRESSION_ZSTD}
-        code = codes[self.opts.compress_body]
-        lengths = np.asarray(pc.fill_null(pc.binary_length(table.column("body").combine_chunks()), 0))
-        sysflag = np.asarray(pc.fill_null(table.column("sysFlag").combine_chunks(), 0), dtype=np.int64) \
-            if "sysFlag" in table.column_names else np.zeros(table.num_rows, dtype=np.int64)
-        big = (lengths > self.opts.compress_threshold) & ((sysflag & L.COMPRESSED_FLAG) == 0)
-        sysflag = np.where(big, sysflag | L.COMPRESSED_FLAG | (code << L.COMPRESSION_TYPE_SHIFT), sysflag)
-        column = pa.array(sysflag.astype(np.int32))
-        if "sysFlag" in table.column_names:
-            return table.set_column(table.column_names.index("sysFlag"), "sysFlag", column)
-        return table.append_column("sysFlag", column)
 
     def _new_topic_queues(self, top: int) -> int:
         """Queues a new topic gets: every queue id used (``top`` the highest), and at least ``queueNums``."""

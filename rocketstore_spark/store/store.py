@@ -47,6 +47,7 @@ from .read.queue_reads import DEFAULT_BATCH_ROWS
 from .read.store_reader import StoreReader, resolve_store_root
 from .read.verify import verify_store
 from .write.appender import DEFAULT_STORE_HOST, StoreWriter
+from .write.producer import COMPRESS_THRESHOLD, QUEUE_SELECTORS, flag_compression, select_queues
 from .write.publish import new_job_id, publish_staged
 from .write.staged_jobs import STATE_OPEN, parse_age, remove_staged_jobs, staged_jobs
 from .write.staging import discard_staged, stage
@@ -122,5 +123,7 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "StoreVariant", "BrokerSettings", "detect_variant", "parse_variant", "VARIANT_FEATURES",
            "refuse_variant_writes", "dledger_logs",
            # the CLI's store tools: verification, staged jobs, the broker's topic table
+           # the producer's rules: queue selection and body compression
+           "select_queues", "flag_compression", "QUEUE_SELECTORS", "COMPRESS_THRESHOLD",
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]

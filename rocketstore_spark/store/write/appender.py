@@ -28,7 +28,7 @@ from ..files.known_end import forget_known_end, known_end, record_known_end
 from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
 from ..files.store_location import local_store_path
-from ..files.topic_config import load_topic_table, queue_dir_counts, register_topics
+from ..files.topic_config import existing_queue_counts, load_topic_table, queue_dir_counts, register_topics
 from ..files.variant import refuse_variant_writes
 from ..format import layout as L
 from ..format.encoder import UniqKeyFactory
@@ -39,6 +39,7 @@ from .encoded_batch import EncodedBatch, encode_table
 from .index_writer import IndexWriter
 from .open_files import OpenFiles
 from .placement import place_records
+from .producer import COMPRESS_THRESHOLD, flag_compression, select_queues
 from .write_recovery import recover_store
 
 DEFAULT_STORE_HOST = "127.0.0.1:10911"
@@ -70,6 +71,7 @@ class StoreWriter:
         self.consume_queues = ConsumeQueueWriter(root, sizes.consume_queue_file_size, self._files)
         self.index = IndexWriter(root / L.INDEX_DIR, sizes.index_hash_slots, sizes.index_max_entries)
         self._uniq = UniqKeyFactory()
+        self._rows_selected = 0  # messages whose queue append's round-robin selector picked
         self.sync_flush = True  # flush() forces data to disk (SYNC_FLUSH); False: ASYNC_FLUSH (see the property)
         self._closed = False
         self.recovery_actions: list[str] = []  # what opening had to finish, roll back or repair
@@ -127,19 +129,44 @@ class StoreWriter:
 
     # --- appending ---------------------------------------------------------------------------------------
 
-    def append(self, table: pa.Table) -> dict:
+    def append(self, table: pa.Table, *, queue_selector: Optional[str] = None, queue_nums: int = 8,
+               compress_body: Optional[str] = None, compress_threshold: int = COMPRESS_THRESHOLD) -> dict:
         """Append the messages of ``table`` (columns as the store layer's; see message_input) in order.
 
+        The producer's rules (:mod:`.producer`), when asked: without a ``queueId`` column, ``queue_selector``
+        (``roundRobin``, ``hash`` of the ``shardingKey`` column or the first key, ``partition``) picks each
+        message's queue among its topic's queues (a new topic's ``queue_nums``); ``compress_body`` (``zlib``,
+        ``lz4``, ``zstd``) compresses the bodies longer than ``compress_threshold``.
         Returns ``{"count", "first_phy_offset", "end_phy_offset"}``.
         """
         self._check_open()
         if isinstance(table, pa.RecordBatch):
             table = pa.Table.from_batches([table])
+        if queue_selector is not None:
+            if "queueId" not in table.column_names:
+                queues = self._selected_queues(table, queue_selector, queue_nums)
+                table = table.append_column("queueId", pa.array(queues, pa.int32()))
+            if "shardingKey" in table.column_names:  # what the hash selector reads; no field of the message
+                table = table.drop_columns(["shardingKey"])
+        if compress_body not in (None, "none") and "body" in table.column_names:
+            table = flag_compression(table, compress_body, compress_threshold)
         first = self.next_phy
         for chunk in _chunks(table):
             self.append_encoded(self.encode(chunk))
         self.consume_queues.write_pending()  # an appended table is readable once append returns
         return {"count": table.num_rows, "first_phy_offset": first, "end_phy_offset": self.next_phy}
+
+    def _selected_queues(self, table: pa.Table, selector: str, queue_nums: int) -> np.ndarray:
+        """The queue of each message of ``table`` by ``selector``, round-robin continuing across appends."""
+        known = existing_queue_counts(self.root)
+        for topic, queue_id in self.offsets.keys():
+            known[topic] = max(known.get(topic, 0), queue_id + 1)
+        topics = table.column("topic").combine_chunks().dictionary_encode()
+        per_topic = np.array([known.get(t, queue_nums) for t in topics.dictionary.to_pylist()], dtype=np.int64)
+        counts = per_topic[np.asarray(topics.indices)]
+        queues = select_queues(table, counts, selector, row_base=self._rows_selected)
+        self._rows_selected += table.num_rows
+        return queues
 
     def encode(self, table: pa.Table) -> EncodedBatch:
         """Prepare and encode messages without publishing them (what Spark tasks do in parallel)."""

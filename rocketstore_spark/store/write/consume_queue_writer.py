@@ -30,6 +30,10 @@ class QueueOffsets:
     def next_offset(self, topic: str, queue_id: int) -> int:
         return self._next.get((topic, int(queue_id)), 0)
 
+    def keys(self) -> list[tuple[str, int]]:
+        """(topic, queue id) of every queue known (on disk when opened, or written since)."""
+        return list(self._next)
+
     def assign(self, batch: EncodedBatch) -> np.ndarray:
         """Consecutive offsets per queue for ``batch``'s dispatched records (0 for PREPARED/ROLLBACK halves,
         which no queue references); a ``queueOffset`` the input gave must be the one assigned."""

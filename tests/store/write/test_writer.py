@@ -267,3 +267,31 @@ def test_a_batch_sliced_from_a_larger_table_keeps_its_own_properties(tmp_path):
                 for t in store.read_queue("orders", q, columns=["body", "properties"]) for r in t.to_pylist()]
     colors = {r["body"]: dict(r["properties"])["color"] for r in rows}
     assert colors == {messages(6).column("body")[i].as_py(): f"c{i}" for i in range(6)}
+
+
+def test_append_applies_the_producers_queue_selection_and_compression(tmp_path):
+    """``append`` picks queues and flags long bodies as the Spark sink does, when asked."""
+    import numpy as np
+
+    from rocketstore_spark.store import select_queues
+    from rocketstore_spark.store.format import layout as L
+
+    table = pa.table({"topic": ["orders"] * 6 + ["fresh"] * 2,
+                      "body": [b"x" * 5000, b"short"] * 4,
+                      "shardingKey": ["a", "b", "c", "a", "b", "c", "a", "b"]})
+    with RocketStore.open_writer(tmp_path / "s") as w:
+        w.append(pa.table({"topic": ["orders"] * 3, "body": [b"m"] * 3, "queueId": pa.array([0, 1, 2], pa.int32())}))
+        w.append(table, queue_selector="hash", queue_nums=2, compress_body="zlib", compress_threshold=4096)
+    with RocketStore.open(tmp_path / "s") as s:
+        assert s.queue_ids("orders") == [0, 1, 2] and set(s.queue_ids("fresh")) <= {0, 1}  # a new topic: 2 queues
+        columns = ["topic", "queueId", "body", "sysFlag"]
+        rows = [r for t in ("orders", "fresh") for q in s.queue_ids(t)
+                for b in s.read_queue(t, q, columns=columns) for r in b.to_pylist()]
+    counts = np.array([3] * 6 + [2] * 2)
+    expected = select_queues(table, counts, "hash").tolist()
+    got = {(r["topic"], bytes(r["body"])[:1], r["queueId"]) for r in rows if r["body"] != b"m"}
+    assert got == {(t, b[:1], q) for t, b, q in zip(table.column("topic").to_pylist(), table.column("body").to_pylist(),
+                                                    expected)}
+    big = [r for r in rows if len(r["body"]) == 5000]
+    assert big and all(r["sysFlag"] & L.COMPRESSED_FLAG for r in big)
+    assert all(not r["sysFlag"] & L.COMPRESSED_FLAG for r in rows if len(r["body"]) < 4096)
