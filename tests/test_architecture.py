@@ -172,7 +172,8 @@ def foreign_private_uses(path: Path) -> list:
 
 
 def test_no_module_touches_another_modules_private_names():
-    offenders = [use for path in sorted(STORE.rglob("*.py")) for use in foreign_private_uses(path)]
+    """The store layer, and the layers above it too."""
+    offenders = [use for path in sorted(PACKAGE.rglob("*.py")) for use in foreign_private_uses(path)]
     assert offenders == []
 
 
