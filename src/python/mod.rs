@@ -1,0 +1,103 @@
+//! The Python module `rocketstore_spark._native`: each function views its buffers, releases the GIL, runs one
+//! kernel, and hands back what Python turns into arrays and errors.
+
+mod buffers;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyByteArray;
+
+use crate::{header, record_chain};
+use buffers::View;
+
+/// A list of positions as the bytes of native-endian int64s (numpy wraps them without a copy).
+fn positions_bytearray<'py>(
+    py: Python<'py>,
+    positions: &[i64],
+) -> PyResult<Bound<'py, PyByteArray>> {
+    PyByteArray::new_with(py, positions.len() * 8, |bytes: &mut [u8]| {
+        for (cell, p) in bytes.chunks_exact_mut(8).zip(positions) {
+            cell.copy_from_slice(&p.to_ne_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// chain_record_starts(buf, start, stop) -> (positions as int64 bytes, end, kind code)
+#[pyfunction]
+fn chain_record_starts<'py>(
+    py: Python<'py>,
+    buf: &Bound<'py, PyAny>,
+    start: i64,
+    stop: i64,
+) -> PyResult<(Bound<'py, PyByteArray>, i64, u8)> {
+    let view = View::<u8>::read(buf)?;
+    let bytes = view.slice();
+    let (positions, end, kind) = py.detach(|| {
+        let mut out = Vec::new();
+        let (end, kind) = record_chain::chain_record_starts(bytes, start, stop, &mut out);
+        (out, end, kind)
+    });
+    Ok((positions_bytearray(py, &positions)?, end, kind as u8))
+}
+
+/// magic_candidates(buf, start, stop) -> positions as int64 bytes
+#[pyfunction]
+fn magic_candidates<'py>(
+    py: Python<'py>,
+    buf: &Bound<'py, PyAny>,
+    start: i64,
+    stop: i64,
+) -> PyResult<Bound<'py, PyByteArray>> {
+    let view = View::<u8>::read(buf)?;
+    let bytes = view.slice();
+    let positions = py.detach(|| {
+        let mut out = Vec::new();
+        record_chain::magic_candidates(bytes, start, stop, &mut out);
+        out
+    });
+    positions_bytearray(py, &positions)
+}
+
+/// parse_records(buf, positions, columns, problems) -> number of records that failed a check
+///
+/// `columns`: a C-contiguous int64 array of HEADER_COLUMNS × len(positions); `problems`: int8 of len(positions).
+#[pyfunction]
+fn parse_records(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    positions: &Bound<'_, PyAny>,
+    columns: &Bound<'_, PyAny>,
+    problems: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    let buf = View::<u8>::read(buf)?;
+    let positions = View::<i64>::read(positions)?;
+    let inputs = [buf.span(), positions.span()];
+    let mut columns = View::<i64>::write(columns, &inputs)?;
+    let mut problems =
+        View::<i8>::write(problems, &[buf.span(), positions.span(), columns.span()])?;
+    let (bytes, pos) = (buf.slice(), positions.slice());
+    let (cols, probs) = (columns.slice_mut(), problems.slice_mut());
+    py.detach(|| header::parse_records(bytes, pos, cols, probs))
+        .ok_or_else(|| {
+            PyValueError::new_err("parse_records: the output arrays do not match the positions")
+        })
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
+    m.add_function(wrap_pyfunction!(magic_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_records, m)?)?;
+    m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;
+    m.add("CHAIN_BLANK", record_chain::ChainEnd::Blank as u8)?;
+    m.add("CHAIN_DATA", record_chain::ChainEnd::Data as u8)?;
+    m.add("CHAIN_BAD", record_chain::ChainEnd::Bad as u8)?;
+    m.add("HEADER_COLUMNS", header::COLUMN_NAMES.to_vec())?;
+    m.add("PROBLEM_NONE", header::PROBLEM_NONE)?;
+    m.add("PROBLEM_MAGIC", header::PROBLEM_MAGIC)?;
+    m.add("PROBLEM_TRUNCATED", header::PROBLEM_TRUNCATED)?;
+    m.add("PROBLEM_NEGATIVE_LENGTH", header::PROBLEM_NEGATIVE_LENGTH)?;
+    m.add("PROBLEM_LENGTH_MISMATCH", header::PROBLEM_LENGTH_MISMATCH)?;
+    Ok(())
+}
