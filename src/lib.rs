@@ -4,6 +4,7 @@
 //! JVM binding) can call the same code. The Python binding (feature `python`, module
 //! `rocketstore_spark._native`) is a thin layer that views Python buffers, releases the GIL, and calls them.
 
+pub mod columns;
 pub mod header;
 pub mod layout;
 pub mod record_chain;

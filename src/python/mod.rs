@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
 
-use crate::{header, record_chain};
+use crate::{columns, header, record_chain};
 use buffers::View;
 
 /// A list of positions as the bytes of native-endian int64s (numpy wraps them without a copy).
@@ -84,11 +84,83 @@ fn parse_records(
         })
 }
 
+/// The Python result of a gather-like kernel: Ok(value), or -(row + 1) for a row outside the buffer.
+fn gather_result(result: Result<usize, columns::GatherError>) -> PyResult<i64> {
+    match result {
+        Ok(nulls) => Ok(nulls as i64),
+        Err(columns::GatherError::OutOfRange(row)) => Ok(-(row as i64) - 1),
+        Err(columns::GatherError::Shape) => Err(PyValueError::new_err(
+            "the output buffers do not match the rows",
+        )),
+    }
+}
+
+/// gather(buf, pos, len, offsets, data, validity=None) -> null rows, or -(row + 1) for a row outside `buf`
+///
+/// `offsets`: int32 of len(pos) + 1; `data`: uint8 of the values' total length; `validity`: uint8 bitmap bytes.
+#[pyfunction]
+#[pyo3(signature = (buf, pos, len, offsets, data, validity=None))]
+fn gather(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    pos: &Bound<'_, PyAny>,
+    len: &Bound<'_, PyAny>,
+    offsets: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+    validity: Option<&Bound<'_, PyAny>>,
+) -> PyResult<i64> {
+    let (buf, pos, len) = (
+        View::<u8>::read(buf)?,
+        View::<i64>::read(pos)?,
+        View::<i64>::read(len)?,
+    );
+    let mut inputs = vec![buf.span(), pos.span(), len.span()];
+    let mut offsets = View::<i32>::write(offsets, &inputs)?;
+    inputs.push(offsets.span());
+    let mut data = View::<u8>::write(data, &inputs)?;
+    inputs.push(data.span());
+    let mut validity = validity
+        .map(|v| View::<u8>::write(v, &inputs))
+        .transpose()?;
+    let (bytes, p, l) = (buf.slice(), pos.slice(), len.slice());
+    let (o, d) = (offsets.slice_mut(), data.slice_mut());
+    let v = validity.as_mut().map(|v| v.slice_mut());
+    gather_result(py.detach(|| columns::gather(bytes, p, l, o, d, v)))
+}
+
+/// property_values(buf, pos, len, name, out_pos, out_len) -> 0, or -(row + 1) for a row outside `buf`
+#[pyfunction]
+fn property_values(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    pos: &Bound<'_, PyAny>,
+    len: &Bound<'_, PyAny>,
+    name: &[u8],
+    out_pos: &Bound<'_, PyAny>,
+    out_len: &Bound<'_, PyAny>,
+) -> PyResult<i64> {
+    let (buf, pos, len) = (
+        View::<u8>::read(buf)?,
+        View::<i64>::read(pos)?,
+        View::<i64>::read(len)?,
+    );
+    let mut inputs = vec![buf.span(), pos.span(), len.span()];
+    let mut out_pos = View::<i64>::write(out_pos, &inputs)?;
+    inputs.push(out_pos.span());
+    let mut out_len = View::<i64>::write(out_len, &inputs)?;
+    let (bytes, p, l) = (buf.slice(), pos.slice(), len.slice());
+    let (op, ol) = (out_pos.slice_mut(), out_len.slice_mut());
+    let result = py.detach(|| columns::property_values(bytes, p, l, name, op, ol));
+    gather_result(result.map(|()| 0))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
     m.add_function(wrap_pyfunction!(magic_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(parse_records, m)?)?;
+    m.add_function(wrap_pyfunction!(gather, m)?)?;
+    m.add_function(wrap_pyfunction!(property_values, m)?)?;
     m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;
     m.add("CHAIN_BLANK", record_chain::ChainEnd::Blank as u8)?;
     m.add("CHAIN_DATA", record_chain::ChainEnd::Data as u8)?;

@@ -37,7 +37,7 @@ def read_be(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
 
 def native_bytes(buf) -> np.ndarray:
     """``buf`` as the native kernels take it: one C-contiguous run of bytes (a memory map's array as it is)."""
-    buf = np.frombuffer(buf, dtype=np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else np.asarray(buf)
+    buf = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
     if buf.dtype != np.uint8 or not buf.flags.c_contiguous:
         buf = np.ascontiguousarray(buf).view(np.uint8).reshape(-1)
     return buf

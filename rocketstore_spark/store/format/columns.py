@@ -1,7 +1,7 @@
-"""Arrow columns from parsed commit-log records, built with numpy and Arrow kernels (no per-row objects).
+"""Arrow columns from parsed commit-log records, built with native, numpy and Arrow kernels (no per-row objects).
 
-Variable-length fields are gathered straight out of the memory-mapped file: a ``binary_view`` array whose views
-point into the mapped bytes is cast to ``binary``/``string``, so Arrow's C++ does the copying.
+Variable-length fields are gathered straight out of the memory-mapped file by the native kernel into Arrow's
+offset and data buffers, which Arrow wraps without a copy.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import _native
 from . import layout as L
-from .codec import RecordBatchFields, read_be
+from .codec import RecordBatchFields, native_bytes, read_be
 
 #: The store layer's columns, in the order every reader returns them.
 COLUMNS = (
@@ -56,41 +57,34 @@ def normalize_columns(columns) -> tuple[str, ...]:
     return columns
 
 
-_INLINE_VIEW_BYTES = 12  # Arrow binary_view values up to 12 bytes are stored inside the view itself
+def gather_binary(buf, pos: np.ndarray, length: np.ndarray, nullable: bool = False) -> pa.Array:
+    """A ``binary`` array of ``buf[pos:pos+length]`` per row, copied by the native kernel into one Arrow data
+    buffer; with ``nullable``, rows of negative length are null."""
+    n = len(pos)
+    pos = np.require(pos, dtype=np.int64, requirements=["C", "A"])
+    length = np.require(length, dtype=np.int64, requirements=["C", "A"])
+    total = int(np.maximum(length, 0).sum()) if n else 0
+    if total >= 1 << 31:
+        raise pa.ArrowInvalid(f"{total:,} bytes of values exceed a binary array's 2 GiB: read smaller batches")
+    offsets = np.empty(n + 1, dtype=np.int32)
+    data = np.empty(total, dtype=np.uint8)
+    validity = np.empty((n + 7) // 8, dtype=np.uint8) if nullable else None
+    nulls = _native.gather(native_bytes(buf), pos, length, offsets, data, validity)
+    if nulls < 0:
+        from ...errors import CorruptRecordError
+
+        row = -nulls - 1
+        raise CorruptRecordError(f"a value of {int(length[row])} bytes runs outside the buffer", None, int(pos[row]))
+    return pa.Array.from_buffers(pa.binary(), n, [pa.py_buffer(validity) if nulls else None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(data)], null_count=nulls)
 
 
 def view_array(buf: np.ndarray, pos: np.ndarray, length: np.ndarray, to_type: pa.DataType) -> pa.Array:
-    """Gather ``buf[pos:pos+length]`` per row into a ``binary`` array via Arrow's binary_view cast."""
-    n = len(pos)
-    if n == 0:
+    """Gather ``buf[pos:pos+length]`` per row into a ``binary`` (or ``to_type``) array."""
+    if len(pos) == 0:
         return pa.array([], type=to_type)
-    pos = pos.astype(np.int64)
-    length = length.astype(np.int64)
-    data = pa.py_buffer(buf)
-    if bool((length > _INLINE_VIEW_BYTES).all()) and int(pos.max()) + 4 <= len(buf):
-        # every value lives in the buffer: a view is (length, 4-byte prefix, buffer 0, offset); the prefixes
-        # come from one row gather of a strided "4 bytes at every offset" view
-        views = np.empty((n, 4), dtype="<i4")
-        views[:, 0] = length
-        prefixes = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - 3, 4), strides=(buf.strides[0],) * 2,
-                                                   writeable=False)[pos]
-        views[:, 1] = prefixes.view("<i4").reshape(-1)
-        views[:, 2] = 0
-        views[:, 3] = pos
-        viewed = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), data])
-        return viewed.cast(to_type)
-    views = np.zeros((n, 16), dtype=np.uint8)
-    as_int = views.view("<i4")
-    as_int[:, 0] = length
-    idx = np.minimum(pos[:, None] + np.arange(12), max(len(buf) - 1, 0))
-    inline = np.where(np.arange(12) < length[:, None], buf[idx], 0)
-    short = length <= 12
-    views[short, 4:16] = inline[short]
-    views[~short, 4:8] = inline[~short, :4]
-    as_int[~short, 2] = 0
-    as_int[~short, 3] = pos[~short]
-    viewed = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), data])
-    return viewed.cast(to_type)
+    values = gather_binary(buf, pos, length)
+    return values if to_type == pa.binary() else values.cast(to_type)
 
 
 def to_strings(binary: pa.Array) -> pa.Array:
@@ -213,35 +207,24 @@ def single_property(props: pa.BinaryArray, name: str) -> pa.Array:
     HashMap. The separators are ASCII, so byte positions agree with Java's char positions.
     """
     n = len(props)
-    data = np.frombuffer(props.buffers()[2], dtype=np.uint8) if n else np.zeros(0, np.uint8)
+    data = props.buffers()[2]
     offsets = np.frombuffer(props.buffers()[1], dtype=np.int32)[props.offset:props.offset + n + 1].astype(np.int64)
-    if n:  # a slice: search only its own bytes
-        data = data[offsets[0]:offsets[-1]]
-        offsets = offsets - offsets[0]
-    pattern = np.frombuffer((name + L.NAME_VALUE_SEPARATOR).encode(), dtype=np.uint8)
-    k = len(pattern)
-    pos = np.flatnonzero(data[:max(len(data) - k + 1, 0)] == pattern[0])
-    for j in range(1, k):
-        pos = pos[data[pos + j] == pattern[j]]
-    row = np.searchsorted(offsets, pos, side="right") - 1
-    row_start, row_end = offsets[row], offsets[row + 1]
-    separator = ord(L.PROPERTY_SEPARATOR)
-    at_segment_start = (pos == row_start) | (data[np.maximum(pos - 1, 0)] == separator)
-    separators = np.append(np.flatnonzero(data == separator), len(data))  # the end stops the last value
-    value_start = pos + k
-    value_end = np.minimum(separators[np.searchsorted(separators, value_start, side="left")], row_end)
-    ok = at_segment_start & (value_start + 1 <= value_end)
-    pos, row, value_start, value_end = pos[ok], row[ok], value_start[ok], value_end[ok]
-    last = np.ones(len(row), dtype=bool)
-    last[:-1] = row[1:] != row[:-1]  # positions ascend, so a row's last pair is where the row changes
-    values = to_strings(view_array(data, value_start[last], value_end[last] - value_start[last], pa.binary()))
-    idx = np.zeros(n, dtype=np.int64)
-    present = np.zeros(n, dtype=bool)
-    idx[row[last]] = np.arange(int(last.sum()))
-    present[row[last]] = True
-    if not len(values):
-        return pa.nulls(n, pa.string())
-    return values.take(pa.array(idx, mask=~present))
+    return property_of(np.zeros(0, np.uint8) if data is None else data, offsets[:-1], np.diff(offsets), name)
+
+
+def property_of(buf, props_pos: np.ndarray, props_len: np.ndarray, name: str) -> pa.Array:
+    """:func:`single_property` over properties strings ``buf[props_pos:props_pos+props_len]`` in place."""
+    n = len(props_pos)
+    props_pos = np.require(props_pos, dtype=np.int64, requirements=["C", "A"])
+    props_len = np.require(props_len, dtype=np.int64, requirements=["C", "A"])
+    at, length = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    buf = native_bytes(buf)
+    bad = _native.property_values(buf, props_pos, props_len, name.encode(), at, length)
+    if bad < 0:
+        from ...errors import CorruptRecordError
+
+        raise CorruptRecordError("a properties string runs outside the buffer", None, int(props_pos[-bad - 1]))
+    return to_strings(gather_binary(buf, at, length, nullable=True))
 
 
 def split_keys(keys_value: pa.Array) -> pa.ListArray:
@@ -276,18 +259,18 @@ def build_batch(buf: np.ndarray, fields: RecordBatchFields, columns=COLUMNS, whe
     out: dict[str, pa.Array] = {}
     wanted = set(columns)
     props_map = None
-    if wanted & {"properties", "tags", "keys", "uniqKey", "propertiesString"}:
-        props_raw = view_array(buf, fields.props_pos, fields.props_len, pa.binary())
-        if wanted & {"properties", "propertiesString"}:
-            props_str = to_strings(props_raw)
-            if "propertiesString" in wanted:
-                out["propertiesString"] = props_str
-            if "properties" in wanted:
-                props_map = parse_properties(props_str)
+    if wanted & {"properties", "propertiesString"}:
+        props_str = to_strings(view_array(buf, fields.props_pos, fields.props_len, pa.binary()))
+        if "propertiesString" in wanted:
+            out["propertiesString"] = props_str
+        if "properties" in wanted:
+            props_map = parse_properties(props_str)
 
     def one_property(name):
-        # with the map at hand, look the name up in it; else find the one pair in the bytes (~5x cheaper)
-        return property_values(props_map, name) if props_map is not None else single_property(props_raw, name)
+        # with the map at hand, look the name up in it; else find the one pair in the record bytes
+        if props_map is not None:
+            return property_values(props_map, name)
+        return property_of(buf, fields.props_pos, fields.props_len, name)
     for name in columns:
         if name in out:
             continue

@@ -1,0 +1,237 @@
+//! Variable-length columns as Arrow buffers: values gathered out of the record buffer into one data buffer with
+//! its offsets (Arrow's `binary`/`string` layout), and single properties found in the properties strings.
+//!
+//! Arrow binary layout written here, for `n` rows:
+//!
+//! | buffer   | element  | count     | meaning                                                          |
+//! |----------|----------|-----------|------------------------------------------------------------------|
+//! | validity | bit      | n (bytes: n.div_ceil(8)) | bit `i % 8` of byte `i / 8` set: row `i` is not null (LSB first) |
+//! | offsets  | i32      | n + 1     | row `i` is `data[offsets[i] .. offsets[i + 1]]`; offsets[0] = 0 |
+//! | data     | u8       | offsets[n]| the values one after another                                     |
+//!
+//! A properties string (`MessageDecoder.messageProperties2String`) is `name \u0001 value \u0002` repeated;
+//! `string2messageProperties` splits it on [`PROPERTY_SEPARATOR`], each pair on its first
+//! [`NAME_VALUE_SEPARATOR`], keeps pairs whose name and value are both non-empty, and a repeated name keeps its
+//! last value.
+
+/// `MessageDecoder.NAME_VALUE_SEPARATOR` (U+0001).
+pub const NAME_VALUE_SEPARATOR: u8 = 1;
+/// `MessageDecoder.PROPERTY_SEPARATOR` (U+0002).
+pub const PROPERTY_SEPARATOR: u8 = 2;
+
+/// Why a gather failed: the row whose value does not lie inside the buffer, or outputs of the wrong sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GatherError {
+    /// Row `i`'s value runs outside the source buffer.
+    OutOfRange(usize),
+    /// The outputs do not match the rows (offsets need n + 1, validity n.div_ceil(8), data the values' total).
+    Shape,
+}
+
+/// The bytes `buf[pos .. pos + len]`, or None when they do not lie inside `buf`.
+#[inline]
+fn span(buf: &[u8], pos: i64, len: i64) -> Option<&[u8]> {
+    let start = usize::try_from(pos).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    buf.get(start..end)
+}
+
+/// Total bytes of the rows' values (rows with a negative length are nulls and count 0), or None past i64.
+pub fn gathered_len(len: &[i64]) -> Option<i64> {
+    len.iter()
+        .try_fold(0i64, |sum, &l| sum.checked_add(l.max(0)))
+}
+
+/// Copies each row's value `buf[pos[i] .. pos[i] + len[i]]` into `data`, one after another, writing Arrow
+/// `offsets` (n + 1) and, when given, the `validity` bitmap: a row with a negative length is null (no bytes).
+/// Returns the number of null rows.
+pub fn gather(
+    buf: &[u8],
+    pos: &[i64],
+    len: &[i64],
+    offsets: &mut [i32],
+    data: &mut [u8],
+    mut validity: Option<&mut [u8]>,
+) -> Result<usize, GatherError> {
+    let n = pos.len();
+    if len.len() != n
+        || offsets.len() != n + 1
+        || validity.as_ref().is_some_and(|v| v.len() != n.div_ceil(8))
+    {
+        return Err(GatherError::Shape);
+    }
+    if let Some(v) = validity.as_deref_mut() {
+        v.fill(0);
+    }
+    let mut at = 0usize;
+    let mut nulls = 0;
+    if let Some(first) = offsets.first_mut() {
+        *first = 0;
+    }
+    for (i, ((&p, &l), offset)) in pos
+        .iter()
+        .zip(len)
+        .zip(offsets.iter_mut().skip(1))
+        .enumerate()
+    {
+        if l < 0 {
+            nulls += 1;
+        } else {
+            let value = span(buf, p, l).ok_or(GatherError::OutOfRange(i))?;
+            let end = at.checked_add(value.len()).ok_or(GatherError::Shape)?;
+            data.get_mut(at..end)
+                .ok_or(GatherError::Shape)?
+                .copy_from_slice(value);
+            at = end;
+            if let Some(bits) = validity.as_deref_mut().and_then(|v| v.get_mut(i / 8)) {
+                *bits |= 1 << (i % 8);
+            }
+        }
+        *offset = i32::try_from(at).map_err(|_| GatherError::Shape)?;
+    }
+    if at != data.len() {
+        return Err(GatherError::Shape);
+    }
+    Ok(nulls)
+}
+
+/// Where `string2messageProperties(properties).get(name)` lies in `properties`: the value's start and length,
+/// or None when the name has no pair with a non-empty value.
+pub fn property_value(properties: &[u8], name: &[u8]) -> Option<(usize, usize)> {
+    let mut found = None;
+    let mut start = 0usize;
+    for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
+        let value_at = name.len() + 1;
+        if segment.len() > value_at
+            && segment.starts_with(name)
+            && segment.get(name.len()) == Some(&NAME_VALUE_SEPARATOR)
+        {
+            found = Some((start + value_at, segment.len() - value_at));
+        }
+        start += segment.len() + 1;
+    }
+    found
+}
+
+/// For each row's properties string `buf[pos[i] .. pos[i] + len[i]]`, the place of `name`'s value (see
+/// [`property_value`]) in `out_pos` / `out_len`; a row without one gets length -1. Returns the first row whose
+/// properties do not lie inside `buf`, if any (its output and the later rows' are left unwritten).
+pub fn property_values(
+    buf: &[u8],
+    pos: &[i64],
+    len: &[i64],
+    name: &[u8],
+    out_pos: &mut [i64],
+    out_len: &mut [i64],
+) -> Result<(), GatherError> {
+    if len.len() != pos.len() || out_pos.len() != pos.len() || out_len.len() != pos.len() {
+        return Err(GatherError::Shape);
+    }
+    let rows = pos
+        .iter()
+        .zip(len)
+        .zip(out_pos.iter_mut().zip(out_len.iter_mut()));
+    for (i, ((&p, &l), (op, ol))) in rows.enumerate() {
+        let properties = span(buf, p, l).ok_or(GatherError::OutOfRange(i))?;
+        match property_value(properties, name) {
+            Some((at, n)) => {
+                *op = p + at as i64;
+                *ol = n as i64;
+            }
+            None => {
+                *op = 0;
+                *ol = -1;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gathers_values_and_nulls_into_arrow_buffers() {
+        let buf = b"..hello..world!";
+        let (pos, len) = ([2i64, 0, 9, 7], [5i64, -1, 6, 0]);
+        let mut offsets = [0i32; 5];
+        let mut data = vec![0u8; 11];
+        let mut validity = [0xFFu8; 1];
+        assert_eq!(
+            gather(
+                buf,
+                &pos,
+                &len,
+                &mut offsets,
+                &mut data,
+                Some(&mut validity)
+            ),
+            Ok(1)
+        );
+        assert_eq!(offsets, [0, 5, 5, 11, 11]);
+        assert_eq!(&data, b"helloworld!");
+        assert_eq!(validity, [0b1101]);
+    }
+
+    #[test]
+    fn a_gather_outside_the_buffer_or_into_wrong_outputs_fails() {
+        let buf = b"abcdef";
+        let mut offsets = [0i32; 2];
+        let mut data = vec![0u8; 4];
+        assert_eq!(
+            gather(buf, &[3], &[4], &mut offsets, &mut data, None),
+            Err(GatherError::OutOfRange(0))
+        );
+        assert_eq!(
+            gather(buf, &[-1], &[4], &mut offsets, &mut data, None),
+            Err(GatherError::OutOfRange(0))
+        );
+        assert_eq!(
+            gather(buf, &[0], &[3], &mut offsets, &mut data, None),
+            Err(GatherError::Shape)
+        );
+        assert_eq!(
+            gather(buf, &[0], &[5], &mut offsets, &mut data, None),
+            Err(GatherError::Shape)
+        );
+        assert_eq!(
+            gather(buf, &[0], &[4], &mut offsets[..1], &mut data, None),
+            Err(GatherError::Shape)
+        );
+        assert_eq!(gathered_len(&[3, -1, i64::MAX]), None);
+        assert_eq!(gathered_len(&[3, -1, 4]), Some(7));
+    }
+
+    #[test]
+    fn properties_as_string2message_properties_reads_them() {
+        let p = b"TAGS\x01a\x02KEYS\x01k1 k2\x02EMPTY\x01\x02TAGS\x01b\x02";
+        let value = |name: &[u8]| property_value(p, name).map(|(at, n)| &p[at..at + n]);
+        assert_eq!(value(b"TAGS"), Some(&b"b"[..])); // the last pair wins
+        assert_eq!(value(b"KEYS"), Some(&b"k1 k2"[..]));
+        assert_eq!(value(b"EMPTY"), None); // an empty value is dropped
+        assert_eq!(value(b"TAG"), None);
+        assert_eq!(value(b"k1"), None);
+        assert_eq!(property_value(b"", b"TAGS"), None);
+        assert_eq!(property_value(b"TAGS\x01x", b"TAGS"), Some((5, 1))); // no separator after the last pair
+        assert_eq!(property_value(b"X\x01TAGS\x01v\x02", b"TAGS"), None); // inside a value
+        assert_eq!(
+            property_value(b"TAGS\x01TAGS\x01v\x02", b"TAGS"),
+            Some((5, 6))
+        ); // split on the first
+    }
+
+    #[test]
+    fn property_values_per_row() {
+        let buf = b"TAGS\x01a\x02UNIQ_KEY\x01u\x02";
+        let (mut at, mut n) = ([9i64; 3], [9i64; 3]);
+        let rows = ([0i64, 7, 0], [7i64, 11, 0]);
+        assert_eq!(
+            property_values(buf, &rows.0, &rows.1, b"TAGS", &mut at, &mut n),
+            Ok(())
+        );
+        assert_eq!((at, n), ([5, 0, 0], [1, -1, -1]));
+        let far = property_values(buf, &[10], &[100], b"TAGS", &mut at[..1], &mut n[..1]);
+        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+    }
+}
