@@ -235,3 +235,197 @@ mod tests {
         assert_eq!(far, Err(GatherError::OutOfRange(0)));
     }
 }
+
+/// Longest text of a host: `[xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx]:4294967295`.
+pub const MAX_HOST_TEXT: usize = 1 + 8 * 4 + 7 + 2 + 10;
+/// Longest offsetMsgId: 28 bytes (IPv6 address, port, physical offset) in hex.
+pub const MAX_MSG_ID_TEXT: usize = 56;
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends the decimal digits of `v` to `out`.
+fn push_decimal(out: &mut Vec<u8>, mut v: u32) {
+    let mut digits = [0u8; 10]; // u32::MAX has 10 digits
+    let mut used = 0;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        used += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(digits.len() - used..).unwrap_or_default());
+}
+
+/// Appends a host field (`address ‖ port`: 4 or 16 address bytes) as Java's `InetSocketAddress` prints it
+/// here: `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` with unpadded lowercase groups. None for another width.
+fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
+    let (address, port) = host.split_at_checked(host.len().checked_sub(4)?)?;
+    let port = u32::from_be_bytes(port.try_into().ok()?);
+    match address.len() {
+        4 => {
+            for (k, &octet) in address.iter().enumerate() {
+                if k > 0 {
+                    out.push(b'.');
+                }
+                push_decimal(out, u32::from(octet));
+            }
+        }
+        16 => {
+            out.push(b'[');
+            for (k, group) in address.chunks_exact(2).enumerate() {
+                if k > 0 {
+                    out.push(b':');
+                }
+                let g = u16::from_be_bytes(group.try_into().ok()?);
+                let digits = (16 - g.leading_zeros()).div_ceil(4).max(1);
+                for shift in (0..digits).rev() {
+                    out.push(HEX_LOWER[usize::from((g >> (4 * shift)) & 0xF)]);
+                }
+            }
+            out.push(b']');
+        }
+        _ => return None,
+    }
+    out.push(b':');
+    push_decimal(out, port);
+    Some(())
+}
+
+/// Formats rows into Arrow `offsets` and `data` through `row(i, out)`, which appends row `i`'s text or returns
+/// false when its fields lie outside the buffer. Returns the bytes of `data` used.
+fn format_rows(
+    n: usize,
+    offsets: &mut [i32],
+    data: &mut [u8],
+    mut row: impl FnMut(usize, &mut Vec<u8>) -> bool,
+) -> Result<usize, GatherError> {
+    if offsets.len() != n + 1 {
+        return Err(GatherError::Shape);
+    }
+    let mut text = Vec::with_capacity(MAX_HOST_TEXT.max(MAX_MSG_ID_TEXT));
+    let mut at = 0usize;
+    if let Some(first) = offsets.first_mut() {
+        *first = 0;
+    }
+    for (i, offset) in offsets.iter_mut().skip(1).enumerate() {
+        text.clear();
+        if !row(i, &mut text) {
+            return Err(GatherError::OutOfRange(i));
+        }
+        let end = at + text.len();
+        data.get_mut(at..end)
+            .ok_or(GatherError::Shape)?
+            .copy_from_slice(&text);
+        at = end;
+        *offset = i32::try_from(at).map_err(|_| GatherError::Shape)?;
+    }
+    Ok(at)
+}
+
+/// The host field at `pos` of a record with `sysflag`: 20 bytes when `v6_flag` is set, else 8.
+fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Option<&[u8]> {
+    let width = crate::layout::host_length(sysflag as i32, v6_flag) as i64;
+    span(buf, pos, width)
+}
+
+/// The hosts at `host_pos` (IPv6 where `sysflag` has `v6_flag`) as text into Arrow `offsets` and `data`
+/// (`data` holds at least [`MAX_HOST_TEXT`] bytes a row). Returns the bytes of `data` used.
+pub fn host_strings(
+    buf: &[u8],
+    host_pos: &[i64],
+    sysflag: &[i64],
+    v6_flag: i32,
+    offsets: &mut [i32],
+    data: &mut [u8],
+) -> Result<usize, GatherError> {
+    if sysflag.len() != host_pos.len() {
+        return Err(GatherError::Shape);
+    }
+    format_rows(host_pos.len(), offsets, data, |i, out| {
+        let host = host_pos
+            .get(i)
+            .zip(sysflag.get(i))
+            .and_then(|(&p, &f)| host_at(buf, p, f, v6_flag));
+        host.and_then(|h| push_host(out, h)).is_some()
+    })
+}
+
+/// `MessageDecoder.createMessageId` per row: uppercase hex of the store host's address ‖ port ‖ the physical
+/// offset (32 or 56 characters) into Arrow `offsets` and `data` (at least [`MAX_MSG_ID_TEXT`] bytes a row).
+/// Returns the bytes of `data` used.
+pub fn msg_ids(
+    buf: &[u8],
+    store_host_pos: &[i64],
+    sysflag: &[i64],
+    phy_offset: &[i64],
+    offsets: &mut [i32],
+    data: &mut [u8],
+) -> Result<usize, GatherError> {
+    let n = store_host_pos.len();
+    if sysflag.len() != n || phy_offset.len() != n {
+        return Err(GatherError::Shape);
+    }
+    let v6 = crate::layout::STOREHOSTADDRESS_V6_FLAG;
+    format_rows(n, offsets, data, |i, out| {
+        let host = store_host_pos
+            .get(i)
+            .zip(sysflag.get(i))
+            .and_then(|(&p, &f)| host_at(buf, p, f, v6));
+        let (Some(host), Some(phy)) = (host, phy_offset.get(i)) else {
+            return false;
+        };
+        for &b in host.iter().chain(&phy.to_be_bytes()) {
+            out.push(HEX_UPPER[usize::from(b >> 4)]);
+            out.push(HEX_UPPER[usize::from(b & 0xF)]);
+        }
+        true
+    })
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    fn texts(offsets: &[i32], data: &[u8]) -> Vec<String> {
+        offsets
+            .windows(2)
+            .map(|w| String::from_utf8(data[w[0] as usize..w[1] as usize].to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn hosts_print_as_java_prints_them() {
+        let mut buf = vec![10, 0, 0, 255, 0, 0, 0x2A, 0x6F]; // 10.0.0.255:10863
+        buf.extend([
+            0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0, 1,
+        ]);
+        buf.extend(u32::MAX.to_be_bytes());
+        let (pos, flags) = ([0i64, 8], [0i64, 0x10]);
+        let mut offsets = [0i32; 3];
+        let mut data = vec![0u8; 2 * MAX_HOST_TEXT];
+        let used = host_strings(&buf, &pos, &flags, 0x10, &mut offsets, &mut data).unwrap();
+        assert_eq!(
+            texts(&offsets, &data[..used]),
+            ["10.0.0.255:10863", "[2001:db8:0:0:0:0:a:1]:4294967295"]
+        );
+        let far = host_strings(&buf, &[20], &[0x10], 0x10, &mut offsets[..2], &mut data);
+        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+    }
+
+    #[test]
+    fn msg_ids_are_upper_hex_of_store_host_and_offset() {
+        let buf = [127, 0, 0, 1, 0, 0, 0x2A, 0x9F];
+        let mut offsets = [0i32; 2];
+        let mut data = vec![0u8; MAX_MSG_ID_TEXT];
+        let used = msg_ids(&buf, &[0], &[0], &[0x1234], &mut offsets, &mut data).unwrap();
+        assert_eq!(
+            texts(&offsets, &data[..used]),
+            ["7F00000100002A9F0000000000001234"]
+        );
+        let far = msg_ids(&buf, &[0], &[0x20], &[1], &mut offsets, &mut data);
+        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+    }
+}

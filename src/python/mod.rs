@@ -154,6 +154,57 @@ fn property_values(
     gather_result(result.map(|()| 0))
 }
 
+/// host_strings(buf, host_pos, sysflag, v6_flag, offsets, data) -> bytes used, or -(row + 1)
+#[pyfunction]
+fn host_strings(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    host_pos: &Bound<'_, PyAny>,
+    sysflag: &Bound<'_, PyAny>,
+    v6_flag: i32,
+    offsets: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+) -> PyResult<i64> {
+    let (buf, pos, flags) = (
+        View::<u8>::read(buf)?,
+        View::<i64>::read(host_pos)?,
+        View::<i64>::read(sysflag)?,
+    );
+    let mut inputs = vec![buf.span(), pos.span(), flags.span()];
+    let mut offsets = View::<i32>::write(offsets, &inputs)?;
+    inputs.push(offsets.span());
+    let mut data = View::<u8>::write(data, &inputs)?;
+    let (bytes, p, f) = (buf.slice(), pos.slice(), flags.slice());
+    let (o, d) = (offsets.slice_mut(), data.slice_mut());
+    gather_result(py.detach(|| columns::host_strings(bytes, p, f, v6_flag, o, d)))
+}
+
+/// msg_ids(buf, store_host_pos, sysflag, phy_offset, offsets, data) -> bytes used, or -(row + 1)
+#[pyfunction]
+fn msg_ids(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    store_host_pos: &Bound<'_, PyAny>,
+    sysflag: &Bound<'_, PyAny>,
+    phy_offset: &Bound<'_, PyAny>,
+    offsets: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+) -> PyResult<i64> {
+    let buf = View::<u8>::read(buf)?;
+    let (pos, flags) = (
+        View::<i64>::read(store_host_pos)?,
+        View::<i64>::read(sysflag)?,
+    );
+    let phy = View::<i64>::read(phy_offset)?;
+    let mut inputs = vec![buf.span(), pos.span(), flags.span(), phy.span()];
+    let mut offsets = View::<i32>::write(offsets, &inputs)?;
+    inputs.push(offsets.span());
+    let mut data = View::<u8>::write(data, &inputs)?;
+    let (bytes, p, f, ph) = (buf.slice(), pos.slice(), flags.slice(), phy.slice());
+    let (o, d) = (offsets.slice_mut(), data.slice_mut());
+    gather_result(py.detach(|| columns::msg_ids(bytes, p, f, ph, o, d)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
@@ -161,6 +212,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_records, m)?)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(property_values, m)?)?;
+    m.add_function(wrap_pyfunction!(host_strings, m)?)?;
+    m.add_function(wrap_pyfunction!(msg_ids, m)?)?;
+    m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;
+    m.add("MAX_MSG_ID_TEXT", columns::MAX_MSG_ID_TEXT)?;
     m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;
     m.add("CHAIN_BLANK", record_chain::ChainEnd::Blank as u8)?;
     m.add("CHAIN_DATA", record_chain::ChainEnd::Data as u8)?;

@@ -6,7 +6,6 @@ offset and data buffers, which Arrow wraps without a copy.
 
 from __future__ import annotations
 
-import functools
 import zlib
 
 import numpy as np
@@ -15,7 +14,7 @@ import pyarrow.compute as pc
 
 from ... import _native
 from . import layout as L
-from .codec import RecordBatchFields, native_bytes, read_be
+from .codec import RecordBatchFields, native_bytes
 
 #: The store layer's columns, in the order every reader returns them.
 COLUMNS = (
@@ -96,59 +95,32 @@ def to_strings(binary: pa.Array) -> pa.Array:
                         type=pa.string())
 
 
-@functools.lru_cache(maxsize=None)
-def _decimal_table() -> pa.Array:
-    return pa.array([str(i) for i in range(256)])
+def _formatted(kernel, n: int, width: int, *args) -> pa.Array:
+    """A ``string`` array of ``n`` rows that ``kernel`` formats into Arrow buffers (at most ``width`` bytes a row)."""
+    offsets = np.empty(n + 1, dtype=np.int32)
+    data = np.empty(n * width, dtype=np.uint8)
+    used = kernel(*args, offsets, data)
+    if used < 0:
+        from ...errors import CorruptRecordError
+
+        raise CorruptRecordError("a host field runs outside the buffer", None, int(args[1][-used - 1]))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data[:used])])
 
 
-@functools.lru_cache(maxsize=None)
-def _hex_group_table() -> pa.Array:
-    return pa.array([f"{i:x}" for i in range(65536)])
-
-
-_HEX_UPPER = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+def _int64(values: np.ndarray) -> np.ndarray:
+    return np.require(values, dtype=np.int64, requirements=["C", "A"])
 
 
 def host_strings(buf: np.ndarray, host_pos: np.ndarray, is_v6: np.ndarray) -> pa.Array:
     """Hosts as Java prints them: ``a.b.c.d:port`` and ``[x:x:x:x:x:x:x:x]:port`` (groups unpadded)."""
-    n = len(host_pos)
-    if n == 0:
-        return pa.array([], type=pa.string())
-    octets = [_decimal_table().take(pa.array(buf[host_pos + k])) for k in range(4)]
-    port4 = pc.cast(pa.array(read_be(buf, host_pos + 4, 4) & 0xFFFFFFFF), pa.string())
-    text = pc.binary_join_element_wise(*octets, pa.scalar("."))
-    text = pc.binary_join_element_wise(text, port4, pa.scalar(":"))
-    if is_v6.any():
-        v6 = host_pos[is_v6]
-        groups = [_hex_group_table().take(pa.array(read_be(buf, v6 + 2 * k, 2) & 0xFFFF)) for k in range(8)]
-        port6 = pc.cast(pa.array(read_be(buf, v6 + 16, 4) & 0xFFFFFFFF), pa.string())
-        addr = pc.binary_join_element_wise(*groups, pa.scalar(":"))
-        v6text = pc.binary_join_element_wise(pa.scalar("["), addr, pa.scalar("]:"), port6, pa.scalar(""))
-        text = pc.replace_with_mask(text, pa.array(is_v6), v6text)
-    return text
+    return _formatted(_native.host_strings, len(host_pos), _native.MAX_HOST_TEXT, native_bytes(buf),
+                      _int64(host_pos), np.asarray(is_v6, dtype=np.int64), 1)
 
 
 def msg_ids(buf: np.ndarray, fields: RecordBatchFields) -> pa.Array:
     """offsetMsgId per record: uppercase hex of store address ‖ port ‖ physical offset (32 or 56 chars)."""
-    n = len(fields)
-    is_v6 = (fields.sysflag & L.STOREHOSTADDRESS_V6_FLAG) != 0
-    width = np.where(is_v6, 28, 16)
-    raw = np.zeros((n, 28), dtype=np.uint8)
-    host_bytes = np.where(np.arange(20) < (width - 8)[:, None],
-                          buf[np.minimum(fields.store_host_pos[:, None] + np.arange(20), len(buf) - 1)], 0)
-    raw[:, :20] = host_bytes
-    phy = fields.phy_offset.astype(">i8").view(np.uint8).reshape(n, 8)
-    rows_v4 = ~is_v6
-    raw[rows_v4, 8:16] = phy[rows_v4]
-    raw[is_v6, 20:28] = phy[is_v6]
-    chars = np.empty((n, 56), dtype=np.uint8)
-    chars[:, 0::2] = _HEX_UPPER[raw >> 4]
-    chars[:, 1::2] = _HEX_UPPER[raw & 0xF]
-    keep = np.arange(56) < (2 * width)[:, None]
-    data = chars[keep]
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(2 * width, out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return _formatted(_native.msg_ids, len(fields), _native.MAX_MSG_ID_TEXT, native_bytes(buf),
+                      _int64(fields.store_host_pos), _int64(fields.sysflag), _int64(fields.phy_offset))
 
 
 def parse_properties(props: pa.Array) -> pa.MapArray:
