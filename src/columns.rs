@@ -147,6 +147,91 @@ pub fn property_values(
     Ok(())
 }
 
+/// The most pairs the properties strings of `bytes` total bytes in `rows` rows can hold (a kept pair takes at
+/// least 3 bytes, `k \u0001 v`, and all but a row's last a separator more).
+pub fn max_property_pairs(bytes: usize, rows: usize) -> usize {
+    (bytes + rows) / 4 + rows
+}
+
+/// `string2messageProperties` for each row's properties string `data[pos[i] .. pos[i] + len[i]]`: the places
+/// of the kept pairs' names and values, in the string's order, a repeated name only at its last pair.
+///
+/// `map_offsets` (n + 1) receives each row's first pair index, Arrow map style; `pairs` is four rows of
+/// `capacity` each: name positions, name lengths, value positions, value lengths (`capacity` at least
+/// [`max_property_pairs`]). Returns the number of pairs.
+pub fn property_pairs(
+    data: &[u8],
+    pos: &[i64],
+    len: &[i64],
+    map_offsets: &mut [i32],
+    pairs: &mut [i64],
+) -> Result<usize, GatherError> {
+    let n = pos.len();
+    if len.len() != n || map_offsets.len() != n + 1 || pairs.len() % 4 != 0 {
+        return Err(GatherError::Shape);
+    }
+    let capacity = pairs.len() / 4;
+    let (names_at, rest) = pairs.split_at_mut(capacity);
+    let (names_len, rest) = rest.split_at_mut(capacity);
+    let (values_at, values_len) = rest.split_at_mut(capacity);
+    let mut row_pairs: Vec<(usize, &[u8], usize, usize)> = Vec::new();
+    let mut count = 0usize;
+    if let Some(first) = map_offsets.first_mut() {
+        *first = 0;
+    }
+    for (i, ((&p, &l), offset)) in pos
+        .iter()
+        .zip(len)
+        .zip(map_offsets.iter_mut().skip(1))
+        .enumerate()
+    {
+        let properties = span(data, p, l).ok_or(GatherError::OutOfRange(i))?;
+        let base = usize::try_from(p).map_err(|_| GatherError::OutOfRange(i))?;
+        row_pairs.clear();
+        let mut start = 0usize;
+        for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
+            if let Some(cut) = segment.iter().position(|&b| b == NAME_VALUE_SEPARATOR) {
+                let (name, value_len) = (
+                    segment.get(..cut).unwrap_or_default(),
+                    segment.len() - cut - 1,
+                );
+                if !name.is_empty() && value_len > 0 {
+                    row_pairs.push((base + start, name, base + start + cut + 1, value_len));
+                }
+            }
+            start += segment.len() + 1;
+        }
+        for (k, &(name_at, name, value_at, value_len)) in row_pairs.iter().enumerate() {
+            let repeated = row_pairs
+                .get(k + 1..)
+                .unwrap_or_default()
+                .iter()
+                .any(|later| later.1 == name);
+            if repeated {
+                continue; // HashMap.put: the later pair's value wins
+            }
+            let slot = (
+                names_at.get_mut(count),
+                names_len.get_mut(count),
+                values_at.get_mut(count),
+                values_len.get_mut(count),
+            );
+            let (Some(na), Some(nl), Some(va), Some(vl)) = slot else {
+                return Err(GatherError::Shape);
+            };
+            (*na, *nl, *va, *vl) = (
+                name_at as i64,
+                name.len() as i64,
+                value_at as i64,
+                value_len as i64,
+            );
+            count += 1;
+        }
+        *offset = i32::try_from(count).map_err(|_| GatherError::Shape)?;
+    }
+    Ok(count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +304,40 @@ mod tests {
             property_value(b"TAGS\x01TAGS\x01v\x02", b"TAGS"),
             Some((5, 6))
         ); // split on the first
+    }
+
+    #[test]
+    fn property_pairs_keep_the_last_of_a_name_and_drop_empty_ones() {
+        let data = b"A\x01x\x02B\x01\x02\x01y\x02A\x01z\x02noseparator\x02C\x01w";
+        let rows = ([0i64, 0], [data.len() as i64, 0]);
+        let cap = max_property_pairs(data.len(), 2);
+        let mut offsets = [0i32; 3];
+        let mut pairs = vec![0i64; 4 * cap];
+        assert_eq!(
+            property_pairs(data, &rows.0, &rows.1, &mut offsets, &mut pairs),
+            Ok(2)
+        );
+        assert_eq!(offsets, [0, 2, 2]);
+        let text = |k: usize, which: usize| {
+            let (at, n) = (
+                pairs[2 * which * cap + k] as usize,
+                pairs[(2 * which + 1) * cap + k] as usize,
+            );
+            &data[at..at + n]
+        };
+        assert_eq!((text(0, 0), text(0, 1)), (&b"A"[..], &b"z"[..]));
+        assert_eq!((text(1, 0), text(1, 1)), (&b"C"[..], &b"w"[..]));
+        let dense = b"a\x01b\x02".repeat(5);
+        let cap = max_property_pairs(dense.len() - 1, 1);
+        let mut pairs = vec![0i64; 4 * cap];
+        let got = property_pairs(
+            &dense[..dense.len() - 1],
+            &[0],
+            &[dense.len() as i64 - 1],
+            &mut offsets[..2],
+            &mut pairs,
+        );
+        assert_eq!(got, Ok(1));
     }
 
     #[test]

@@ -205,6 +205,30 @@ fn msg_ids(
     gather_result(py.detach(|| columns::msg_ids(bytes, p, f, ph, o, d)))
 }
 
+/// property_pairs(data, pos, len, map_offsets, pairs) -> pairs found, or -(row + 1)
+#[pyfunction]
+fn property_pairs(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    pos: &Bound<'_, PyAny>,
+    len: &Bound<'_, PyAny>,
+    map_offsets: &Bound<'_, PyAny>,
+    pairs: &Bound<'_, PyAny>,
+) -> PyResult<i64> {
+    let (data, pos, len) = (
+        View::<u8>::read(data)?,
+        View::<i64>::read(pos)?,
+        View::<i64>::read(len)?,
+    );
+    let mut inputs = vec![data.span(), pos.span(), len.span()];
+    let mut offsets = View::<i32>::write(map_offsets, &inputs)?;
+    inputs.push(offsets.span());
+    let mut pairs = View::<i64>::write(pairs, &inputs)?;
+    let (bytes, p, l) = (data.slice(), pos.slice(), len.slice());
+    let (o, out) = (offsets.slice_mut(), pairs.slice_mut());
+    gather_result(py.detach(|| columns::property_pairs(bytes, p, l, o, out)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
@@ -214,6 +238,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(property_values, m)?)?;
     m.add_function(wrap_pyfunction!(host_strings, m)?)?;
     m.add_function(wrap_pyfunction!(msg_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(property_pairs, m)?)?;
     m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;
     m.add("MAX_MSG_ID_TEXT", columns::MAX_MSG_ID_TEXT)?;
     m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;
