@@ -5,6 +5,7 @@
 //! `rocketstore_spark._native`) is a thin layer that views Python buffers, releases the GIL, and calls them.
 
 pub mod columns;
+pub mod consume_queue;
 pub mod header;
 pub mod layout;
 pub mod record_chain;

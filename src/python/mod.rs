@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
 
-use crate::{columns, header, record_chain};
+use crate::{columns, consume_queue, header, record_chain};
 use buffers::View;
 
 /// A list of positions as the bytes of native-endian int64s (numpy wraps them without a copy).
@@ -229,6 +229,37 @@ fn property_pairs(
     gather_result(py.detach(|| columns::property_pairs(bytes, p, l, o, out)))
 }
 
+/// valid_units(units, out) -> units kept (`units`: the 20-byte units' bytes; `out`: uint8, one a unit)
+#[pyfunction]
+fn valid_units(
+    py: Python<'_>,
+    units: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    let units = View::<u8>::read(units)?;
+    let mut out = View::<u8>::write(out, &[units.span()])?;
+    let (bytes, flags) = (units.slice(), out.slice_mut());
+    py.detach(|| consume_queue::valid_units(bytes, flags))
+        .ok_or_else(|| PyValueError::new_err("valid_units: the output does not match the units"))
+}
+
+/// units_matching_tags(units, codes, out) -> units passing (`codes`: int32 tag hashes)
+#[pyfunction]
+fn units_matching_tags(
+    py: Python<'_>,
+    units: &Bound<'_, PyAny>,
+    codes: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    let (units, codes) = (View::<u8>::read(units)?, View::<i32>::read(codes)?);
+    let mut out = View::<u8>::write(out, &[units.span(), codes.span()])?;
+    let (bytes, wanted, flags) = (units.slice(), codes.slice(), out.slice_mut());
+    py.detach(|| consume_queue::units_matching_tags(bytes, wanted, flags))
+        .ok_or_else(|| {
+            PyValueError::new_err("units_matching_tags: the output does not match the units")
+        })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
@@ -239,6 +270,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host_strings, m)?)?;
     m.add_function(wrap_pyfunction!(msg_ids, m)?)?;
     m.add_function(wrap_pyfunction!(property_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(valid_units, m)?)?;
+    m.add_function(wrap_pyfunction!(units_matching_tags, m)?)?;
     m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;
     m.add("MAX_MSG_ID_TEXT", columns::MAX_MSG_ID_TEXT)?;
     m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ... import _native
 from ..format import layout as L
 from .file_reads import OpenFile
 
@@ -24,9 +25,18 @@ WINDOW_UNITS = 1024  # when the search range is this small (20 KiB), read it in 
 REMOTE_FIRST_WINDOW = 4096  # units (80 KiB) an object-store queue's end search reads first
 
 
+def unit_bytes(units: np.ndarray) -> np.ndarray:
+    """Consume-queue units as the native kernels take them: their bytes in the file's layout, one run."""
+    if units.dtype != L.CQ_UNIT_DTYPE:  # units built elsewhere (e.g. native byte order): the file's layout
+        units = units.astype(L.CQ_UNIT_DTYPE)
+    return np.ascontiguousarray(units).reshape(-1).view(np.uint8)
+
+
 def valid_units(units: np.ndarray) -> np.ndarray:
     """The units recovery keeps (``offset >= 0 && size > 0``)."""
-    return (units["phy_offset"] >= 0) & (units["size"] > 0)
+    out = np.empty(len(units), dtype=np.uint8)
+    _native.valid_units(unit_bytes(units), out)
+    return out.view(bool)
 
 
 def _first_true(read: Callable[[int, int], np.ndarray], test: Callable[[np.ndarray], np.ndarray],
