@@ -177,6 +177,29 @@ mod tests {
         assert_eq!(out, Vec::<i64>::new());
     }
 
+    proptest::proptest! {
+        #[test]
+        fn a_chain_of_records_walks_back_to_its_starts(
+            sizes in proptest::collection::vec((8usize..300, proptest::bool::ANY), 0..40),
+            tail in 0usize..40,
+        ) {
+            let mut buf = Vec::new();
+            let mut starts = Vec::new();
+            for &(size, v2) in &sizes {
+                starts.push(buf.len() as i64);
+                buf.extend(record(size, if v2 { MESSAGE_MAGIC_CODE_V2 } else { MESSAGE_MAGIC_CODE }));
+            }
+            let end = buf.len() as i64;
+            buf.extend(record(tail.max(8), BLANK_MAGIC_CODE));
+            buf.truncate(end as usize + tail);
+            // no bytes, too few for a marker, or a BLANK marker after the last record: all end the file
+            proptest::prop_assert_eq!(walk(&buf, 0, i64::MAX), (starts.clone(), end, ChainEnd::Blank));
+            let mut candidates = Vec::new();
+            magic_candidates(&buf, 0, i64::MAX, &mut candidates);
+            proptest::prop_assert_eq!(candidates, starts);
+        }
+    }
+
     #[test]
     fn short_tails_and_odd_starts() {
         let buf = record(20, MESSAGE_MAGIC_CODE);
