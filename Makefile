@@ -8,17 +8,20 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-compat lint demo venv clean azurite
+.PHONY: test test-slow test-compat lint rust-check demo venv clean azurite
 
 venv: $(VENV)/.installed
 
-# A path-based editable install (a .pth naming the repository root): Spark's lookup of Python data sources scans
-# sys.path for `pyspark_*` modules and cannot see the import hooks of setuptools' default editable mode, so with
-# that mode `format("rocketstore")` worked only from the repository root.
-$(VENV)/.installed: pyproject.toml Makefile
+NATIVE_SOURCES := Cargo.toml Cargo.lock $(wildcard src/*.rs src/*/*.rs)
+
+# maturin (pyproject's build backend, fetched from PyPI) builds the Rust crate in release mode into
+# rocketstore_spark/_native*.so (cargo fetches the locked crates from crates.io) and installs the project
+# editable as a path-based .pth naming the repository root: Spark's lookup of Python data sources scans sys.path
+# for `pyspark_*` modules and cannot see import hooks. A change to the crate re-runs this install.
+$(VENV)/.installed: pyproject.toml Makefile $(NATIVE_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[spark,test]'
+	$(PY) -m pip install --quiet -e '.[spark,test]'
 	touch $@
 
 # Unpacks the golden store into a fresh temp dir, runs the default suite, removes the temp dir.
@@ -30,6 +33,13 @@ test: venv
 # ruff, configured in pyproject.toml (pycodestyle, pyflakes, import order, bugbear); .ci/run runs it too
 lint: venv
 	$(VENV)/bin/ruff check .
+
+# the crate's checks: formatting, clippy on the kernels alone and with the Python binding, the Rust unit tests
+rust-check:
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --all-targets --features python -- -D warnings
+	cargo test
 
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test
@@ -68,4 +78,4 @@ demo: venv
 	$(PY) examples/etl_quickstart.py $(DEMO_DIR)/store $(DEMO_DIR)/hourly-parquet
 
 clean:
-	rm -rf $(VENV) .venv-spark-* .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-spark-* .pytest_cache .hypothesis target rocketstore_spark/_native*.so

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ... import _native
 from ..format import layout as L
 from .file_reads import OpenFile
 
@@ -26,7 +27,9 @@ REMOTE_FIRST_WINDOW = 4096  # units (80 KiB) an object-store queue's end search 
 
 def valid_units(units: np.ndarray) -> np.ndarray:
     """The units recovery keeps (``offset >= 0 && size > 0``)."""
-    return (units["phy_offset"] >= 0) & (units["size"] > 0)
+    out = np.empty(len(units), dtype=np.uint8)
+    _native.valid_units(L.unit_bytes(units), out)
+    return out.view(bool)
 
 
 def _first_true(read: Callable[[int, int], np.ndarray], test: Callable[[np.ndarray], np.ndarray],

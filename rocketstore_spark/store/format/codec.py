@@ -1,9 +1,9 @@
 """Vectorised parsing and checking of commit-log records, plus the small Java-compatible helpers.
 
 A batch of records is described by a uint8 buffer (usually one memory-mapped commit-log file) and an array of
-record start positions inside it. :func:`parse_records` computes every field position with numpy in one pass,
-the way ``CommitLog.checkMessageAndReturnSize`` walks a single record, and reports which records pass
-RocketMQ's own checks (magic code, non-negative lengths, length arithmetic of ``calMsgLength``).
+record start positions inside it. :func:`parse_records` reads every fixed field and variable-field position in
+one native pass, the way ``CommitLog.checkMessageAndReturnSize`` walks a single record, and reports which
+records pass RocketMQ's own checks (magic code, non-negative lengths, length arithmetic of ``calMsgLength``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ... import _native
 from ...errors import InvalidArgumentError
 from . import layout as L
 from .java_hash import tags_code_of
@@ -34,56 +35,12 @@ def read_be(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(cells).view(_INT_DTYPES[width]).reshape(-1).astype(np.int64)
 
 
-#: Bytes from a record's start to the end of BODYLEN when both hosts are IPv6: every fixed-position field lies
-#: inside this span, so one contiguous copy per record gathers them all.
-HEADER_SPAN = L.BORN_HOST_POSITION + L.IPV6_HOST_LENGTH + 8 + L.IPV6_HOST_LENGTH + 4 + 8 + 4
-
-
-_V4_OFFSETS = {  # where each fixed field sits when both hosts are IPv4 (born host 8 bytes, store host 8 bytes)
-    "total": (L.TOTALSIZE_POSITION, ">i4"), "magic": (L.MAGIC_CODE_POSITION, ">i4"),
-    "body_crc": (L.BODY_CRC_POSITION, ">i4"), "queue_id": (L.QUEUE_ID_POSITION, ">i4"),
-    "flag": (L.FLAG_POSITION, ">i4"), "queue_offset": (L.QUEUE_OFFSET_POSITION, ">i8"),
-    "phy_offset": (L.PHYSICAL_OFFSET_POSITION, ">i8"), "sysflag": (L.SYSFLAG_POSITION, ">i4"),
-    "born_ts": (L.BORN_TIMESTAMP_POSITION, ">i8"), "store_ts": (56, ">i8"), "reconsume": (72, ">i4"),
-    "prepared": (76, ">i8"), "body_len": (84, ">i4"),
-}
-#: The header of a record with IPv4 hosts as one numpy record type (unaligned, big-endian fields).
-V4_HEADER_DTYPE = np.dtype({"names": list(_V4_OFFSETS), "formats": [f for _, f in _V4_OFFSETS.values()],
-                            "offsets": [o for o, _ in _V4_OFFSETS.values()], "itemsize": HEADER_SPAN})
-_HOST_DEPENDENT = ("store_ts", "reconsume", "prepared", "body_len")  # shifted by 12 per IPv6 host before them
-
-
-class HeaderRows:
-    """The first :data:`HEADER_SPAN` bytes of each record, gathered as rows of one matrix.
-
-    Fancy-indexing a strided "every byte starts a row" view copies each record's header with one memcpy, which
-    is several times faster than gathering every field byte by byte; fields are then views of that matrix.
-    """
-
-    def __init__(self, buf: np.ndarray, positions: np.ndarray):
-        rows = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - HEADER_SPAN + 1, HEADER_SPAN),
-                                               strides=(buf.strides[0], buf.strides[0]), writeable=False)
-        self.matrix = rows[positions]
-        self.v4 = self.matrix.view(V4_HEADER_DTYPE).reshape(-1)
-
-    @staticmethod
-    def fits(buf: np.ndarray, positions: np.ndarray) -> bool:
-        return len(positions) > 0 and bool(((positions >= 0) & (positions + HEADER_SPAN <= len(buf))).all())
-
-    def field(self, name: str, shift: np.ndarray | None = None) -> np.ndarray:
-        """One fixed field as int64; ``shift`` (bytes added by IPv6 hosts, per record) for the fields after
-        the born host."""
-        if shift is None:
-            return self.v4[name].astype(np.int64)
-        offset, fmt = _V4_OFFSETS[name]
-        width = np.dtype(fmt).itemsize
-        out = np.empty(len(self.matrix), dtype=np.int64)
-        for extra in np.unique(shift):  # at most three distinct: 0, 12, 24
-            rows = shift == extra
-            start = offset + int(extra)
-            cells = np.ascontiguousarray(self.matrix[rows, start:start + width])
-            out[rows] = cells.view(fmt).reshape(-1)
-        return out
+def native_bytes(buf) -> np.ndarray:
+    """``buf`` as the native kernels take it: one C-contiguous run of bytes (a memory map's array as it is)."""
+    buf = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
+    if buf.dtype != np.uint8 or not buf.flags.c_contiguous:
+        buf = np.ascontiguousarray(buf).view(np.uint8).reshape(-1)
+    return buf
 
 
 @dataclass
@@ -122,11 +79,12 @@ class RecordBatchFields:
         return RecordBatchFields(**{k: None if v is None else v[idx] for k, v in self.__dict__.items()})
 
 
-PROBLEM_NONE = 0
-PROBLEM_MAGIC = 1
-PROBLEM_TRUNCATED = 2
-PROBLEM_NEGATIVE_LENGTH = 3
-PROBLEM_LENGTH_MISMATCH = 4
+# the record checks' codes, declared by the native kernel that applies them; 5 and 6 are the CRC checks' here
+PROBLEM_NONE = _native.PROBLEM_NONE
+PROBLEM_MAGIC = _native.PROBLEM_MAGIC
+PROBLEM_TRUNCATED = _native.PROBLEM_TRUNCATED
+PROBLEM_NEGATIVE_LENGTH = _native.PROBLEM_NEGATIVE_LENGTH
+PROBLEM_LENGTH_MISMATCH = _native.PROBLEM_LENGTH_MISMATCH
 PROBLEM_CRC = 5
 PROBLEM_PROP_CRC = 6
 PROBLEM_DESCRIPTIONS = {
@@ -145,153 +103,33 @@ OPTIONAL_FIXED = ("body_crc", "queue_id", "flag", "queue_offset", "phy_offset", 
                   "prepared")
 
 
+#: RecordBatchFields' name of each optional fixed field
+_OPTIONAL_FIELD = {"body_crc": "body_crc", "queue_id": "queue_id", "flag": "flag", "queue_offset": "queue_offset",
+                   "phy_offset": "phy_offset", "born_ts": "born_timestamp", "store_ts": "store_timestamp",
+                   "reconsume": "reconsume_times", "prepared": "prepared_offset"}
+
+
 def parse_records(buf: np.ndarray, positions: np.ndarray, fixed=None) -> RecordBatchFields:
     """Parse the records starting at ``positions`` of ``buf``; never reads outside ``buf``.
 
     Records that fail a check get ``valid=False`` and a ``problem`` code; their later fields are zero.
-    ``fixed`` names the :data:`OPTIONAL_FIXED` fields to read (None: all); the others are left None, which a
-    body-only scan uses to skip most of the header.
+    ``fixed`` names the :data:`OPTIONAL_FIXED` fields to return (None: all); the others are left None.
+    One native kernel reads and checks every record, the way ``CommitLog.checkMessageAndReturnSize`` walks one.
     """
-    pos = np.asarray(positions, dtype=np.int64)
+    if fixed is not None:
+        unknown = set(fixed) - set(OPTIONAL_FIXED)
+        if unknown:
+            raise InvalidArgumentError(f"unknown fixed fields {sorted(unknown)}; expected some of {OPTIONAL_FIXED}")
+    pos = np.require(positions, dtype=np.int64, requirements=["C", "A"])
     n = len(pos)
-    size = len(buf)
-    problem = np.zeros(n, dtype=np.int8)
-    zeros = np.zeros(n, dtype=np.int64)
-
-    def fail(mask: np.ndarray, code: int) -> None:
-        problem[(problem == 0) & mask] = code
-
-    def safe(p: np.ndarray, width: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """Read where the field fits in the buffer and the record is still sound (and is one of ``rows``,
-        when given); 0 elsewhere."""
-        ok = (problem == 0) & (p >= 0) & (p + width <= size)
-        if rows is not None:
-            fail(rows & ~ok, PROBLEM_TRUNCATED)
-            ok &= rows
-        else:
-            fail(~ok, PROBLEM_TRUNCATED)
-        if ok.all():
-            return read_be(buf, p, width)
-        out = np.zeros(n, dtype=np.int64)
-        if ok.any():
-            out[ok] = read_be(buf, p[ok], width)
-        return out
-
-    if HeaderRows.fits(buf, pos) and fixed is not None:
-        head = _fixed_fields_direct(buf, pos, size, fail, problem, fixed)
-    elif HeaderRows.fits(buf, pos):
-        head = _fixed_fields_from_rows(HeaderRows(buf, pos), pos, size, fail, problem)
-    else:
-        head = _fixed_fields_one_by_one(pos, size, fail, safe)
-    total, magic, sysflag, body_len = head["total"], head["magic"], head["sysflag"], head["body_len"]
-    born_host_pos = pos + L.BORN_HOST_POSITION
-    born_len = np.where(sysflag & L.BORNHOST_V6_FLAG, L.IPV6_HOST_LENGTH, L.IPV4_HOST_LENGTH)
-    store_host_pos = born_host_pos + born_len + 8
-    store_len = np.where(sysflag & L.STOREHOSTADDRESS_V6_FLAG, L.IPV6_HOST_LENGTH, L.IPV4_HOST_LENGTH)
-    body_len_pos = store_host_pos + store_len + 12
-    fail(body_len < 0, PROBLEM_NEGATIVE_LENGTH)
-    body_pos = body_len_pos + 4
-    topic_len_pos = body_pos + np.maximum(body_len, 0)
-    v2 = magic == L.MESSAGE_MAGIC_CODE_V2
-    # TOPICLEN is 1 byte (MESSAGE_MAGIC_CODE) or 2 (V2): read each width only for the records that use it
-    if not v2.any():
-        topic_len = safe(topic_len_pos, 1)
-    elif v2.all():
-        topic_len = safe(topic_len_pos, 2)
-    else:
-        topic_len = np.where(v2, safe(topic_len_pos, 2, v2), safe(topic_len_pos, 1, ~v2))
-    fail(topic_len < 0, PROBLEM_NEGATIVE_LENGTH)
-    topic_pos = topic_len_pos + np.where(v2, 2, 1)
-    props_len_pos = topic_pos + np.maximum(topic_len, 0)
-    props_len = safe(props_len_pos, 2)
-    fail(props_len < 0, PROBLEM_NEGATIVE_LENGTH)
-    props_pos = props_len_pos + 2
-    fail(props_pos + np.maximum(props_len, 0) > size, PROBLEM_TRUNCATED)
-    fail(props_pos + props_len != pos + total, PROBLEM_LENGTH_MISMATCH)
-    valid = problem == 0
-    keep = lambda a: np.where(valid, a, zeros)  # noqa: E731 - zero the fields of records that failed
-    return RecordBatchFields(
-        position=pos, total_size=total, magic=magic, body_crc=head["body_crc"], queue_id=head["queue_id"],
-        flag=head["flag"], queue_offset=head["queue_offset"], phy_offset=head["phy_offset"], sysflag=sysflag,
-        born_timestamp=head["born_ts"], born_host_pos=keep(born_host_pos), store_timestamp=head["store_ts"],
-        store_host_pos=keep(store_host_pos), reconsume_times=head["reconsume"], prepared_offset=head["prepared"],
-        body_pos=keep(body_pos), body_len=keep(body_len), topic_pos=keep(topic_pos), topic_len=keep(topic_len),
-        props_pos=keep(props_pos), props_len=keep(props_len), valid=valid, problem=problem,
-    )
-
-
-def _first_checks(pos, size, total, magic, fail) -> None:
-    """The checks on TOTALSIZE and MAGICCODE that decide whether the rest of a record is read at all."""
-    fail((magic != L.MESSAGE_MAGIC_CODE) & (magic != L.MESSAGE_MAGIC_CODE_V2), PROBLEM_MAGIC)
-    fail(total <= 0, PROBLEM_NEGATIVE_LENGTH)
-    fail(pos + total > size, PROBLEM_TRUNCATED)
-
-
-def _fixed_fields_one_by_one(pos, size, fail, safe) -> dict:
-    """The fixed fields read one at a time with bounds checks (records near the end of the buffer)."""
-    fail(pos + 48 > size, PROBLEM_TRUNCATED)
-    head = {"total": safe(pos, 4), "magic": safe(pos + L.MAGIC_CODE_POSITION, 4)}
-    _first_checks(pos, size, head["total"], head["magic"], fail)
-    for name in ("body_crc", "queue_id", "flag", "queue_offset", "phy_offset", "sysflag", "born_ts"):
-        offset, fmt = _V4_OFFSETS[name]
-        head[name] = safe(pos + offset, np.dtype(fmt).itemsize)
-    shifts = _host_shifts(head["sysflag"])
-    for name in _HOST_DEPENDENT:
-        offset, fmt = _V4_OFFSETS[name]
-        head[name] = safe(pos + offset + shifts[name], np.dtype(fmt).itemsize)
-    return head
-
-
-def _fixed_fields_direct(buf, pos, size, fail, problem, wanted) -> dict:
-    """Only the fields the checks need plus ``wanted``, each gathered straight from the buffer (every header
-    fits: :meth:`HeaderRows.fits`); fields of records that failed the first checks are zero, as elsewhere."""
-    unknown = set(wanted) - set(OPTIONAL_FIXED)
-    if unknown:
-        raise InvalidArgumentError(f"unknown fixed fields {sorted(unknown)}; expected some of {OPTIONAL_FIXED}")
-    head = {"total": read_be(buf, pos + L.TOTALSIZE_POSITION, 4),
-            "magic": read_be(buf, pos + L.MAGIC_CODE_POSITION, 4)}
-    _first_checks(pos, size, head["total"], head["magic"], fail)
-    sound = problem == 0
-    everyone = bool(sound.all())
-
-    def read(name, shift=0):
-        offset, fmt = _V4_OFFSETS[name]
-        values = read_be(buf, pos + offset + shift, np.dtype(fmt).itemsize)
-        return values if everyone else np.where(sound, values, 0)
-
-    head["sysflag"] = read("sysflag")
-    shifts = _host_shifts(head["sysflag"])
-    for name in OPTIONAL_FIXED + ("body_len",):
-        if name == "body_len" or name in wanted:
-            head[name] = read(name, shifts[name]) if name in shifts else read(name)
-        else:
-            head[name] = None
-    return head
-
-
-def _fixed_fields_from_rows(rows: HeaderRows, pos, size, fail, problem) -> dict:
-    """The same fields from gathered header rows: every field is in range, so only the record checks apply
-    (fields of records that failed them are zero, as in the one-by-one path)."""
-    head = {"total": rows.field("total"), "magic": rows.field("magic")}
-    _first_checks(pos, size, head["total"], head["magic"], fail)
-    sound = problem == 0
-    everyone = bool(sound.all())
-    for name in ("body_crc", "queue_id", "flag", "queue_offset", "phy_offset", "sysflag", "born_ts"):
-        head[name] = rows.field(name) if everyone else np.where(sound, rows.field(name), 0)
-    shifts = _host_shifts(head["sysflag"])
-    for name in _HOST_DEPENDENT:
-        shift = shifts[name] if shifts[name].any() else None
-        head[name] = rows.field(name, shift) if everyone else np.where(sound, rows.field(name, shift), 0)
-    return head
-
-
-def _host_shifts(sysflag: np.ndarray) -> dict:
-    """Bytes that IPv6 hosts add before each host-dependent field (12 per IPv6 host in front of it):
-    STORETIMESTAMP moves with the born host, the fields after the store host with both."""
-    extra = L.IPV6_HOST_LENGTH - L.IPV4_HOST_LENGTH
-    born = np.where(sysflag & L.BORNHOST_V6_FLAG, extra, 0)
-    both = born + np.where(sysflag & L.STOREHOSTADDRESS_V6_FLAG, extra, 0)
-    return {"store_ts": born, "reconsume": both, "prepared": both, "body_len": both}
+    columns = np.empty((len(_native.HEADER_COLUMNS), n), dtype=np.int64)
+    problem = np.empty(n, dtype=np.int8)
+    _native.parse_records(native_bytes(buf), pos, columns, problem)
+    fields = dict(zip(_native.HEADER_COLUMNS, columns))
+    if fixed is not None:
+        for name in set(OPTIONAL_FIXED) - set(fixed):
+            fields[_OPTIONAL_FIELD[name]] = None
+    return RecordBatchFields(position=pos, valid=problem == 0, problem=problem, **fields)
 
 
 try:  # ISA-L's CRC-32 is zlib's polynomial (java.util.zip.CRC32), about 2.5x faster per body

@@ -1,20 +1,20 @@
-"""Arrow columns from parsed commit-log records, built with numpy and Arrow kernels (no per-row objects).
+"""Arrow columns from parsed commit-log records, built with native, numpy and Arrow kernels (no per-row objects).
 
-Variable-length fields are gathered straight out of the memory-mapped file: a ``binary_view`` array whose views
-point into the mapped bytes is cast to ``binary``/``string``, so Arrow's C++ does the copying.
+Variable-length fields are gathered straight out of the memory-mapped file by the native kernel into Arrow's
+offset and data buffers, which Arrow wraps without a copy.
 """
 
 from __future__ import annotations
 
-import functools
 import zlib
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import _native
 from . import layout as L
-from .codec import RecordBatchFields, read_be
+from .codec import RecordBatchFields, native_bytes
 
 #: The store layer's columns, in the order every reader returns them.
 COLUMNS = (
@@ -56,41 +56,34 @@ def normalize_columns(columns) -> tuple[str, ...]:
     return columns
 
 
-_INLINE_VIEW_BYTES = 12  # Arrow binary_view values up to 12 bytes are stored inside the view itself
+def gather_binary(buf, pos: np.ndarray, length: np.ndarray, nullable: bool = False) -> pa.Array:
+    """A ``binary`` array of ``buf[pos:pos+length]`` per row, copied by the native kernel into one Arrow data
+    buffer; with ``nullable``, rows of negative length are null."""
+    n = len(pos)
+    pos = np.require(pos, dtype=np.int64, requirements=["C", "A"])
+    length = np.require(length, dtype=np.int64, requirements=["C", "A"])
+    total = int(np.maximum(length, 0).sum()) if n else 0
+    if total >= 1 << 31:
+        raise pa.ArrowInvalid(f"{total:,} bytes of values exceed a binary array's 2 GiB: read smaller batches")
+    offsets = np.empty(n + 1, dtype=np.int32)
+    data = np.empty(total, dtype=np.uint8)
+    validity = np.empty((n + 7) // 8, dtype=np.uint8) if nullable else None
+    nulls = _native.gather(native_bytes(buf), pos, length, offsets, data, validity)
+    if nulls < 0:
+        from ...errors import CorruptRecordError
+
+        row = -nulls - 1
+        raise CorruptRecordError(f"a value of {int(length[row])} bytes runs outside the buffer", None, int(pos[row]))
+    return pa.Array.from_buffers(pa.binary(), n, [pa.py_buffer(validity) if nulls else None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(data)], null_count=nulls)
 
 
 def view_array(buf: np.ndarray, pos: np.ndarray, length: np.ndarray, to_type: pa.DataType) -> pa.Array:
-    """Gather ``buf[pos:pos+length]`` per row into a ``binary`` array via Arrow's binary_view cast."""
-    n = len(pos)
-    if n == 0:
+    """Gather ``buf[pos:pos+length]`` per row into a ``binary`` (or ``to_type``) array."""
+    if len(pos) == 0:
         return pa.array([], type=to_type)
-    pos = pos.astype(np.int64)
-    length = length.astype(np.int64)
-    data = pa.py_buffer(buf)
-    if bool((length > _INLINE_VIEW_BYTES).all()) and int(pos.max()) + 4 <= len(buf):
-        # every value lives in the buffer: a view is (length, 4-byte prefix, buffer 0, offset); the prefixes
-        # come from one row gather of a strided "4 bytes at every offset" view
-        views = np.empty((n, 4), dtype="<i4")
-        views[:, 0] = length
-        prefixes = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - 3, 4), strides=(buf.strides[0],) * 2,
-                                                   writeable=False)[pos]
-        views[:, 1] = prefixes.view("<i4").reshape(-1)
-        views[:, 2] = 0
-        views[:, 3] = pos
-        viewed = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), data])
-        return viewed.cast(to_type)
-    views = np.zeros((n, 16), dtype=np.uint8)
-    as_int = views.view("<i4")
-    as_int[:, 0] = length
-    idx = np.minimum(pos[:, None] + np.arange(12), max(len(buf) - 1, 0))
-    inline = np.where(np.arange(12) < length[:, None], buf[idx], 0)
-    short = length <= 12
-    views[short, 4:16] = inline[short]
-    views[~short, 4:8] = inline[~short, :4]
-    as_int[~short, 2] = 0
-    as_int[~short, 3] = pos[~short]
-    viewed = pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(views), data])
-    return viewed.cast(to_type)
+    values = gather_binary(buf, pos, length)
+    return values if to_type == pa.binary() else values.cast(to_type)
 
 
 def to_strings(binary: pa.Array) -> pa.Array:
@@ -102,91 +95,54 @@ def to_strings(binary: pa.Array) -> pa.Array:
                         type=pa.string())
 
 
-@functools.lru_cache(maxsize=None)
-def _decimal_table() -> pa.Array:
-    return pa.array([str(i) for i in range(256)])
+def _formatted(kernel, n: int, width: int, *args) -> pa.Array:
+    """A ``string`` array of ``n`` rows that ``kernel`` formats into Arrow buffers (at most ``width`` bytes a row)."""
+    offsets = np.empty(n + 1, dtype=np.int32)
+    data = np.empty(n * width, dtype=np.uint8)
+    used = kernel(*args, offsets, data)
+    if used < 0:
+        from ...errors import CorruptRecordError
+
+        raise CorruptRecordError("a host field runs outside the buffer", None, int(args[1][-used - 1]))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data[:used])])
 
 
-@functools.lru_cache(maxsize=None)
-def _hex_group_table() -> pa.Array:
-    return pa.array([f"{i:x}" for i in range(65536)])
-
-
-_HEX_UPPER = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+def _int64(values: np.ndarray) -> np.ndarray:
+    return np.require(values, dtype=np.int64, requirements=["C", "A"])
 
 
 def host_strings(buf: np.ndarray, host_pos: np.ndarray, is_v6: np.ndarray) -> pa.Array:
     """Hosts as Java prints them: ``a.b.c.d:port`` and ``[x:x:x:x:x:x:x:x]:port`` (groups unpadded)."""
-    n = len(host_pos)
-    if n == 0:
-        return pa.array([], type=pa.string())
-    octets = [_decimal_table().take(pa.array(buf[host_pos + k])) for k in range(4)]
-    port4 = pc.cast(pa.array(read_be(buf, host_pos + 4, 4) & 0xFFFFFFFF), pa.string())
-    text = pc.binary_join_element_wise(*octets, pa.scalar("."))
-    text = pc.binary_join_element_wise(text, port4, pa.scalar(":"))
-    if is_v6.any():
-        v6 = host_pos[is_v6]
-        groups = [_hex_group_table().take(pa.array(read_be(buf, v6 + 2 * k, 2) & 0xFFFF)) for k in range(8)]
-        port6 = pc.cast(pa.array(read_be(buf, v6 + 16, 4) & 0xFFFFFFFF), pa.string())
-        addr = pc.binary_join_element_wise(*groups, pa.scalar(":"))
-        v6text = pc.binary_join_element_wise(pa.scalar("["), addr, pa.scalar("]:"), port6, pa.scalar(""))
-        text = pc.replace_with_mask(text, pa.array(is_v6), v6text)
-    return text
+    return _formatted(_native.host_strings, len(host_pos), _native.MAX_HOST_TEXT, native_bytes(buf),
+                      _int64(host_pos), np.asarray(is_v6, dtype=np.int64), 1)
 
 
 def msg_ids(buf: np.ndarray, fields: RecordBatchFields) -> pa.Array:
     """offsetMsgId per record: uppercase hex of store address ‖ port ‖ physical offset (32 or 56 chars)."""
-    n = len(fields)
-    is_v6 = (fields.sysflag & L.STOREHOSTADDRESS_V6_FLAG) != 0
-    width = np.where(is_v6, 28, 16)
-    raw = np.zeros((n, 28), dtype=np.uint8)
-    host_bytes = np.where(np.arange(20) < (width - 8)[:, None],
-                          buf[np.minimum(fields.store_host_pos[:, None] + np.arange(20), len(buf) - 1)], 0)
-    raw[:, :20] = host_bytes
-    phy = fields.phy_offset.astype(">i8").view(np.uint8).reshape(n, 8)
-    rows_v4 = ~is_v6
-    raw[rows_v4, 8:16] = phy[rows_v4]
-    raw[is_v6, 20:28] = phy[is_v6]
-    chars = np.empty((n, 56), dtype=np.uint8)
-    chars[:, 0::2] = _HEX_UPPER[raw >> 4]
-    chars[:, 1::2] = _HEX_UPPER[raw & 0xF]
-    keep = np.arange(56) < (2 * width)[:, None]
-    data = chars[keep]
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(2 * width, out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return _formatted(_native.msg_ids, len(fields), _native.MAX_MSG_ID_TEXT, native_bytes(buf),
+                      _int64(fields.store_host_pos), _int64(fields.sysflag), _int64(fields.phy_offset))
 
 
 def parse_properties(props: pa.Array) -> pa.MapArray:
-    """``MessageDecoder.string2messageProperties`` for a whole column.
+    """``MessageDecoder.string2messageProperties`` for a whole column of strings.
 
     Pairs are split on U+0002, name and value on the first U+0001; a pair is kept only when both name and
     value are non-empty; a repeated name keeps its last value (Java ``HashMap.put``). On-disk order is kept.
     """
     n = len(props)
-    segments_list = pc.split_pattern(pc.fill_null(props, ""), L.PROPERTY_SEPARATOR)
-    segments = segments_list.flatten()
-    seg_row = np.asarray(pc.list_parent_indices(segments_list))
-    parts = pc.split_pattern(segments, L.NAME_VALUE_SEPARATOR, max_splits=1)
-    part_offsets = np.asarray(parts.offsets)
-    flat = parts.flatten()
-    two = np.diff(part_offsets) == 2
-    names = flat.take(pa.array(part_offsets[:-1][two]))
-    values = flat.take(pa.array(part_offsets[:-1][two] + 1))
-    rows = seg_row[two]
-    keep = np.asarray(pc.and_(pc.greater(pc.binary_length(names), 0), pc.greater(pc.binary_length(values), 0)))
-    names, values, rows = names.filter(pa.array(keep)), values.filter(pa.array(keep)), rows[keep]
-    if len(rows):
-        codes = np.asarray(pc.dictionary_encode(names).indices, dtype=np.int64)
-        pair_key = rows.astype(np.int64) * (int(codes.max()) + 1) + codes
-        ordered = np.sort(pair_key)  # a sort finds repeats several times faster than np.unique's hashing
-        if (ordered[1:] == ordered[:-1]).any():  # a repeated name in some record: keep its last value
-            _, last_from_end = np.unique(pair_key[::-1], return_index=True)
-            chosen = np.sort(len(pair_key) - 1 - last_from_end)
-            names, values, rows = names.take(pa.array(chosen)), values.take(pa.array(chosen)), rows[chosen]
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
-    return pa.MapArray.from_arrays(pa.array(offsets), names, values)
+    data = props.buffers()[2]
+    data = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    offsets = np.frombuffer(props.buffers()[1], dtype=np.int32)[props.offset:props.offset + n + 1].astype(np.int64)
+    pos, length = offsets[:-1], np.diff(offsets)
+    if props.null_count:
+        length = np.where(np.asarray(props.is_valid()), length, 0)
+    capacity = max(int(offsets[-1] - offsets[0]) // 4 + 2 * n, 1) if n else 1
+    map_offsets = np.empty(n + 1, dtype=np.int32)
+    pairs = np.empty((4, capacity), dtype=np.int64)
+    count = _native.property_pairs(data, np.ascontiguousarray(pos), length, map_offsets, pairs)
+    names = gather_binary(data, pairs[0, :count], pairs[1, :count]).view(pa.string())
+    values = gather_binary(data, pairs[2, :count], pairs[3, :count]).view(pa.string())
+    return pa.MapArray.from_arrays(pa.array(map_offsets), names, values)
 
 
 def property_values(props: pa.MapArray, name: str) -> pa.Array:
@@ -213,35 +169,24 @@ def single_property(props: pa.BinaryArray, name: str) -> pa.Array:
     HashMap. The separators are ASCII, so byte positions agree with Java's char positions.
     """
     n = len(props)
-    data = np.frombuffer(props.buffers()[2], dtype=np.uint8) if n else np.zeros(0, np.uint8)
+    data = props.buffers()[2]
     offsets = np.frombuffer(props.buffers()[1], dtype=np.int32)[props.offset:props.offset + n + 1].astype(np.int64)
-    if n:  # a slice: search only its own bytes
-        data = data[offsets[0]:offsets[-1]]
-        offsets = offsets - offsets[0]
-    pattern = np.frombuffer((name + L.NAME_VALUE_SEPARATOR).encode(), dtype=np.uint8)
-    k = len(pattern)
-    pos = np.flatnonzero(data[:max(len(data) - k + 1, 0)] == pattern[0])
-    for j in range(1, k):
-        pos = pos[data[pos + j] == pattern[j]]
-    row = np.searchsorted(offsets, pos, side="right") - 1
-    row_start, row_end = offsets[row], offsets[row + 1]
-    separator = ord(L.PROPERTY_SEPARATOR)
-    at_segment_start = (pos == row_start) | (data[np.maximum(pos - 1, 0)] == separator)
-    separators = np.append(np.flatnonzero(data == separator), len(data))  # the end stops the last value
-    value_start = pos + k
-    value_end = np.minimum(separators[np.searchsorted(separators, value_start, side="left")], row_end)
-    ok = at_segment_start & (value_start + 1 <= value_end)
-    pos, row, value_start, value_end = pos[ok], row[ok], value_start[ok], value_end[ok]
-    last = np.ones(len(row), dtype=bool)
-    last[:-1] = row[1:] != row[:-1]  # positions ascend, so a row's last pair is where the row changes
-    values = to_strings(view_array(data, value_start[last], value_end[last] - value_start[last], pa.binary()))
-    idx = np.zeros(n, dtype=np.int64)
-    present = np.zeros(n, dtype=bool)
-    idx[row[last]] = np.arange(int(last.sum()))
-    present[row[last]] = True
-    if not len(values):
-        return pa.nulls(n, pa.string())
-    return values.take(pa.array(idx, mask=~present))
+    return property_of(np.zeros(0, np.uint8) if data is None else data, offsets[:-1], np.diff(offsets), name)
+
+
+def property_of(buf, props_pos: np.ndarray, props_len: np.ndarray, name: str) -> pa.Array:
+    """:func:`single_property` over properties strings ``buf[props_pos:props_pos+props_len]`` in place."""
+    n = len(props_pos)
+    props_pos = np.require(props_pos, dtype=np.int64, requirements=["C", "A"])
+    props_len = np.require(props_len, dtype=np.int64, requirements=["C", "A"])
+    at, length = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    buf = native_bytes(buf)
+    bad = _native.property_values(buf, props_pos, props_len, name.encode(), at, length)
+    if bad < 0:
+        from ...errors import CorruptRecordError
+
+        raise CorruptRecordError("a properties string runs outside the buffer", None, int(props_pos[-bad - 1]))
+    return to_strings(gather_binary(buf, at, length, nullable=True))
 
 
 def split_keys(keys_value: pa.Array) -> pa.ListArray:
@@ -276,18 +221,16 @@ def build_batch(buf: np.ndarray, fields: RecordBatchFields, columns=COLUMNS, whe
     out: dict[str, pa.Array] = {}
     wanted = set(columns)
     props_map = None
-    if wanted & {"properties", "tags", "keys", "uniqKey", "propertiesString"}:
-        props_raw = view_array(buf, fields.props_pos, fields.props_len, pa.binary())
-        if wanted & {"properties", "propertiesString"}:
-            props_str = to_strings(props_raw)
-            if "propertiesString" in wanted:
-                out["propertiesString"] = props_str
-            if "properties" in wanted:
-                props_map = parse_properties(props_str)
+    if wanted & {"properties", "propertiesString"}:
+        props_str = to_strings(view_array(buf, fields.props_pos, fields.props_len, pa.binary()))
+        if "propertiesString" in wanted:
+            out["propertiesString"] = props_str
+        if "properties" in wanted:
+            props_map = parse_properties(props_str)
 
     def one_property(name):
-        # with the map at hand, look the name up in it; else find the one pair in the bytes (~5x cheaper)
-        return property_values(props_map, name) if props_map is not None else single_property(props_raw, name)
+        # found in the record bytes even with the map at hand: one native pass beats a lookup in the map
+        return property_of(buf, fields.props_pos, fields.props_len, name)
     for name in columns:
         if name in out:
             continue

@@ -158,6 +158,14 @@ CQ_TAGS_WORDS_DTYPE = np.dtype({"names": ["tags_high", "tags_low"], "formats": [
 ``(int) tagsCode``, the low half, and reading it in place saves widening every unit to a native int64."""
 CQ_FILLER_SIZE = 0x7FFFFFFF  # Integer.MAX_VALUE: size of the blank units that pad a queue starting late
 
+
+def unit_bytes(units: np.ndarray) -> np.ndarray:
+    """Consume-queue units as the native kernels take them: their bytes in the file's layout, one run."""
+    if units.dtype != CQ_UNIT_DTYPE:  # units built elsewhere (e.g. native byte order): the file's layout
+        units = units.astype(CQ_UNIT_DTYPE)
+    return np.ascontiguousarray(units).reshape(-1).view(np.uint8)
+
+
 # --- index file (S/index/IndexHeader.java, IndexFile.java) ---------------------------------------------------
 INDEX_HEADER = struct.Struct(">qqqqii")
 """beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset, hashSlotCount, indexCount (40 bytes)."""

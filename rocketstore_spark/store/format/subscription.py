@@ -8,6 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ... import _native
 from ...errors import InvalidArgumentError
 from . import layout as L
 from .java_hash import java_string_hash
@@ -62,21 +63,10 @@ class Subscription:
         return np.isin(low.astype(np.int64), self.codes) | (codes <= EXT_ADDRESS_MAX)
 
     def matches_units(self, units: np.ndarray, topic: str = "") -> np.ndarray:
-        """:meth:`matches_codes` for consume-queue units, read in place as 32-bit halves of tagsCode (a
-        selective read tests every unit of a queue; this touches each once, without int64 temporaries)."""
+        """:meth:`matches_codes` for consume-queue units, tested in place by one native pass (a selective read
+        tests every unit of a queue)."""
         if self.is_all or topic == L.SCHEDULE_TOPIC:
             return np.ones(len(units), dtype=bool)
-        if units.dtype != L.CQ_UNIT_DTYPE:  # units built elsewhere (e.g. native byte order): the file's layout
-            units = units.astype(L.CQ_UNIT_DTYPE)
-        words = units.view(L.CQ_TAGS_WORDS_DTYPE)
-        # one byte-swapping copy per half, then compares on native contiguous arrays (3x the strided ones)
-        low, high = words["tags_low"].astype(np.int32), words["tags_high"].astype(np.int32)
-        codes = self.codes.astype(np.int32)
-        hit = low == codes[0]
-        for code in codes[1:]:
-            hit |= low == code
-        # tagsCode <= EXT_ADDRESS_MAX (-2^31 - 1) exactly when it is not a sign-extended int and is negative,
-        # i.e. when the high half is below the low half's sign extension (low >> 31: 0 or -1)
-        np.right_shift(low, 31, out=low)
-        hit |= high < low
-        return hit
+        hit = np.empty(len(units), dtype=np.uint8)
+        _native.units_matching_tags(L.unit_bytes(units), np.ascontiguousarray(self.codes, dtype=np.int32), hit)
+        return hit.view(bool)

@@ -329,32 +329,32 @@ def _encoded_records(hosts):
 HOSTS = st.sampled_from(["10.0.0.1:1", "[2001:db8::1]:80"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(HOSTS, HOSTS), min_size=1, max_size=6),
        st.lists(st.tuples(st.integers(min_value=0, max_value=1 << 16), st.integers(0, 255)), max_size=4),
        st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=4))
-def test_header_rows_fast_path_equals_field_by_field(monkeypatch, hosts, changes, extra_positions):
-    from rocketstore_spark.store.format import codec
+def test_a_batch_parses_as_its_records_one_by_one(hosts, changes, extra_positions):
+    from rocketstore_spark.store.format.codec import OPTIONAL_FIXED
 
     data, starts = _encoded_records(hosts)
-    changed = bytearray(data + bytes(200))  # padding keeps every position inside the fast path's span
+    changed = bytearray(data + bytes(200))
     for where, value in changes:
         changed[where % len(data)] = value
     buf = np.frombuffer(bytes(changed), dtype=np.uint8)
     positions = np.concatenate([starts, np.array([p % len(data) for p in extra_positions], dtype=np.int64)])
-    assert codec.HeaderRows.fits(buf, positions)
-    fast = parse_records(buf, positions)
-    with monkeypatch.context() as m:
-        m.setattr(codec.HeaderRows, "fits", staticmethod(lambda *_: False))
-        slow = parse_records(buf, positions)
-    for name, value in fast.__dict__.items():
-        assert np.array_equal(value, slow.__dict__[name]), name
-    if not changes:  # and both agree with what was encoded
+    batch = parse_records(buf, positions)
+    every = parse_records(buf, positions, OPTIONAL_FIXED)
+    for i in range(len(positions)):
+        one = parse_records(buf, positions[i:i + 1])
+        for name, value in batch.__dict__.items():
+            assert value[i] == one.__dict__[name][0], name
+            assert value[i] == every.__dict__[name][i], name
+    if not changes:  # and it agrees with what was encoded
         n = len(starts)
-        assert fast.valid[:n].all()
-        assert fast.store_timestamp[:n].tolist() == [1_700_000_000_000 + i for i in range(n)]
-        assert fast.reconsume_times[:n].tolist() == [3 + i for i in range(n)]
-        assert fast.body_len[:n].tolist() == [i * 7 % 40 for i in range(n)]
+        assert batch.valid[:n].all()
+        assert batch.store_timestamp[:n].tolist() == [1_700_000_000_000 + i for i in range(n)]
+        assert batch.reconsume_times[:n].tolist() == [3 + i for i in range(n)]
+        assert batch.body_len[:n].tolist() == [i * 7 % 40 for i in range(n)]
 
 
 # --- generated UNIQ_KEYs: MessageClientIDSetter's layout, counter wrapping at 2 bytes ----------------------------

@@ -1,0 +1,550 @@
+//! Variable-length columns as Arrow buffers: values gathered out of the record buffer into one data buffer with
+//! its offsets (Arrow's `binary`/`string` layout), and single properties found in the properties strings.
+//!
+//! Arrow binary layout written here, for `n` rows:
+//!
+//! | buffer   | element  | count     | meaning                                                          |
+//! |----------|----------|-----------|------------------------------------------------------------------|
+//! | validity | bit      | n (bytes: n.div_ceil(8)) | bit `i % 8` of byte `i / 8` set: row `i` is not null (LSB first) |
+//! | offsets  | i32      | n + 1     | row `i` is `data[offsets[i] .. offsets[i + 1]]`; offsets[0] = 0 |
+//! | data     | u8       | offsets[n]| the values one after another                                     |
+//!
+//! A properties string (`MessageDecoder.messageProperties2String`) is `name \u0001 value \u0002` repeated;
+//! `string2messageProperties` splits it on [`PROPERTY_SEPARATOR`], each pair on its first
+//! [`NAME_VALUE_SEPARATOR`], keeps pairs whose name and value are both non-empty, and a repeated name keeps its
+//! last value.
+
+/// `MessageDecoder.NAME_VALUE_SEPARATOR` (U+0001).
+pub const NAME_VALUE_SEPARATOR: u8 = 1;
+/// `MessageDecoder.PROPERTY_SEPARATOR` (U+0002).
+pub const PROPERTY_SEPARATOR: u8 = 2;
+
+/// Why a gather failed: the row whose value does not lie inside the buffer, or outputs of the wrong sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GatherError {
+    /// Row `i`'s value runs outside the source buffer.
+    OutOfRange(usize),
+    /// The outputs do not match the rows (offsets need n + 1, validity n.div_ceil(8), data the values' total).
+    Shape,
+}
+
+/// The bytes `buf[pos .. pos + len]`, or None when they do not lie inside `buf`.
+#[inline]
+fn span(buf: &[u8], pos: i64, len: i64) -> Option<&[u8]> {
+    let start = usize::try_from(pos).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    buf.get(start..end)
+}
+
+/// Total bytes of the rows' values (rows with a negative length are nulls and count 0), or None past i64.
+pub fn gathered_len(len: &[i64]) -> Option<i64> {
+    len.iter()
+        .try_fold(0i64, |sum, &l| sum.checked_add(l.max(0)))
+}
+
+/// Copies each row's value `buf[pos[i] .. pos[i] + len[i]]` into `data`, one after another, writing Arrow
+/// `offsets` (n + 1) and, when given, the `validity` bitmap: a row with a negative length is null (no bytes).
+/// Returns the number of null rows.
+pub fn gather(
+    buf: &[u8],
+    pos: &[i64],
+    len: &[i64],
+    offsets: &mut [i32],
+    data: &mut [u8],
+    mut validity: Option<&mut [u8]>,
+) -> Result<usize, GatherError> {
+    let n = pos.len();
+    if len.len() != n
+        || offsets.len() != n + 1
+        || validity.as_ref().is_some_and(|v| v.len() != n.div_ceil(8))
+    {
+        return Err(GatherError::Shape);
+    }
+    if let Some(v) = validity.as_deref_mut() {
+        v.fill(0);
+    }
+    let mut at = 0usize;
+    let mut nulls = 0;
+    if let Some(first) = offsets.first_mut() {
+        *first = 0;
+    }
+    for (i, ((&p, &l), offset)) in pos
+        .iter()
+        .zip(len)
+        .zip(offsets.iter_mut().skip(1))
+        .enumerate()
+    {
+        if l < 0 {
+            nulls += 1;
+        } else {
+            let value = span(buf, p, l).ok_or(GatherError::OutOfRange(i))?;
+            let end = at.checked_add(value.len()).ok_or(GatherError::Shape)?;
+            data.get_mut(at..end)
+                .ok_or(GatherError::Shape)?
+                .copy_from_slice(value);
+            at = end;
+            if let Some(bits) = validity.as_deref_mut().and_then(|v| v.get_mut(i / 8)) {
+                *bits |= 1 << (i % 8);
+            }
+        }
+        *offset = i32::try_from(at).map_err(|_| GatherError::Shape)?;
+    }
+    if at != data.len() {
+        return Err(GatherError::Shape);
+    }
+    Ok(nulls)
+}
+
+/// Where `string2messageProperties(properties).get(name)` lies in `properties`: the value's start and length,
+/// or None when the name has no pair with a non-empty value.
+pub fn property_value(properties: &[u8], name: &[u8]) -> Option<(usize, usize)> {
+    let mut found = None;
+    let mut start = 0usize;
+    for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
+        let value_at = name.len() + 1;
+        if segment.len() > value_at
+            && segment.starts_with(name)
+            && segment.get(name.len()) == Some(&NAME_VALUE_SEPARATOR)
+        {
+            found = Some((start + value_at, segment.len() - value_at));
+        }
+        start += segment.len() + 1;
+    }
+    found
+}
+
+/// For each row's properties string `buf[pos[i] .. pos[i] + len[i]]`, the place of `name`'s value (see
+/// [`property_value`]) in `out_pos` / `out_len`; a row without one gets length -1. Returns the first row whose
+/// properties do not lie inside `buf`, if any (its output and the later rows' are left unwritten).
+pub fn property_values(
+    buf: &[u8],
+    pos: &[i64],
+    len: &[i64],
+    name: &[u8],
+    out_pos: &mut [i64],
+    out_len: &mut [i64],
+) -> Result<(), GatherError> {
+    if len.len() != pos.len() || out_pos.len() != pos.len() || out_len.len() != pos.len() {
+        return Err(GatherError::Shape);
+    }
+    let rows = pos
+        .iter()
+        .zip(len)
+        .zip(out_pos.iter_mut().zip(out_len.iter_mut()));
+    for (i, ((&p, &l), (op, ol))) in rows.enumerate() {
+        let properties = span(buf, p, l).ok_or(GatherError::OutOfRange(i))?;
+        match property_value(properties, name) {
+            Some((at, n)) => {
+                *op = p + at as i64;
+                *ol = n as i64;
+            }
+            None => {
+                *op = 0;
+                *ol = -1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The most pairs the properties strings of `bytes` total bytes in `rows` rows can hold (a kept pair takes at
+/// least 3 bytes, `k \u0001 v`, and all but a row's last a separator more).
+pub fn max_property_pairs(bytes: usize, rows: usize) -> usize {
+    (bytes + rows) / 4 + rows
+}
+
+/// `string2messageProperties` for each row's properties string `data[pos[i] .. pos[i] + len[i]]`: the places
+/// of the kept pairs' names and values, in the string's order, a repeated name only at its last pair.
+///
+/// `map_offsets` (n + 1) receives each row's first pair index, Arrow map style; `pairs` is four rows of
+/// `capacity` each: name positions, name lengths, value positions, value lengths (`capacity` at least
+/// [`max_property_pairs`]). Returns the number of pairs.
+pub fn property_pairs(
+    data: &[u8],
+    pos: &[i64],
+    len: &[i64],
+    map_offsets: &mut [i32],
+    pairs: &mut [i64],
+) -> Result<usize, GatherError> {
+    let n = pos.len();
+    if len.len() != n || map_offsets.len() != n + 1 || pairs.len() % 4 != 0 {
+        return Err(GatherError::Shape);
+    }
+    let capacity = pairs.len() / 4;
+    let (names_at, rest) = pairs.split_at_mut(capacity);
+    let (names_len, rest) = rest.split_at_mut(capacity);
+    let (values_at, values_len) = rest.split_at_mut(capacity);
+    let mut row_pairs: Vec<(usize, &[u8], usize, usize)> = Vec::new();
+    let mut count = 0usize;
+    if let Some(first) = map_offsets.first_mut() {
+        *first = 0;
+    }
+    for (i, ((&p, &l), offset)) in pos
+        .iter()
+        .zip(len)
+        .zip(map_offsets.iter_mut().skip(1))
+        .enumerate()
+    {
+        let properties = span(data, p, l).ok_or(GatherError::OutOfRange(i))?;
+        let base = usize::try_from(p).map_err(|_| GatherError::OutOfRange(i))?;
+        row_pairs.clear();
+        let mut start = 0usize;
+        for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
+            if let Some(cut) = segment.iter().position(|&b| b == NAME_VALUE_SEPARATOR) {
+                let (name, value_len) = (
+                    segment.get(..cut).unwrap_or_default(),
+                    segment.len() - cut - 1,
+                );
+                if !name.is_empty() && value_len > 0 {
+                    row_pairs.push((base + start, name, base + start + cut + 1, value_len));
+                }
+            }
+            start += segment.len() + 1;
+        }
+        for (k, &(name_at, name, value_at, value_len)) in row_pairs.iter().enumerate() {
+            let repeated = row_pairs
+                .get(k + 1..)
+                .unwrap_or_default()
+                .iter()
+                .any(|later| later.1 == name);
+            if repeated {
+                continue; // HashMap.put: the later pair's value wins
+            }
+            let slot = (
+                names_at.get_mut(count),
+                names_len.get_mut(count),
+                values_at.get_mut(count),
+                values_len.get_mut(count),
+            );
+            let (Some(na), Some(nl), Some(va), Some(vl)) = slot else {
+                return Err(GatherError::Shape);
+            };
+            (*na, *nl, *va, *vl) = (
+                name_at as i64,
+                name.len() as i64,
+                value_at as i64,
+                value_len as i64,
+            );
+            count += 1;
+        }
+        *offset = i32::try_from(count).map_err(|_| GatherError::Shape)?;
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gathers_values_and_nulls_into_arrow_buffers() {
+        let buf = b"..hello..world!";
+        let (pos, len) = ([2i64, 0, 9, 7], [5i64, -1, 6, 0]);
+        let mut offsets = [0i32; 5];
+        let mut data = vec![0u8; 11];
+        let mut validity = [0xFFu8; 1];
+        assert_eq!(
+            gather(
+                buf,
+                &pos,
+                &len,
+                &mut offsets,
+                &mut data,
+                Some(&mut validity)
+            ),
+            Ok(1)
+        );
+        assert_eq!(offsets, [0, 5, 5, 11, 11]);
+        assert_eq!(&data, b"helloworld!");
+        assert_eq!(validity, [0b1101]);
+    }
+
+    #[test]
+    fn a_gather_outside_the_buffer_or_into_wrong_outputs_fails() {
+        let buf = b"abcdef";
+        let mut offsets = [0i32; 2];
+        let mut data = vec![0u8; 4];
+        assert_eq!(
+            gather(buf, &[3], &[4], &mut offsets, &mut data, None),
+            Err(GatherError::OutOfRange(0))
+        );
+        assert_eq!(
+            gather(buf, &[-1], &[4], &mut offsets, &mut data, None),
+            Err(GatherError::OutOfRange(0))
+        );
+        assert_eq!(
+            gather(buf, &[0], &[3], &mut offsets, &mut data, None),
+            Err(GatherError::Shape)
+        );
+        assert_eq!(
+            gather(buf, &[0], &[5], &mut offsets, &mut data, None),
+            Err(GatherError::Shape)
+        );
+        assert_eq!(
+            gather(buf, &[0], &[4], &mut offsets[..1], &mut data, None),
+            Err(GatherError::Shape)
+        );
+        assert_eq!(gathered_len(&[3, -1, i64::MAX]), None);
+        assert_eq!(gathered_len(&[3, -1, 4]), Some(7));
+    }
+
+    #[test]
+    fn properties_as_string2message_properties_reads_them() {
+        let p = b"TAGS\x01a\x02KEYS\x01k1 k2\x02EMPTY\x01\x02TAGS\x01b\x02";
+        let value = |name: &[u8]| property_value(p, name).map(|(at, n)| &p[at..at + n]);
+        assert_eq!(value(b"TAGS"), Some(&b"b"[..])); // the last pair wins
+        assert_eq!(value(b"KEYS"), Some(&b"k1 k2"[..]));
+        assert_eq!(value(b"EMPTY"), None); // an empty value is dropped
+        assert_eq!(value(b"TAG"), None);
+        assert_eq!(value(b"k1"), None);
+        assert_eq!(property_value(b"", b"TAGS"), None);
+        assert_eq!(property_value(b"TAGS\x01x", b"TAGS"), Some((5, 1))); // no separator after the last pair
+        assert_eq!(property_value(b"X\x01TAGS\x01v\x02", b"TAGS"), None); // inside a value
+        assert_eq!(
+            property_value(b"TAGS\x01TAGS\x01v\x02", b"TAGS"),
+            Some((5, 6))
+        ); // split on the first
+    }
+
+    #[test]
+    fn property_pairs_keep_the_last_of_a_name_and_drop_empty_ones() {
+        let data = b"A\x01x\x02B\x01\x02\x01y\x02A\x01z\x02noseparator\x02C\x01w";
+        let rows = ([0i64, 0], [data.len() as i64, 0]);
+        let cap = max_property_pairs(data.len(), 2);
+        let mut offsets = [0i32; 3];
+        let mut pairs = vec![0i64; 4 * cap];
+        assert_eq!(
+            property_pairs(data, &rows.0, &rows.1, &mut offsets, &mut pairs),
+            Ok(2)
+        );
+        assert_eq!(offsets, [0, 2, 2]);
+        let text = |k: usize, which: usize| {
+            let (at, n) = (
+                pairs[2 * which * cap + k] as usize,
+                pairs[(2 * which + 1) * cap + k] as usize,
+            );
+            &data[at..at + n]
+        };
+        assert_eq!((text(0, 0), text(0, 1)), (&b"A"[..], &b"z"[..]));
+        assert_eq!((text(1, 0), text(1, 1)), (&b"C"[..], &b"w"[..]));
+        let dense = b"a\x01b\x02".repeat(5);
+        let cap = max_property_pairs(dense.len() - 1, 1);
+        let mut pairs = vec![0i64; 4 * cap];
+        let got = property_pairs(
+            &dense[..dense.len() - 1],
+            &[0],
+            &[dense.len() as i64 - 1],
+            &mut offsets[..2],
+            &mut pairs,
+        );
+        assert_eq!(got, Ok(1));
+    }
+
+    #[test]
+    fn property_values_per_row() {
+        let buf = b"TAGS\x01a\x02UNIQ_KEY\x01u\x02";
+        let (mut at, mut n) = ([9i64; 3], [9i64; 3]);
+        let rows = ([0i64, 7, 0], [7i64, 11, 0]);
+        assert_eq!(
+            property_values(buf, &rows.0, &rows.1, b"TAGS", &mut at, &mut n),
+            Ok(())
+        );
+        assert_eq!((at, n), ([5, 0, 0], [1, -1, -1]));
+        let far = property_values(buf, &[10], &[100], b"TAGS", &mut at[..1], &mut n[..1]);
+        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+    }
+}
+
+/// Longest text of a host: `[xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx:xxxx]:4294967295`.
+pub const MAX_HOST_TEXT: usize = 1 + 8 * 4 + 7 + 2 + 10;
+/// Longest offsetMsgId: 28 bytes (IPv6 address, port, physical offset) in hex.
+pub const MAX_MSG_ID_TEXT: usize = 56;
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends the decimal digits of `v` to `out`.
+fn push_decimal(out: &mut Vec<u8>, mut v: u32) {
+    let mut digits = [0u8; 10]; // u32::MAX has 10 digits
+    let mut used = 0;
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        used += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(digits.len() - used..).unwrap_or_default());
+}
+
+/// Appends a host field (`address ‖ port`: 4 or 16 address bytes) as Java's `InetSocketAddress` prints it
+/// here: `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` with unpadded lowercase groups. None for another width.
+fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
+    let (address, port) = host.split_at_checked(host.len().checked_sub(4)?)?;
+    let port = u32::from_be_bytes(port.try_into().ok()?);
+    match address.len() {
+        4 => {
+            for (k, &octet) in address.iter().enumerate() {
+                if k > 0 {
+                    out.push(b'.');
+                }
+                push_decimal(out, u32::from(octet));
+            }
+        }
+        16 => {
+            out.push(b'[');
+            for (k, group) in address.chunks_exact(2).enumerate() {
+                if k > 0 {
+                    out.push(b':');
+                }
+                let g = u16::from_be_bytes(group.try_into().ok()?);
+                let digits = (16 - g.leading_zeros()).div_ceil(4).max(1);
+                for shift in (0..digits).rev() {
+                    out.push(HEX_LOWER[usize::from((g >> (4 * shift)) & 0xF)]);
+                }
+            }
+            out.push(b']');
+        }
+        _ => return None,
+    }
+    out.push(b':');
+    push_decimal(out, port);
+    Some(())
+}
+
+/// Formats rows into Arrow `offsets` and `data` through `row(i, out)`, which appends row `i`'s text or returns
+/// false when its fields lie outside the buffer. Returns the bytes of `data` used.
+fn format_rows(
+    n: usize,
+    offsets: &mut [i32],
+    data: &mut [u8],
+    mut row: impl FnMut(usize, &mut Vec<u8>) -> bool,
+) -> Result<usize, GatherError> {
+    if offsets.len() != n + 1 {
+        return Err(GatherError::Shape);
+    }
+    let mut text = Vec::with_capacity(MAX_HOST_TEXT.max(MAX_MSG_ID_TEXT));
+    let mut at = 0usize;
+    if let Some(first) = offsets.first_mut() {
+        *first = 0;
+    }
+    for (i, offset) in offsets.iter_mut().skip(1).enumerate() {
+        text.clear();
+        if !row(i, &mut text) {
+            return Err(GatherError::OutOfRange(i));
+        }
+        let end = at + text.len();
+        data.get_mut(at..end)
+            .ok_or(GatherError::Shape)?
+            .copy_from_slice(&text);
+        at = end;
+        *offset = i32::try_from(at).map_err(|_| GatherError::Shape)?;
+    }
+    Ok(at)
+}
+
+/// The host field at `pos` of a record with `sysflag`: 20 bytes when `v6_flag` is set, else 8.
+fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Option<&[u8]> {
+    let width = crate::layout::host_length(sysflag as i32, v6_flag) as i64;
+    span(buf, pos, width)
+}
+
+/// The hosts at `host_pos` (IPv6 where `sysflag` has `v6_flag`) as text into Arrow `offsets` and `data`
+/// (`data` holds at least [`MAX_HOST_TEXT`] bytes a row). Returns the bytes of `data` used.
+pub fn host_strings(
+    buf: &[u8],
+    host_pos: &[i64],
+    sysflag: &[i64],
+    v6_flag: i32,
+    offsets: &mut [i32],
+    data: &mut [u8],
+) -> Result<usize, GatherError> {
+    if sysflag.len() != host_pos.len() {
+        return Err(GatherError::Shape);
+    }
+    format_rows(host_pos.len(), offsets, data, |i, out| {
+        let host = host_pos
+            .get(i)
+            .zip(sysflag.get(i))
+            .and_then(|(&p, &f)| host_at(buf, p, f, v6_flag));
+        host.and_then(|h| push_host(out, h)).is_some()
+    })
+}
+
+/// `MessageDecoder.createMessageId` per row: uppercase hex of the store host's address ‖ port ‖ the physical
+/// offset (32 or 56 characters) into Arrow `offsets` and `data` (at least [`MAX_MSG_ID_TEXT`] bytes a row).
+/// Returns the bytes of `data` used.
+pub fn msg_ids(
+    buf: &[u8],
+    store_host_pos: &[i64],
+    sysflag: &[i64],
+    phy_offset: &[i64],
+    offsets: &mut [i32],
+    data: &mut [u8],
+) -> Result<usize, GatherError> {
+    let n = store_host_pos.len();
+    if sysflag.len() != n || phy_offset.len() != n {
+        return Err(GatherError::Shape);
+    }
+    let v6 = crate::layout::STOREHOSTADDRESS_V6_FLAG;
+    format_rows(n, offsets, data, |i, out| {
+        let host = store_host_pos
+            .get(i)
+            .zip(sysflag.get(i))
+            .and_then(|(&p, &f)| host_at(buf, p, f, v6));
+        let (Some(host), Some(phy)) = (host, phy_offset.get(i)) else {
+            return false;
+        };
+        for &b in host.iter().chain(&phy.to_be_bytes()) {
+            out.push(HEX_UPPER[usize::from(b >> 4)]);
+            out.push(HEX_UPPER[usize::from(b & 0xF)]);
+        }
+        true
+    })
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    fn texts(offsets: &[i32], data: &[u8]) -> Vec<String> {
+        offsets
+            .windows(2)
+            .map(|w| String::from_utf8(data[w[0] as usize..w[1] as usize].to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn hosts_print_as_java_prints_them() {
+        let mut buf = vec![10, 0, 0, 255, 0, 0, 0x2A, 0x6F]; // 10.0.0.255:10863
+        buf.extend([
+            0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0, 1,
+        ]);
+        buf.extend(u32::MAX.to_be_bytes());
+        let (pos, flags) = ([0i64, 8], [0i64, 0x10]);
+        let mut offsets = [0i32; 3];
+        let mut data = vec![0u8; 2 * MAX_HOST_TEXT];
+        let used = host_strings(&buf, &pos, &flags, 0x10, &mut offsets, &mut data).unwrap();
+        assert_eq!(
+            texts(&offsets, &data[..used]),
+            ["10.0.0.255:10863", "[2001:db8:0:0:0:0:a:1]:4294967295"]
+        );
+        let far = host_strings(&buf, &[20], &[0x10], 0x10, &mut offsets[..2], &mut data);
+        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+    }
+
+    #[test]
+    fn msg_ids_are_upper_hex_of_store_host_and_offset() {
+        let buf = [127, 0, 0, 1, 0, 0, 0x2A, 0x9F];
+        let mut offsets = [0i32; 2];
+        let mut data = vec![0u8; MAX_MSG_ID_TEXT];
+        let used = msg_ids(&buf, &[0], &[0], &[0x1234], &mut offsets, &mut data).unwrap();
+        assert_eq!(
+            texts(&offsets, &data[..used]),
+            ["7F00000100002A9F0000000000001234"]
+        );
+        let far = msg_ids(&buf, &[0], &[0x20], &[1], &mut offsets, &mut data);
+        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+    }
+}

@@ -1,0 +1,110 @@
+//! Byte layout of a RocketMQ 5.3.3 commit-log record, declared once for every kernel of the crate.
+//!
+//! Everything on disk is big-endian (Java `ByteBuffer`). The record, as `MessageExtEncoder.encode` writes it and
+//! `CommitLog.checkMessageAndReturnSize` reads it back:
+//!
+//! | offset | bytes   | field                                                                  |
+//! |-------:|---------|------------------------------------------------------------------------|
+//! | 0      | 4       | TOTALSIZE: the whole record, this field included                       |
+//! | 4      | 4       | MAGICCODE: [`MESSAGE_MAGIC_CODE`] (v1) or [`MESSAGE_MAGIC_CODE_V2`]     |
+//! | 8      | 4       | BODYCRC: CRC32 of the stored body masked with 0x7FFFFFFF               |
+//! | 12     | 4       | QUEUEID                                                                |
+//! | 16     | 4       | FLAG                                                                   |
+//! | 20     | 8       | QUEUEOFFSET                                                            |
+//! | 28     | 8       | PHYSICALOFFSET: absolute commit-log offset of the record               |
+//! | 36     | 4       | SYSFLAG                                                                |
+//! | 40     | 8       | BORNTIMESTAMP (ms)                                                     |
+//! | 48     | 8 or 20 | BORNHOST: 4- or 16-byte address + 4-byte port ([`BORNHOST_V6_FLAG`])   |
+//! | ..     | 8       | STORETIMESTAMP (ms)                                                    |
+//! | ..     | 8 or 20 | STOREHOST ([`STOREHOSTADDRESS_V6_FLAG`])                               |
+//! | ..     | 4       | RECONSUMETIMES                                                         |
+//! | ..     | 8       | PREPAREDTRANSACTIONOFFSET                                              |
+//! | ..     | 4 + n   | BODYLEN (signed int), BODY                                             |
+//! | ..     | 1/2 + n | TOPICLEN (v1: signed byte, v2: signed short), TOPIC (UTF-8)            |
+//! | ..     | 2 + n   | PROPERTIESLEN (signed short), PROPERTIES (UTF-8)                       |
+//!
+//! The BLANK end-of-file marker (`CommitLog.doAppend`) is 8 bytes: TOTALSIZE = the bytes left in the file, then
+//! [`BLANK_MAGIC_CODE`]; the rest of the file is not written.
+
+/// `MessageDecoder.MESSAGE_MAGIC_CODE` (0xDAA320A7): v1 records, 1-byte topic length.
+pub const MESSAGE_MAGIC_CODE: i32 = 0xDAA3_20A7_u32 as i32;
+/// `MessageDecoder.MESSAGE_MAGIC_CODE_V2` (0xDAA320AB): v2 records, 2-byte topic length.
+pub const MESSAGE_MAGIC_CODE_V2: i32 = 0xDAA3_20AB_u32 as i32;
+/// `CommitLog.BLANK_MAGIC_CODE` (0xCBD43194): the end-of-file filler.
+pub const BLANK_MAGIC_CODE: i32 = 0xCBD4_3194_u32 as i32;
+/// `CommitLog.END_FILE_MIN_BLANK_LENGTH`: the BLANK marker's bytes (TOTALSIZE and MAGICCODE).
+pub const END_FILE_MIN_BLANK_LENGTH: usize = 8;
+
+/// `MessageSysFlag.BORNHOST_V6_FLAG`: BORNHOST holds a 16-byte address.
+pub const BORNHOST_V6_FLAG: i32 = 0x10;
+/// `MessageSysFlag.STOREHOSTADDRESS_V6_FLAG`: STOREHOST holds a 16-byte address.
+pub const STOREHOSTADDRESS_V6_FLAG: i32 = 0x20;
+
+pub const TOTALSIZE_POSITION: usize = 0;
+/// `MessageDecoder.MESSAGE_MAGIC_CODE_POSITION`
+pub const MAGIC_CODE_POSITION: usize = 4;
+pub const BODY_CRC_POSITION: usize = 8;
+pub const QUEUE_ID_POSITION: usize = 12;
+/// `MessageDecoder.MESSAGE_FLAG_POSITION`
+pub const FLAG_POSITION: usize = 16;
+/// `MessageDecoder.QUEUE_OFFSET_POSITION`
+pub const QUEUE_OFFSET_POSITION: usize = 20;
+/// `MessageDecoder.MESSAGE_PHYSIC_OFFSET_POSITION`
+pub const PHYSICAL_OFFSET_POSITION: usize = 28;
+/// `MessageDecoder.SYSFLAG_POSITION`
+pub const SYSFLAG_POSITION: usize = 36;
+/// `MessageDecoder.BORN_TIMESTAMP_POSITION`
+pub const BORN_TIMESTAMP_POSITION: usize = 40;
+pub const BORN_HOST_POSITION: usize = 48;
+/// A host field with an IPv4 address: 4-byte address + 4-byte port.
+pub const IPV4_HOST_LENGTH: usize = 8;
+/// A host field with an IPv6 address: 16-byte address + 4-byte port.
+pub const IPV6_HOST_LENGTH: usize = 20;
+/// The fields up to BORNTIMESTAMP, whose positions do not depend on the hosts' widths.
+pub const FIXED_PREFIX: usize = BORN_HOST_POSITION;
+
+/// Whether `magic` is one of the two record magic codes.
+#[inline]
+pub fn is_message_magic(magic: i32) -> bool {
+    magic == MESSAGE_MAGIC_CODE || magic == MESSAGE_MAGIC_CODE_V2
+}
+
+/// Width of a host field for a record whose sysflag has `v6_flag` set or not.
+#[inline]
+pub fn host_length(sysflag: i32, v6_flag: i32) -> usize {
+    if sysflag & v6_flag != 0 {
+        IPV6_HOST_LENGTH
+    } else {
+        IPV4_HOST_LENGTH
+    }
+}
+
+/// The `N` bytes at `at`, or None when they do not lie inside `buf`.
+#[inline]
+fn bytes_at<const N: usize>(buf: &[u8], at: usize) -> Option<[u8; N]> {
+    buf.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+/// The signed byte at `at` (v1 TOPICLEN), or None outside `buf`.
+#[inline]
+pub fn be_i8(buf: &[u8], at: usize) -> Option<i8> {
+    bytes_at::<1>(buf, at).map(i8::from_be_bytes)
+}
+
+/// The big-endian i16 at `at`, or None when it does not lie inside `buf`.
+#[inline]
+pub fn be_i16(buf: &[u8], at: usize) -> Option<i16> {
+    bytes_at::<2>(buf, at).map(i16::from_be_bytes)
+}
+
+/// The big-endian i32 at `at`, or None when it does not lie inside `buf`.
+#[inline]
+pub fn be_i32(buf: &[u8], at: usize) -> Option<i32> {
+    bytes_at::<4>(buf, at).map(i32::from_be_bytes)
+}
+
+/// The big-endian i64 at `at`, or None when it does not lie inside `buf`.
+#[inline]
+pub fn be_i64(buf: &[u8], at: usize) -> Option<i64> {
+    bytes_at::<8>(buf, at).map(i64::from_be_bytes)
+}
