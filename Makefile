@@ -1,4 +1,4 @@
-# The two set-up commands of the README: `make demo` and `make test`.
+# The set-up commands of the README: `make demo`, `make test` (and `make test-product`, `make docs`).
 # Both create .venv when it is missing and install the project into it; nothing else is needed.
 
 PYTHON ?= python3
@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-compat lint demo venv clean azurite
+.PHONY: test test-slow test-product test-compat lint docs demo venv clean azurite
 
 venv: $(VENV)/.installed
 
@@ -33,6 +33,18 @@ lint: venv
 
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test
+
+# the installation, cluster, examples and notebook tests (tests/product/), deselected by `make test`
+test-product: PYTEST_ARGS = -m product
+test-product: test
+
+# the documentation site (docs/, mkdocs.yml) into site/; --strict turns every warning (a broken link) into an error
+docs: $(VENV)/.docs-installed
+	$(VENV)/bin/mkdocs build --strict
+
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[spark,test,docs]'
+	touch $@
 
 # Azurite, Microsoft's Azure Blob Storage emulator (npm, not PyPI), for the slow abfs:// tests: installed into
 # $(VENV)/azurite on demand (tests/azure_server.py runs this target when it is missing)
@@ -68,4 +80,4 @@ demo: venv
 	$(PY) examples/etl_quickstart.py $(DEMO_DIR)/store $(DEMO_DIR)/hourly-parquet
 
 clean:
-	rm -rf $(VENV) .venv-spark-* .pytest_cache .hypothesis
+	rm -rf $(VENV) .venv-spark-* .pytest_cache .hypothesis site

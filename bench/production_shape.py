@@ -73,7 +73,7 @@ def main():
                     help="rows of the many-queue write measurement (0: skip it)")
     args = ap.parse_args()
     store, parquet = os.path.join(args.workdir, "store"), os.path.join(args.workdir, "parquet")
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+    from rocketstore_spark.samples import ProductionSpec, SizeSpec, generate_production_store
 
     spec = ProductionSpec(messages=args.messages, topics=args.topics, queues_per_topic=args.queues_per_topic,
                           retry_groups=args.retry_groups, sizes=SizeSpec.parse(args.sizes))
@@ -109,7 +109,7 @@ def _spark_measurements(store, parquet, spec, args):
     spark = spark_session("bench-production")
     from pyspark.sql import functions as F
 
-    from rocketstore_spark.cli.production import queue_layout
+    from rocketstore_spark.samples import queue_layout
 
     def rs(**options):
         reader = spark.read.format("rocketstore").schema("body binary").option("includeRetryTopics", "true")
@@ -172,7 +172,7 @@ def _write_many_queues(spark, args) -> float:
     """Spark writes the same production-shaped rows (~2,000 queues) as rocketstore and as Parquet."""
     import pyarrow.parquet as pq
 
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, production_tables, queue_layout
+    from rocketstore_spark.samples import ProductionSpec, SizeSpec, production_tables, queue_layout
 
     spec = ProductionSpec(messages=args.write_messages, topics=250, queues_per_topic=8, retry_groups=100,
                           sizes=SizeSpec.parse(args.sizes))

@@ -282,8 +282,7 @@ def generate(store: Path = typer.Argument(..., help="store directory to create o
              index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
     """Write a realistic sample store (topics, queues, tags, keys, mixed bodies, some compressed), or with
     --topics a production-shaped one (many queues, skewed topics, retry queues, mixed sizes)."""
-    from .production import ProductionSpec, SizeSpec, generate_production_store
-    from .sample import SampleSpec, generate_store
+    from ..samples import ProductionSpec, SampleSpec, SizeSpec, generate_production_store, generate_store
 
     # sizes for a new store; an existing one must match them
     file_sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.product, pytest.mark.spark]
 
 
 def run_example(name, *args):

@@ -4,7 +4,10 @@ import os
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
+
+pytestmark = pytest.mark.product
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "explore_store.ipynb"
 
