@@ -40,7 +40,7 @@ test-product: test
 
 # the documentation site (docs/, mkdocs.yml) into site/; --strict turns every warning (a broken link) into an error
 docs: $(VENV)/.docs-installed
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 $(VENV)/.docs-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet --config-settings editable_mode=compat -e '.[spark,test,docs]'

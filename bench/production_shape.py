@@ -3,7 +3,7 @@
     python bench/production_shape.py [--messages N] [--topics T] [--queues-per-topic Q] [--retry-groups G]
                                      [--sizes lognormal:MEAN,SIGMA] [--workdir DIR] [--keep] [--no-spark]
 
-The defaults make a small store (300k messages, 2,110 queues) that runs in a few minutes; the issue's target
+The defaults make a small store (300k messages, 2,110 queues) that runs in a few minutes; the large
 shape is ``--messages 10000000 --topics 2400 --queues-per-topic 8 --retry-groups 800`` (20,000 queues). The
 store has RocketMQ's default file sizes (1 GiB commit-log files, 6 MB consume-queue files) and the same rows
 are written to Parquet in the same run. Prints one JSON line per measurement:
@@ -17,7 +17,7 @@ are written to Parquet in the same run. Prints one JSON line per measurement:
 * ``stream_triggers`` (see stream_triggers.py): idle triggers' ``latestOffset`` and the micro-batch holding
   ``--stream`` new messages spread over the store, from Spark's progress reports; it appends to the store;
 * ``write_many_queues``: a Spark write of ``--write-messages`` production-shaped rows into ~2,000 queues (250
-  topics x 8 and 100 retry queues, the issue's write target) against Spark's Parquet writer on the same cached
+  topics x 8 and 100 retry queues, the write shape) against Spark's Parquet writer on the same cached
   DataFrame, interleaved, best of three: into a new store (every queue's directory and file created) and
   appended to a store whose queues exist, with the do-nothing Python sink's time on the same rows.
 """

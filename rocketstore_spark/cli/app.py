@@ -54,11 +54,12 @@ from .common import (
 )
 
 app = typer.Typer(help="Inspect, query, verify, generate and recover Apache RocketMQ store directories.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None)
 
 
 @app.command()
-def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
+def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
@@ -128,7 +129,7 @@ def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
 
 
 @app.command()
-def dump(store: Path = typer.Argument(..., help=STORE_HELP),
+def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
          topic: Optional[str] = typer.Option(None, help="topic (all topics when omitted)"),
          queue: Optional[int] = typer.Option(None, help="queue id"),
          from_offset: Optional[int] = typer.Option(None, "--from", help="first queue offset"),
@@ -170,7 +171,7 @@ def dump(store: Path = typer.Argument(..., help=STORE_HELP),
 
 
 @app.command()
-def query(store: Path = typer.Argument(..., help=STORE_HELP),
+def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
           topic: Optional[str] = typer.Option(None, help="topic (needed for --key, --uniq-key, --queue, --time)"),
           key: Optional[str] = typer.Option(None, help="a KEYS token"),
           uniq_key: Optional[str] = typer.Option(None, help="a UNIQ_KEY (client message id)"),
@@ -188,7 +189,7 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
-    A table on a terminal (bodies abbreviated, like ``dump``); JSON lines with ``--json`` or when piped."""
+    A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
     from .report import message_json
 
     as_json = as_json or not sys.stdout.isatty()
@@ -233,7 +234,7 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
 
 
 @app.command()
-def verify(store: Path = typer.Argument(..., help=STORE_HELP),
+def verify(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
@@ -265,7 +266,7 @@ def verify(store: Path = typer.Argument(..., help=STORE_HELP),
 
 
 @app.command()
-def generate(store: Path = typer.Argument(..., help="store directory to create or append to"),
+def generate(store: Path = typer.Argument(..., metavar="STORE", help="store directory to create or append to"),
              messages: int = typer.Option(100_000, help="number of messages"),
              days: float = typer.Option(3.0, help="store times spread over this many days, ending now"),
              seed: int = typer.Option(42, help="random seed"),
@@ -303,7 +304,7 @@ def generate(store: Path = typer.Argument(..., help="store directory to create o
 
 
 @app.command()
-def recover(store: Path = typer.Argument(..., help="store directory"),
+def recover(store: Path = typer.Argument(..., metavar="STORE", help="store directory"),
             register_topics: bool = typer.Option(False, "--register-topics", help="also add every topic with "
                                                  "queues that the broker's topic table (config/topics.json) "
                                                  "lacks, so that a broker serves it"),
@@ -330,7 +331,7 @@ def recover(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def staging(store: Path = typer.Argument(..., help="store directory"),
+def staging(store: Path = typer.Argument(..., metavar="STORE", help="store directory"),
             remove: Optional[list[str]] = typer.Option(None, "--remove", help="job id whose staging to remove "
                                                        "(repeatable); a task of it still running then fails"),
             older_than: Optional[str] = typer.Option(None, help="remove every job not written to for this long "
@@ -358,7 +359,7 @@ def staging(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def lag(store: Path = typer.Argument(..., help=STORE_HELP),
+def lag(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         offsets: str = typer.Option(..., help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
                                               'or a streaming checkpoint directory'),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,

@@ -22,19 +22,25 @@ console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, soft_wrap=True)
 
 
+def mirror(option: str, **kwargs):
+    """The flag(s) mirroring read option ``option``, with its documentation as help: both come from the option's
+    one definition (:data:`rocketstore_spark.spark.options.READ_SPEC`)."""
+    from ..spark.options import SPEC_BY_NAME
+
+    spec = SPEC_BY_NAME[option]
+    return typer.Option(None, *spec.cli, help=spec.doc.replace("`", ""), **kwargs)
+
+
 # The store's file sizes, for stores where they cannot be detected (every command that opens a store takes
 # them). The second spellings are the ones of a broker test harness's size arguments ("--commitlog-size 1048576
 # --cq-size 6000 --index-slots 5000 --index-num 20000"), so such a file can be passed as it is.
-COMMIT_LOG_SIZE = typer.Option(None, "--commit-log-file-size", "--commitlog-size",
-                               help="commit-log file size (mappedFileSizeCommitLog)")
-CONSUME_QUEUE_SIZE = typer.Option(None, "--consume-queue-file-size", "--cq-size",
-                                  help="consume-queue file size in bytes (mappedFileSizeConsumeQueue)")
-INDEX_SLOTS = typer.Option(None, "--index-hash-slots", "--index-slots", help="index hash slots (maxHashSlotNum)")
-INDEX_ENTRIES = typer.Option(None, "--index-max-entries", "--index-num", help="index entries (maxIndexNum)")
+COMMIT_LOG_SIZE = mirror("commitLogFileSize")
+CONSUME_QUEUE_SIZE = mirror("consumeQueueFileSize")
+INDEX_SLOTS = mirror("indexHashSlots")
+INDEX_ENTRIES = mirror("indexMaxEntries")
 # The storage variant, where the files leave it open (detected otherwise); a variant harness's store arguments
 # spell it the same way ("--variant lmq").
-VARIANT = typer.Option(None, "--variant", help="storage variant: default, or features among "
-                       "dledger, rocksdb-cq, batch-cq, lmq, prop-crc joined by ',' (detected when absent)")
+VARIANT = mirror("variant")
 
 
 STORE_HELP = "store directory, or a remote store's URI (s3://bucket/path, gs://, hdfs://, abfs://; see --fs)"
@@ -57,15 +63,11 @@ def fs_given(values) -> dict:
 # The broker settings the files leave open (BrokerSettings), spelled as a variant harness's store.args spells them
 # ("--variant batch-cq --batch-topics BatchTopic", "--force-verify-prop-crc true", "--dledger-self n0
 # --dledger-peers n0-127.0.0.1:PORT"), so such a file can be passed as it is; --dledger-group changes nothing.
-BATCH_TOPICS = typer.Option(None, "--batch-topics", help="BatchCQ topics (queue.type=BatchCQ) besides those the files "
-                            "show, comma-separated")
-BCQ_SIZE = typer.Option(None, "--batch-consume-queue-file-size", "--bcq-size",
-                        help="batch consume-queue file size in bytes (mapperFileSizeBatchConsumeQueue)")
-FORCE_VERIFY = typer.Option(None, "--force-verify-prop-crc", help="true: check records by their __CRC32# property "
-                            "(required) instead of the body CRC; false: body CRC only (forceVerifyPropCRC)")
-DLEDGER_SELF = typer.Option(None, "--dledger-self", help="DLedger selfId: read dledger-<selfId>/data")
-DLEDGER_PEERS = typer.Option(None, "--dledger-peers", help="DLedger peers (n0-host:port;n1-host:port): several "
-                             "serve only the entries the checkpoint's committedIndex covers")
+BATCH_TOPICS = mirror("batchTopics")
+BCQ_SIZE = mirror("batchConsumeQueueFileSize")
+FORCE_VERIFY = mirror("forceVerifyPropCrc")
+DLEDGER_SELF = mirror("dledgerSelfId")
+DLEDGER_PEERS = mirror("dledgerPeers")
 DLEDGER_GROUP = typer.Option(None, "--dledger-group", help="DLedger group (accepted, it does not change reads)")
 
 
