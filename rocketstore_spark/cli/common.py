@@ -12,8 +12,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
-from ..errors import StrayFileWarning
+from ..errors import InvalidArgumentError, StrayFileWarning
 
 BODY_PREVIEW_BYTES = 40  # the body column of a table shows this much, decoded as UTF-8 with replacements
 
@@ -100,31 +101,54 @@ def format_ms(ms: Optional[int]) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
-def parse_time(text: Optional[str]) -> Optional[int]:
-    """Milliseconds since the epoch from digits or an ISO-8601 time (UTC when no zone is given)."""
+def parse_time(text: Optional[str], flag: str = "time") -> Optional[int]:
+    """Milliseconds since the epoch from digits or an ISO 8601 time (UTC when no zone is given), as the
+    ``startingTimestamp`` option takes them."""
+    from ..spark.option_spec import parse_timestamp
+
     if text is None:
         return None
-    if text.isdigit():
-        return int(text)
     try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise typer.BadParameter(f"expected epoch milliseconds or an ISO time, found {text!r}") from e
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return int(value.timestamp() * 1000)
+        return parse_timestamp(flag, text)
+    except InvalidArgumentError as e:
+        raise typer.BadParameter(str(e).replace(f"option {flag} must be", "expected")) from e
+
+
+def body_preview(body: Optional[bytes]) -> str:
+    """The beginning of a body for one table cell: UTF-8 text as it is, anything else (control characters, bytes
+    that are not UTF-8) escaped, so a binary body never breaks the row or the terminal."""
+    if body is None:
+        return ""
+    text = body[:BODY_PREVIEW_BYTES].decode("utf-8", "backslashreplace")
+    text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    return text + ("…" if len(body) > BODY_PREVIEW_BYTES else "")
 
 
 def message_table(rows: Iterable[dict]) -> Table:
     """Messages as a table for a terminal: the coordinates, tags, keys, store time and the body's beginning."""
     table = Table("topic", "queue", "offset", "phy offset", "tags", "keys", "store time", "body")
     for row in rows:
-        body = row["body"][:BODY_PREVIEW_BYTES].decode("utf-8", "replace") if row.get("body") is not None else ""
-        if row.get("body") is not None and len(row["body"]) > BODY_PREVIEW_BYTES:
-            body += "…"
-        table.add_row(row["topic"], str(row["queueId"]), str(row["queueOffset"]), str(row["commitLogOffset"]),
-                      row["tags"] or "", " ".join(row["keys"] or []), str(row["storeTimestamp"]), body)
+        cells = (row["topic"], str(row["queueId"]), str(row["queueOffset"]), str(row["commitLogOffset"]),
+                 row["tags"] or "", " ".join(row["keys"] or []), str(row["storeTimestamp"]),
+                 body_preview(row.get("body")))
+        table.add_row(*(Text(c) for c in cells))  # Text: brackets in a body or tag are not rich markup
     return table
+
+
+def check_topic(s, topic: Optional[str], queue: Optional[int] = None) -> None:
+    """A topic (and queue) named on the command line must exist: an error listing what exists, never an empty
+    answer."""
+    from ..spark.option_spec import did_you_mean, listing
+
+    if topic is None:
+        return
+    topics = s.topics()
+    if topic not in topics:
+        raise InvalidArgumentError(f"--topic: the store has no topic {topic!r}{did_you_mean(topic, topics)}; its "
+                                   f"topics are {listing(topics)} (`rocketstore inspect` lists them with queues)")
+    if queue is not None and queue not in s.queue_ids(topic):
+        raise InvalidArgumentError(f"--queue: topic {topic!r} has no queue {queue}; its queues are "
+                                   f"{listing(s.queue_ids(topic))}")
 
 
 def show_warning(message, category, filename, lineno, file=None, line=None):

@@ -73,10 +73,10 @@ READ_SPEC = (
                "(`{\"broker\": {...}}` for several stores; -2 earliest, -1 latest); topics and queues named must "
                "exist", shown_default="`earliest` (streams: `latest`)"),
     OptionSpec("endingOffsets", OFFSETS, "the same forms, exclusive", default=LATEST, scopes=("read",)),
-    OptionSpec("startingTimestamp", TIMESTAMP, "store time to start at: epoch milliseconds or ISO 8601 "
-               "(`2024-06-01T00:00:00Z`, UTC without a zone), resolved per queue by binary search",
+    OptionSpec("startingTimestamp", TIMESTAMP, "messages stored at or after this time: epoch milliseconds or "
+               "ISO 8601 (`2024-06-01T00:00:00Z`, UTC without a zone)",
                cli=("--since",)),
-    OptionSpec("endingTimestamp", TIMESTAMP, "store time to stop before, in the same forms; after "
+    OptionSpec("endingTimestamp", TIMESTAMP, "messages stored before this time, in the same forms; after "
                "`startingTimestamp`", scopes=("read",), cli=("--until",)),
     OptionSpec("maxMessagesPerPartition", INTEGER, "queue plans: ranges are split at this many messages (matching "
                "messages with a tag filter) and small queues' ranges packed up to it",

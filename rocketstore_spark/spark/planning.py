@@ -30,6 +30,7 @@ from ..store import (
     store_path,
 )
 from ..store.format import layout as L
+from .option_spec import check_selection
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
 from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
 from .planning_types import (  # noqa: F401 - re-exported: the partition kinds are planning's vocabulary
@@ -185,6 +186,7 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
     tags = effective_tags(opts, pushed)
     for ref in opts.stores:
         store = open_store(ref, opts)
+        check_selection(opts, ref, store.topics(), store.queue_ids)
         handle = handle_for(store, ref)
         if opts.scan_mode == SCAN_RAW:
             parts.extend(_plan_commitlog(store, handle, pushed))

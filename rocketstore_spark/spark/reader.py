@@ -27,6 +27,7 @@ from .planning import (
     plan,
 )
 from .schema import arrow_schema_for, store_columns, to_spark_batch
+from .user_errors import message_first
 
 log = logging.getLogger("rocketstore_spark")
 _OPEN_STORES: "OrderedDict[tuple, RocketStore]" = OrderedDict()  # (handle, lazy queues) → store
@@ -93,6 +94,7 @@ class RocketStoreReader(DataSourceReader):
         self.spark_columns = spark_columns
         self.pushed = Pushed()
 
+    @message_first
     def partitions(self):
         return plan(self.opts, self.pushed)
 
