@@ -131,8 +131,8 @@ def canonical_names(options: Mapping[str, str], specs: Iterable[OptionSpec], pas
         name = by_lower.get(key.lower())
         if name is None:
             hint = did_you_mean(key, names)
-            raise InvalidArgumentError(f"unknown option {key!r} for {what}{hint}; the options are listed in "
-                                       f"docs/options.md ({', '.join(sorted(names))})")
+            known = "docs/options.md lists them" if hint else f"the options are {', '.join(sorted(names))}"
+            raise InvalidArgumentError(f"unknown option {key!r} for {what}{hint}; {known}")
         out[name] = value
     return out
 
