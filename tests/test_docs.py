@@ -115,3 +115,21 @@ def test_the_library_write_example_runs(tmp_path, page):
 
     with RocketStore.open(tmp_path / "new") as s:
         assert s.max_offset("orders", s.queue_ids("orders")[0]) >= 1
+
+
+def test_every_write_example_gives_a_save_mode_python_sources_support():
+    """Spark's default save mode fails for Python data sources (UNSUPPORTED_DATA_SOURCE_SAVE_MODE): each example
+    says append or overwrite, and the troubleshooting page explains the error."""
+    for page in PAGES:
+        text = "\n".join(blocks(page, "python"))
+        for chain in re.findall(r"\.write\.format\(\"rocketstore\"\)[^\n]*(?:\n\s+\.[^\n]*)*", text):
+            assert re.search(r"\.mode\(\"(append|overwrite)\"\)", chain), f"{page.name}: {chain}"
+    trouble = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    assert "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in trouble and "PYSPARK_PYTHON" in trouble
+
+
+def test_no_page_speaks_of_how_the_project_was_made():
+    pattern = re.compile(r"\b(session \d+|issue #?\d+|work period|reverted)\b", re.I)
+    found = [f"{p.name}: {m.group(0)}" for p in [*PAGES, ROOT / "CHANGELOG.md", ROOT / "bench" / "README.md"]
+             for m in pattern.finditer(p.read_text(encoding="utf-8"))]
+    assert found == []

@@ -1,7 +1,9 @@
 """The Spark code of the README's quick start and of the recipes runs as written, on a sample store (paths
 replaced by temporary ones)."""
 
+import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,18 @@ import pytest
 pytestmark = [pytest.mark.product, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
 
 
 def python_blocks(page: Path, after: str = "", before: str = "") -> list[str]:
