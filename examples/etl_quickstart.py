@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 
-def main(store: str, output: str, tags: str = "*") -> None:
+def main(store: str, output: str, tags: str = "") -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
              .appName("rocketstore-quickstart").config("spark.sql.session.timeZone", "UTC")
@@ -24,10 +24,11 @@ def main(store: str, output: str, tags: str = "*") -> None:
 
     # Only the columns we need: a user schema is how Python data sources prune columns (no body decoding
     # beyond what length() needs, no properties map).
-    messages = (spark.read.format("rocketstore")
-                .schema("topic string, tags string, body binary, storeTimestamp timestamp")
-                .option("tags", tags)
-                .load(store))
+    reader = (spark.read.format("rocketstore")
+              .schema("topic string, tags string, body binary, storeTimestamp timestamp"))
+    if tags:
+        reader = reader.option("tags", tags)  # a subscription expression such as 'paid || shipped'
+    messages = reader.load(store)
 
     hourly = (messages
               .withColumn("hour", F.date_trunc("hour", "storeTimestamp"))

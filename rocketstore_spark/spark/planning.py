@@ -250,7 +250,8 @@ def pack_ranges(handle: StoreHandle, ranges: list, max_messages: int) -> list:
 
 def effective_tags(opts: ReadOptions, pushed: Pushed):
     """The subscription to read with: the ``tags`` option, narrowed by pushed ``tags`` filters."""
-    option_tags = set(Subscription.parse(opts.tags).tags) if opts.tags else None
+    sub = Subscription.parse(opts.tags) if opts.tags else None
+    option_tags = None if sub is None or sub.is_all else set(sub.tags)  # "*": every tag, as no option
     tags = pushed.tags if option_tags is None else (option_tags if pushed.tags is None else option_tags & pushed.tags)
     return None if tags is None else sorted(tags)
 

@@ -60,3 +60,7 @@ def test_timestamps_take_iso_8601_and_epoch_ms(spark, sample_store):
     local = reader(spark, sample_store, startingTimestamp="2000-01-01T00:00:00").count()
     assert iso == ms == local > 0
     assert "ISO 8601" in failure(lambda: reader(spark, sample_store, startingTimestamp="yesterday"))
+
+
+def test_tags_star_reads_every_tag(spark, sample_store):
+    assert reader(spark, sample_store, tags="*").count() == reader(spark, sample_store).count() > 0
