@@ -1,4 +1,4 @@
-# The two set-up commands of the README: `make demo` and `make test`.
+# The set-up commands of the README: `make demo`, `make test` (and `make test-product`, `make docs`).
 # Both create .venv when it is missing and install the project into it; nothing else is needed.
 
 PYTHON ?= python3
@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-compat lint rust-check demo venv clean azurite
+.PHONY: test test-slow test-product test-compat lint rust-check docs demo venv clean azurite
 
 venv: $(VENV)/.installed
 
@@ -21,7 +21,7 @@ NATIVE_SOURCES := Cargo.toml Cargo.lock $(wildcard src/*.rs src/*/*.rs)
 $(VENV)/.installed: pyproject.toml Makefile $(NATIVE_SOURCES)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[spark,test]'
+	$(PY) -m pip install --quiet -e '.[spark,test,docs]'
 	touch $@
 
 # Unpacks the golden store into a fresh temp dir, runs the default suite, removes the temp dir.
@@ -43,6 +43,14 @@ rust-check:
 
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test
+
+# the installation, cluster, examples and notebook tests (tests/product/), deselected by `make test`
+test-product: PYTEST_ARGS = -m product
+test-product: test
+
+# the documentation site (docs/, mkdocs.yml) into site/; --strict turns every warning (a broken link) into an error
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Azurite, Microsoft's Azure Blob Storage emulator (npm, not PyPI), for the slow abfs:// tests: installed into
 # $(VENV)/azurite on demand (tests/azure_server.py runs this target when it is missing)
@@ -78,4 +86,4 @@ demo: venv
 	$(PY) examples/etl_quickstart.py $(DEMO_DIR)/store $(DEMO_DIR)/hourly-parquet
 
 clean:
-	rm -rf $(VENV) .venv-spark-* .pytest_cache .hypothesis target rocketstore_spark/_native*.so
+	rm -rf $(VENV) .venv-spark-* .pytest_cache .hypothesis target rocketstore_spark/_native*.so site

@@ -59,7 +59,7 @@ def interleaved(fns: dict, rounds: int = 3, prepare: Optional[dict] = None) -> d
     """Best time and last result of each of ``fns`` (name → callable), run in turn, round after round;
     ``prepare`` (name → callable) runs untimed before each run of that name (removing an earlier output).
 
-    The development VM's speed drifts by up to ~1.5x within minutes; timing one candidate's repeats and then
+    A shared machine's speed can drift within minutes; timing one candidate's repeats and then
     the other's would fold that drift into their ratio, interleaving spreads it over both.
     """
     best: dict = {}

@@ -1,4 +1,4 @@
-"""The fuzz campaign over damaged copies of a real store (issue #22), N cases of a seeded campaign (not a test).
+"""The fuzz campaign over damaged copies of a real store, N cases of a seeded campaign (not a test).
 
     python bench/fuzz.py --cases N --seed S [--store DIR] [--workdir DIR] [--timeout S] [--memory-mb M]
     python bench/fuzz.py --case-seed SEED [--store DIR]     # rerun one case, as a failing case prints it

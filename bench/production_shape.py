@@ -3,7 +3,7 @@
     python bench/production_shape.py [--messages N] [--topics T] [--queues-per-topic Q] [--retry-groups G]
                                      [--sizes lognormal:MEAN,SIGMA] [--workdir DIR] [--keep] [--no-spark]
 
-The defaults make a small store (300k messages, 2,110 queues) that runs in a few minutes; the issue's target
+The defaults make a small store (300k messages, 2,110 queues) that runs in a few minutes; the large
 shape is ``--messages 10000000 --topics 2400 --queues-per-topic 8 --retry-groups 800`` (20,000 queues). The
 store has RocketMQ's default file sizes (1 GiB commit-log files, 6 MB consume-queue files) and the same rows
 are written to Parquet in the same run. Prints one JSON line per measurement:
@@ -17,7 +17,7 @@ are written to Parquet in the same run. Prints one JSON line per measurement:
 * ``stream_triggers`` (see stream_triggers.py): idle triggers' ``latestOffset`` and the micro-batch holding
   ``--stream`` new messages spread over the store, from Spark's progress reports; it appends to the store;
 * ``write_many_queues``: a Spark write of ``--write-messages`` production-shaped rows into ~2,000 queues (250
-  topics x 8 and 100 retry queues, the issue's write target) against Spark's Parquet writer on the same cached
+  topics x 8 and 100 retry queues, the write shape) against Spark's Parquet writer on the same cached
   DataFrame, interleaved, best of three: into a new store (every queue's directory and file created) and
   appended to a store whose queues exist, with the do-nothing Python sink's time on the same rows.
 """
@@ -73,7 +73,7 @@ def main():
                     help="rows of the many-queue write measurement (0: skip it)")
     args = ap.parse_args()
     store, parquet = os.path.join(args.workdir, "store"), os.path.join(args.workdir, "parquet")
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+    from rocketstore_spark.samples import ProductionSpec, SizeSpec, generate_production_store
 
     spec = ProductionSpec(messages=args.messages, topics=args.topics, queues_per_topic=args.queues_per_topic,
                           retry_groups=args.retry_groups, sizes=SizeSpec.parse(args.sizes))
@@ -109,7 +109,7 @@ def _spark_measurements(store, parquet, spec, args):
     spark = spark_session("bench-production")
     from pyspark.sql import functions as F
 
-    from rocketstore_spark.cli.production import queue_layout
+    from rocketstore_spark.samples import queue_layout
 
     def rs(**options):
         reader = spark.read.format("rocketstore").schema("body binary").option("includeRetryTopics", "true")
@@ -172,7 +172,7 @@ def _write_many_queues(spark, args) -> float:
     """Spark writes the same production-shaped rows (~2,000 queues) as rocketstore and as Parquet."""
     import pyarrow.parquet as pq
 
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, production_tables, queue_layout
+    from rocketstore_spark.samples import ProductionSpec, SizeSpec, production_tables, queue_layout
 
     spec = ProductionSpec(messages=args.write_messages, topics=250, queues_per_topic=8, retry_groups=100,
                           sizes=SizeSpec.parse(args.sizes))

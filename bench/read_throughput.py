@@ -6,7 +6,7 @@ Prints one JSON line per measurement and finally
 ``read_vs_parquet=<ratio> tag1pct_speedup=<ratio> key_lookup_s=<s>`` where read_vs_parquet is Parquet's full-scan
 time over rocketstore's (higher is better for rocketstore), tag1pct_speedup is rocketstore's full scan over its
 1%-selective tag scan, key_lookup_s the warm time of a uniqKey/key lookup through Spark with pushdown. The two
-full scans take turns, three rounds, and the best time of each counts (the VM's speed drifts); the small
+full scans take turns, three rounds, and the best time of each counts (a machine's speed drifts); the small
 queries are timed back to back, best of three.
 """
 

@@ -30,7 +30,7 @@ IDLE_TRIGGERS = 8
 
 def measure(spark, store: str, spec, new_messages: int = 1000) -> dict:
     """Run the query, append ``new_messages`` production-shaped rows, return the figures (see module doc)."""
-    from rocketstore_spark.cli.production import production_tables
+    from rocketstore_spark.samples import production_tables
     from rocketstore_spark.store import RocketStore
 
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # report idle triggers too
@@ -95,7 +95,7 @@ def main():
     ap.add_argument("--sizes", default="lognormal:600,0.8")
     ap.add_argument("--new", type=int, default=1000)
     args = ap.parse_args()
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec
+    from rocketstore_spark.samples import ProductionSpec, SizeSpec
 
     spec = ProductionSpec(messages=args.new, topics=args.topics, queues_per_topic=args.queues_per_topic,
                           retry_groups=args.retry_groups, sizes=SizeSpec.parse(args.sizes))

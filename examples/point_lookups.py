@@ -8,11 +8,16 @@ import sys
 
 from rocketstore_spark.store import RocketStore
 
+MAX_RESULTS = 10_000
+
 
 def main(store, topic, key):
     with RocketStore.open(store) as s:
-        hits = s.query_by_key(topic, key, columns=["msgId", "uniqKey", "queueId", "queueOffset", "body"])
-        print(f"key {key!r} in {topic}: {hits.num_rows} message(s)")
+        # a broker answers at most 64 messages per key query; ask for more, the library lifts the cap
+        hits = s.query_by_key(topic, key, max_num=MAX_RESULTS,
+                              columns=["msgId", "uniqKey", "queueId", "queueOffset", "body"])
+        cut = " (the limit: there may be more)" if hits.num_rows >= MAX_RESULTS else ""
+        print(f"key {key!r} in {topic}: {hits.num_rows} message(s){cut}")
         if not hits.num_rows:
             return
         first = hits.to_pylist()[0]

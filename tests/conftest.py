@@ -165,7 +165,7 @@ _hypothesis_settings.load_profile("rocketstore")
 @pytest.fixture(scope="session")
 def sample_store(tmp_path_factory):
     """A small generated store shared by the CLI and product tests (examples, notebook, cluster)."""
-    from rocketstore_spark.cli.sample import SampleSpec, generate_store
+    from rocketstore_spark.samples import SampleSpec, generate_store
 
     path = tmp_path_factory.mktemp("sample") / "store"
     generate_store(path, SampleSpec(messages=3000, days=0.5, seed=3), commit_log_file_size=1 << 20,

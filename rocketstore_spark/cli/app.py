@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from ..errors import RocketStoreError, UnsupportedVariantError
+from ..errors import InvalidArgumentError, RocketStoreError, UnsupportedVariantError
 from ..store import (
     STATE_OPEN,
     RocketStore,
@@ -40,11 +41,13 @@ from .common import (
     INDEX_SLOTS,
     STORE_HELP,
     VARIANT,
+    check_topic,
     console,
     err,
     format_ms,
     fs_given,
     message_table,
+    mirror,
     parse_time,
     print_strays,
     progress_bar,
@@ -52,13 +55,18 @@ from .common import (
     show_warning,
     sizes_given,
 )
+from .generate import generate
+from .plan import plan_command
+
+MAX_KEY_RESULTS = 64  # a broker answers a key query with at most maxMsgsNumBatch (64) messages
 
 app = typer.Typer(help="Inspect, query, verify, generate and recover Apache RocketMQ store directories.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=None)
 
 
 @app.command()
-def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
+def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
@@ -128,14 +136,14 @@ def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
 
 
 @app.command()
-def dump(store: Path = typer.Argument(..., help=STORE_HELP),
+def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
          topic: Optional[str] = typer.Option(None, help="topic (all topics when omitted)"),
          queue: Optional[int] = typer.Option(None, help="queue id"),
          from_offset: Optional[int] = typer.Option(None, "--from", help="first queue offset"),
          to_offset: Optional[int] = typer.Option(None, "--to", help="queue offset to stop before"),
-         tags: Optional[str] = typer.Option(None, help="subscription expression, e.g. 'TagA || TagB'"),
-         since: Optional[str] = typer.Option(None, help="store time from (ms or ISO)"),
-         until: Optional[str] = typer.Option(None, help="store time before (ms or ISO)"),
+         tags: Optional[str] = mirror("tags"),
+         since: Optional[str] = mirror("startingTimestamp"),
+         until: Optional[str] = mirror("endingTimestamp"),
          limit: Optional[int] = typer.Option(None, help="stop after this many messages"),
          fmt: str = typer.Option("table", "--format", help="table or jsonl"),
          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
@@ -152,7 +160,16 @@ def dump(store: Path = typer.Argument(..., help=STORE_HELP),
         raise typer.BadParameter("--format must be table or jsonl")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+    start_ms, end_ms = parse_time(since, "--since"), parse_time(until, "--until")
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
+        check_topic(s, topic, queue)
+        if topic is not None and from_offset is not None:
+            for q in [queue] if queue is not None else s.queue_ids(topic):
+                if from_offset < s.min_offset(topic, q):
+                    raise InvalidArgumentError(
+                        f"--from {from_offset}: {topic}/{q} holds offsets {s.min_offset(topic, q)}.."
+                        f"{s.max_offset(topic, q) - 1} (earlier ones expired or never existed); start at "
+                        f"--from {s.min_offset(topic, q)} or leave --from out")
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -160,8 +177,7 @@ def dump(store: Path = typer.Argument(..., help=STORE_HELP),
                 bar.advance(task)
                 yield row
 
-        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, parse_time(since),
-                                     parse_time(until), limit))
+        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, start_ms, end_ms, limit))
         if fmt == "jsonl":
             for row in rows:
                 sys.stdout.write(message_json(row) + "\n")
@@ -170,7 +186,7 @@ def dump(store: Path = typer.Argument(..., help=STORE_HELP),
 
 
 @app.command()
-def query(store: Path = typer.Argument(..., help=STORE_HELP),
+def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
           topic: Optional[str] = typer.Option(None, help="topic (needed for --key, --uniq-key, --queue, --time)"),
           key: Optional[str] = typer.Option(None, help="a KEYS token"),
           uniq_key: Optional[str] = typer.Option(None, help="a UNIQ_KEY (client message id)"),
@@ -178,6 +194,9 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
           queue: Optional[int] = typer.Option(None, help="queue id (with --offset or --time)"),
           offset: Optional[int] = typer.Option(None, help="queue offset"),
           time: Optional[str] = typer.Option(None, help="store time (ms or ISO): the queue offset at that time"),
+          max_results: int = typer.Option(MAX_KEY_RESULTS, "--max", min=1, help="with --key/--uniq-key: at most "
+                                          "this many messages (the broker answers at most 64)"),
+          since: Optional[str] = mirror("startingTimestamp"), until: Optional[str] = mirror("endingTimestamp"),
           as_json: bool = typer.Option(False, "--json", help="JSON lines (the default when output is piped)"),
           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
@@ -188,7 +207,7 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
-    A table on a terminal (bodies abbreviated, like ``dump``); JSON lines with ``--json`` or when piped."""
+    A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
     from .report import message_json
 
     as_json = as_json or not sys.stdout.isatty()
@@ -201,11 +220,18 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
         elif key or uniq_key:
             if not topic:
                 raise typer.BadParameter("--key/--uniq-key need --topic")
-            rows = s.query_by_key(topic, key or uniq_key).to_pylist()
+            check_topic(s, topic)
+            begin, end = parse_time(since, "--since") or 0, parse_time(until, "--until")
+            rows = s.query_by_key(topic, key or uniq_key, max_num=max_results, begin=begin, end=end).to_pylist()
+            if len(rows) >= max_results:
+                err.print(f"{len(rows)} messages: the lookup stops at --max {max_results} (a broker answers at most "
+                          f"{MAX_KEY_RESULTS}), so there may be more; raise --max or narrow the time with --since/"
+                          "--until", style="yellow", markup=False, highlight=False)
         elif queue is not None and time is not None:
             if not topic:
                 raise typer.BadParameter("--time needs --topic and --queue")
-            ts = parse_time(time)
+            check_topic(s, topic, queue)
+            ts = parse_time(time, "--time")
             found = {"topic": topic, "queueId": queue, "timestamp": ts,
                      "lower": s.offset_by_time(topic, queue, ts, "lower"),
                      "upper": s.offset_by_time(topic, queue, ts, "upper")}
@@ -219,6 +245,11 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
         elif queue is not None and offset is not None:
             if not topic:
                 raise typer.BadParameter("--offset needs --topic and --queue")
+            check_topic(s, topic, queue)
+            first, end = s.min_offset(topic, queue), s.max_offset(topic, queue)
+            if not first <= offset < end:
+                raise InvalidArgumentError(f"--offset {offset}: {topic}/{queue} holds offsets {first}..{end - 1}"
+                                           if end > first else f"--offset {offset}: {topic}/{queue} holds no message")
             rows = [r for b in s.read_queue(topic, queue, offset, offset + 1) for r in b.to_pylist()]
         else:
             raise typer.BadParameter("give one of --key, --uniq-key, --msg-id, --queue with --offset or --time")
@@ -233,7 +264,7 @@ def query(store: Path = typer.Argument(..., help=STORE_HELP),
 
 
 @app.command()
-def verify(store: Path = typer.Argument(..., help=STORE_HELP),
+def verify(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
            commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
            consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
            index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
@@ -261,50 +292,18 @@ def verify(store: Path = typer.Argument(..., help=STORE_HELP),
             table.add_row(p.where, p.message)
         console.print(table)
         raise typer.Exit(1)
-    console.print("[green]store is consistent[/green]")
+    what = {"commit log": "every record (length, CRC) of {} commit-log file(s)",
+            "consume queues": "every unit of {} consume queue(s)", "index": "every entry of {} index file(s)"}
+    checked = [what.get(phase, phase + " ({})").format(f"{bar.tasks[t].total or 0:,.0f}") for phase, t in tasks.items()]
+    console.print(f"[green]store is consistent[/green]: checked {', '.join(checked + ['the checkpoint'])}")
+
+
+app.command()(generate)
+app.command(name="plan")(plan_command)
 
 
 @app.command()
-def generate(store: Path = typer.Argument(..., help="store directory to create or append to"),
-             messages: int = typer.Option(100_000, help="number of messages"),
-             days: float = typer.Option(3.0, help="store times spread over this many days, ending now"),
-             seed: int = typer.Option(42, help="random seed"),
-             body_bytes: Optional[int] = typer.Option(None, help="fixed body size (mixed sizes by default)"),
-             topics: Optional[int] = typer.Option(None, help="a production-shaped store: this many topics with "
-                                                  "Zipf-like popularity (the sample's four topics by default)"),
-             queues_per_topic: int = typer.Option(8, help="queues per topic (with --topics)"),
-             retry_groups: int = typer.Option(0, help="consumer groups, each with a %RETRY% queue, every tenth "
-                                              "with a %DLQ% one (with --topics)"),
-             sizes: str = typer.Option("lognormal:600,0.8", "--sizes", help="body sizes with --topics: "
-                                       "lognormal:MEAN,SIGMA (mean bytes, sigma of the log) or fixed:BYTES"),
-             commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
-             consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
-             index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES):
-    """Write a realistic sample store (topics, queues, tags, keys, mixed bodies, some compressed), or with
-    --topics a production-shaped one (many queues, skewed topics, retry queues, mixed sizes)."""
-    from .production import ProductionSpec, SizeSpec, generate_production_store
-    from .sample import SampleSpec, generate_store
-
-    # sizes for a new store; an existing one must match them
-    file_sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries)
-    with progress_bar() as bar:
-        task = bar.add_task("generating", total=messages)
-        advance = lambda n: bar.advance(task, n)  # noqa: E731
-        if topics is None:
-            result = generate_store(store, SampleSpec(messages=messages, days=days, seed=seed,
-                                                      body_bytes=body_bytes), progress=advance, **file_sizes)
-        else:
-            spec = ProductionSpec(messages=messages, topics=topics, queues_per_topic=queues_per_topic,
-                                  retry_groups=retry_groups, seed=seed, days=days,
-                                  sizes=SizeSpec.parse(sizes if body_bytes is None else f"fixed:{body_bytes}"))
-            result = generate_production_store(store, spec, progress=advance, **file_sizes)
-    queues = f" in {result['queues']:,} queues of {result['topics']:,} topics" if "queues" in result else ""
-    console.print(f"wrote {result['messages']:,} messages{queues} to {store} (commit log ends at "
-                  f"{result['end_phy_offset']:,})")
-
-
-@app.command()
-def recover(store: Path = typer.Argument(..., help="store directory"),
+def recover(store: Path = typer.Argument(..., metavar="STORE", help="store directory"),
             register_topics: bool = typer.Option(False, "--register-topics", help="also add every topic with "
                                                  "queues that the broker's topic table (config/topics.json) "
                                                  "lacks, so that a broker serves it"),
@@ -331,7 +330,7 @@ def recover(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def staging(store: Path = typer.Argument(..., help="store directory"),
+def staging(store: Path = typer.Argument(..., metavar="STORE", help="store directory"),
             remove: Optional[list[str]] = typer.Option(None, "--remove", help="job id whose staging to remove "
                                                        "(repeatable); a task of it still running then fails"),
             older_than: Optional[str] = typer.Option(None, help="remove every job not written to for this long "
@@ -359,7 +358,7 @@ def staging(store: Path = typer.Argument(..., help="store directory"),
 
 
 @app.command()
-def lag(store: Path = typer.Argument(..., help=STORE_HELP),
+def lag(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         offsets: str = typer.Option(..., help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
                                               'or a streaming checkpoint directory'),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
@@ -388,6 +387,6 @@ def main() -> None:
     try:
         app()
     except RocketStoreError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         sys.exit(2)
 

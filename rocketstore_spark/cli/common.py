@@ -12,8 +12,9 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
-from ..errors import StrayFileWarning
+from ..errors import InvalidArgumentError, StrayFileWarning
 
 BODY_PREVIEW_BYTES = 40  # the body column of a table shows this much, decoded as UTF-8 with replacements
 
@@ -22,19 +23,25 @@ console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, soft_wrap=True)
 
 
+def mirror(option: str, **kwargs):
+    """The flag(s) mirroring read option ``option``, with its documentation as help: both come from the option's
+    one definition (:data:`rocketstore_spark.spark.options.READ_SPEC`)."""
+    from ..spark.options import SPEC_BY_NAME
+
+    spec = SPEC_BY_NAME[option]
+    return typer.Option(None, *spec.cli, help=spec.doc.replace("`", ""), **kwargs)
+
+
 # The store's file sizes, for stores where they cannot be detected (every command that opens a store takes
 # them). The second spellings are the ones of a broker test harness's size arguments ("--commitlog-size 1048576
 # --cq-size 6000 --index-slots 5000 --index-num 20000"), so such a file can be passed as it is.
-COMMIT_LOG_SIZE = typer.Option(None, "--commit-log-file-size", "--commitlog-size",
-                               help="commit-log file size (mappedFileSizeCommitLog)")
-CONSUME_QUEUE_SIZE = typer.Option(None, "--consume-queue-file-size", "--cq-size",
-                                  help="consume-queue file size in bytes (mappedFileSizeConsumeQueue)")
-INDEX_SLOTS = typer.Option(None, "--index-hash-slots", "--index-slots", help="index hash slots (maxHashSlotNum)")
-INDEX_ENTRIES = typer.Option(None, "--index-max-entries", "--index-num", help="index entries (maxIndexNum)")
+COMMIT_LOG_SIZE = mirror("commitLogFileSize")
+CONSUME_QUEUE_SIZE = mirror("consumeQueueFileSize")
+INDEX_SLOTS = mirror("indexHashSlots")
+INDEX_ENTRIES = mirror("indexMaxEntries")
 # The storage variant, where the files leave it open (detected otherwise); a variant harness's store arguments
 # spell it the same way ("--variant lmq").
-VARIANT = typer.Option(None, "--variant", help="storage variant: default, or features among "
-                       "dledger, rocksdb-cq, batch-cq, lmq, prop-crc joined by ',' (detected when absent)")
+VARIANT = mirror("variant")
 
 
 STORE_HELP = "store directory, or a remote store's URI (s3://bucket/path, gs://, hdfs://, abfs://; see --fs)"
@@ -57,15 +64,11 @@ def fs_given(values) -> dict:
 # The broker settings the files leave open (BrokerSettings), spelled as a variant harness's store.args spells them
 # ("--variant batch-cq --batch-topics BatchTopic", "--force-verify-prop-crc true", "--dledger-self n0
 # --dledger-peers n0-127.0.0.1:PORT"), so such a file can be passed as it is; --dledger-group changes nothing.
-BATCH_TOPICS = typer.Option(None, "--batch-topics", help="BatchCQ topics (queue.type=BatchCQ) besides those the files "
-                            "show, comma-separated")
-BCQ_SIZE = typer.Option(None, "--batch-consume-queue-file-size", "--bcq-size",
-                        help="batch consume-queue file size in bytes (mapperFileSizeBatchConsumeQueue)")
-FORCE_VERIFY = typer.Option(None, "--force-verify-prop-crc", help="true: check records by their __CRC32# property "
-                            "(required) instead of the body CRC; false: body CRC only (forceVerifyPropCRC)")
-DLEDGER_SELF = typer.Option(None, "--dledger-self", help="DLedger selfId: read dledger-<selfId>/data")
-DLEDGER_PEERS = typer.Option(None, "--dledger-peers", help="DLedger peers (n0-host:port;n1-host:port): several "
-                             "serve only the entries the checkpoint's committedIndex covers")
+BATCH_TOPICS = mirror("batchTopics")
+BCQ_SIZE = mirror("batchConsumeQueueFileSize")
+FORCE_VERIFY = mirror("forceVerifyPropCrc")
+DLEDGER_SELF = mirror("dledgerSelfId")
+DLEDGER_PEERS = mirror("dledgerPeers")
 DLEDGER_GROUP = typer.Option(None, "--dledger-group", help="DLedger group (accepted, it does not change reads)")
 
 
@@ -98,31 +101,54 @@ def format_ms(ms: Optional[int]) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
-def parse_time(text: Optional[str]) -> Optional[int]:
-    """Milliseconds since the epoch from digits or an ISO-8601 time (UTC when no zone is given)."""
+def parse_time(text: Optional[str], flag: str = "time") -> Optional[int]:
+    """Milliseconds since the epoch from digits or an ISO 8601 time (UTC when no zone is given), as the
+    ``startingTimestamp`` option takes them."""
+    from ..spark.option_spec import parse_timestamp
+
     if text is None:
         return None
-    if text.isdigit():
-        return int(text)
     try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise typer.BadParameter(f"expected epoch milliseconds or an ISO time, found {text!r}") from e
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
-    return int(value.timestamp() * 1000)
+        return parse_timestamp(flag, text)
+    except InvalidArgumentError as e:
+        raise typer.BadParameter(str(e).replace(f"option {flag} must be", "expected")) from e
+
+
+def body_preview(body: Optional[bytes]) -> str:
+    """The beginning of a body for one table cell: UTF-8 text as it is, anything else (control characters, bytes
+    that are not UTF-8) escaped, so a binary body never breaks the row or the terminal."""
+    if body is None:
+        return ""
+    text = body[:BODY_PREVIEW_BYTES].decode("utf-8", "backslashreplace")
+    text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    return text + ("…" if len(body) > BODY_PREVIEW_BYTES else "")
 
 
 def message_table(rows: Iterable[dict]) -> Table:
     """Messages as a table for a terminal: the coordinates, tags, keys, store time and the body's beginning."""
     table = Table("topic", "queue", "offset", "phy offset", "tags", "keys", "store time", "body")
     for row in rows:
-        body = row["body"][:BODY_PREVIEW_BYTES].decode("utf-8", "replace") if row.get("body") is not None else ""
-        if row.get("body") is not None and len(row["body"]) > BODY_PREVIEW_BYTES:
-            body += "…"
-        table.add_row(row["topic"], str(row["queueId"]), str(row["queueOffset"]), str(row["commitLogOffset"]),
-                      row["tags"] or "", " ".join(row["keys"] or []), str(row["storeTimestamp"]), body)
+        cells = (row["topic"], str(row["queueId"]), str(row["queueOffset"]), str(row["commitLogOffset"]),
+                 row["tags"] or "", " ".join(row["keys"] or []), str(row["storeTimestamp"]),
+                 body_preview(row.get("body")))
+        table.add_row(*(Text(c) for c in cells))  # Text: brackets in a body or tag are not rich markup
     return table
+
+
+def check_topic(s, topic: Optional[str], queue: Optional[int] = None) -> None:
+    """A topic (and queue) named on the command line must exist: an error listing what exists, never an empty
+    answer."""
+    from ..spark.option_spec import did_you_mean, listing
+
+    if topic is None:
+        return
+    topics = s.topics()
+    if topic not in topics:
+        raise InvalidArgumentError(f"--topic: the store has no topic {topic!r}{did_you_mean(topic, topics)}; its "
+                                   f"topics are {listing(topics)} (`rocketstore inspect` lists them with queues)")
+    if queue is not None and queue not in s.queue_ids(topic):
+        raise InvalidArgumentError(f"--queue: topic {topic!r} has no queue {queue}; its queues are "
+                                   f"{listing(s.queue_ids(topic))}")
 
 
 def show_warning(message, category, filename, lineno, file=None, line=None):

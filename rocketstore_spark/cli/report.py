@@ -11,7 +11,7 @@ from typing import Iterator, Optional
 
 import pyarrow.compute as pc
 
-from ..errors import RocketStoreError, StoreFormatError
+from ..errors import InvalidArgumentError, RocketStoreError, StoreFormatError
 from ..store import RocketStore, broker_managed, is_remote, load_topic_table, scandir, staged_jobs, topics_path
 
 
@@ -148,11 +148,26 @@ def load_offsets(text: str) -> dict:
         offsets_dir = path / "offsets" if (path / "offsets").is_dir() else path
         batches = sorted((p for p in offsets_dir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
         if not batches:
-            raise ValueError(f"no committed batches in {offsets_dir}")
-        return json.loads(batches[-1].read_text().strip().splitlines()[-1])
-    if path.is_file():
-        return json.loads(path.read_text())
-    return json.loads(text)
+            raise InvalidArgumentError(f"--offsets: no committed batch in {offsets_dir}: give the checkpoint "
+                                       "directory of a query that has run at least one batch (its offsets/ holds "
+                                       "files named 0, 1, ...), or offsets as JSON")
+        where, source = f"{batches[-1]} (its last line)", batches[-1].read_text().strip().splitlines()[-1]
+    elif path.is_file():
+        where, source = str(path), path.read_text()
+    else:
+        where, source = "the argument", text
+    try:
+        offsets = json.loads(source)
+    except json.JSONDecodeError as e:
+        hint = "" if where != "the argument" or text.lstrip().startswith("{") else (
+            f"; {text!r} is no existing file or directory either")
+        raise InvalidArgumentError(f"--offsets: {where} is not JSON offsets ({e.msg} at character {e.pos}){hint}; "
+                                   'expected {"topic": {"0": 42}}, {"broker": {"topic": {"0": 42}}} or a '
+                                   "streaming checkpoint directory") from e
+    if not isinstance(offsets, dict):
+        raise InvalidArgumentError(f'--offsets: expected a JSON object such as {{"topic": {{"0": 42}}}}, found '
+                                   f"{source.strip()[:80]!r}")
+    return offsets
 
 
 def consumer_lag(s: RocketStore, offsets: dict) -> list[dict]:
@@ -166,10 +181,17 @@ def consumer_lag(s: RocketStore, offsets: dict) -> list[dict]:
         offsets = merged
     rows = []
     for topic, queues in sorted(offsets.items()):
+        if not isinstance(queues, dict):
+            raise InvalidArgumentError(f'--offsets: expected {{"queueId": offset}} for topic {topic!r}, found '
+                                       f"{queues!r}")
         if topic not in s.topics():
             continue
         for qid in s.queue_ids(topic):
-            committed = int(queues.get(str(qid), queues.get(qid, s.min_offset(topic, qid))))
+            value = queues.get(str(qid), queues.get(qid, s.min_offset(topic, qid)))
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidArgumentError(f"--offsets: the offset of {topic}/{qid} must be an integer, found "
+                                           f"{value!r}")
+            committed = value
             top = s.max_offset(topic, qid)
             rows.append({"topic": topic, "queueId": qid, "committed": committed, "max": top,
                          "lag": max(top - committed, 0)})

@@ -26,6 +26,17 @@ from ..store import (
     store_path,
 )
 from ..store.format import layout as L
+from .option_spec import (
+    BOOLEAN,
+    CHOICE,
+    INTEGER,
+    OFFSETS,
+    PATH,
+    STRING,
+    TIMESTAMP,
+    OptionSpec,
+    canonical_names,
+)
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -38,14 +49,81 @@ DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
 MIN_BYTES_PER_PARTITION = 1 << 16
 
-READ_OPTIONS = (
-    "path", "paths", "brokerName", "topics", "topicPattern", "includeSystemTopics", "includeRetryTopics", "tags",
-    "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp", "maxMessagesPerPartition",
-    "maxBytesPerPartition", "minPartitions", "scanMode", "failOnDataLoss", "verifyCrc", "commitLogFileSize",
-    "consumeQueueFileSize", "indexHashSlots", "indexMaxEntries", "variant", "includeLmqTopics", "batchTopics",
-    "batchConsumeQueueFileSize", "forceVerifyPropCrc", "dledgerSelfId", "dledgerPeers",
+_FS_SIZES = "the broker's `{}`, for stores where it cannot be detected from the files (no file of the kind yet)"
+
+#: every read option, once: validation, the CLI's mirrored flags and the documentation's tables come from here
+READ_SPEC = (
+    OptionSpec("path", PATH, "a store directory or URI (`s3://`, `gs://`, `hdfs://`, `abfs://`, `file://`), a "
+               "comma-separated list or a glob; several stores are several brokers. Usually given as `load(path)`"),
+    OptionSpec("paths", PATH, "the same as `path`"),
+    OptionSpec("brokerName", STRING, "the `brokerName` column's value, for a single store",
+               shown_default="the store directory's name (its parent's when it is called `store`)"),
+    OptionSpec("topics", STRING, "comma-separated topics to read; each must exist in the store",
+               shown_default="all but system, retry and LMQ topics", cli=("--topics",)),
+    OptionSpec("topicPattern", STRING, "a regular expression on topic names (instead of `topics`)"),
+    OptionSpec("includeSystemTopics", BOOLEAN, "include `RMQ_SYS_*`, `SCHEDULE_TOPIC_XXXX`, `rmq_sys_*`, "
+               "`%RETRY%` and `%DLQ%` topics", default=False),
+    OptionSpec("includeRetryTopics", BOOLEAN, "include `%RETRY%` and `%DLQ%` topics", default=False),
+    OptionSpec("includeLmqTopics", BOOLEAN, "include `%LMQ%` light message queues (naming one in `topics` "
+               "selects it too)", default=False),
+    OptionSpec("tags", STRING, "subscription expression such as `TagA || TagB`: the consume queue's tag hash "
+               "filters first, then the real tag is checked", shown_default="`*` (every tag)",
+               cli=("--tags",)),
+    OptionSpec("startingOffsets", OFFSETS, "`earliest`, `latest` or JSON `{\"topic\": {\"0\": 42}}` "
+               "(`{\"broker\": {...}}` for several stores; -2 earliest, -1 latest); topics and queues named must "
+               "exist", shown_default="`earliest` (streams: `latest`)"),
+    OptionSpec("endingOffsets", OFFSETS, "the same forms, exclusive", default=LATEST, scopes=("read",)),
+    OptionSpec("startingTimestamp", TIMESTAMP, "messages stored at or after this time: epoch milliseconds or "
+               "ISO 8601 (`2024-06-01T00:00:00Z`, UTC without a zone)",
+               cli=("--since",)),
+    OptionSpec("endingTimestamp", TIMESTAMP, "messages stored before this time, in the same forms; after "
+               "`startingTimestamp`", scopes=("read",), cli=("--until",)),
+    OptionSpec("maxMessagesPerPartition", INTEGER, "queue plans: ranges are split at this many messages (matching "
+               "messages with a tag filter) and small queues' ranges packed up to it",
+               default=DEFAULT_MAX_MESSAGES_PER_PARTITION, minimum=1),
+    OptionSpec("maxBytesPerPartition", INTEGER, "commit-log plans: the bytes of commit log each task scans; queue "
+               "plans: the estimated bytes of ranges packed into one partition",
+               default=DEFAULT_MAX_BYTES_PER_PARTITION, minimum=MIN_BYTES_PER_PARTITION),
+    OptionSpec("minPartitions", INTEGER, "split the largest ranges until there are at least this many "
+               "partitions", minimum=1),
+    OptionSpec("scanMode", CHOICE, "how a store is read: `auto` chooses per store (`rocketstore plan` shows the "
+               "choice and why); `queue` reads through the consume queues; `commitlog` scans the commit log in "
+               "order and returns the same rows; `raw` returns every record of the commit log, including those "
+               "no queue references", default=SCAN_AUTO, choices=SCAN_MODES, cli=("--scan-mode",)),
+    OptionSpec("failOnDataLoss", BOOLEAN, "requested messages whose commit-log files expired or are torn are an "
+               "error naming the queue and range; false skips them with a warning", default=True),
+    OptionSpec("verifyCrc", BOOLEAN, "check every record's body CRC (and `__CRC32#` property CRC) while reading",
+               default=False),
+    OptionSpec("commitLogFileSize", INTEGER, _FS_SIZES.format("mappedFileSizeCommitLog"), minimum=1,
+               shown_default="detected", cli=("--commit-log-file-size", "--commitlog-size")),
+    OptionSpec("consumeQueueFileSize", INTEGER, _FS_SIZES.format("mappedFileSizeConsumeQueue"), minimum=1,
+               shown_default="detected", cli=("--consume-queue-file-size", "--cq-size")),
+    OptionSpec("indexHashSlots", INTEGER, _FS_SIZES.format("maxHashSlotNum") + "; only key lookups need it",
+               minimum=1, shown_default="detected", cli=("--index-hash-slots", "--index-slots")),
+    OptionSpec("indexMaxEntries", INTEGER, _FS_SIZES.format("maxIndexNum") + "; only key lookups need it",
+               minimum=1, shown_default="detected", cli=("--index-max-entries", "--index-num")),
+    OptionSpec("variant", STRING, "the storage variant where the files leave it open: `default`, or features "
+               "among `dledger`, `rocksdb-cq`, `batch-cq`, `lmq`, `prop-crc` joined by `,`",
+               shown_default="detected", cli=("--variant",)),
+    OptionSpec("batchTopics", STRING, "BatchCQ topics (comma-separated) besides those the files show",
+               cli=("--batch-topics",)),
+    OptionSpec("batchConsumeQueueFileSize", INTEGER, "the broker's `mapperFileSizeBatchConsumeQueue`, for batch "
+               "queues without files", minimum=1, shown_default="detected",
+               cli=("--batch-consume-queue-file-size", "--bcq-size")),
+    OptionSpec("forceVerifyPropCrc", BOOLEAN, "the broker's `forceVerifyPropCRC`: true checks records by their "
+               "`__CRC32#` property only, false by the body CRC only", shown_default="unset: both",
+               cli=("--force-verify-prop-crc",)),
+    OptionSpec("dledgerSelfId", STRING, "`dLegerSelfId`: which `dledger-<selfId>/data` log to read when a store "
+               "has several", cli=("--dledger-self",)),
+    OptionSpec("dledgerPeers", STRING, "`dLegerPeers` (`n0-host:port;n1-host:port`): with several peers only the "
+               "entries DLedger's checkpoint marks committed are served", shown_default="one peer",
+               cli=("--dledger-peers",)),
+    OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
+               "to their backlog", minimum=1, scopes=("stream",)),
 )
-STREAM_OPTIONS = ("maxMessagesPerTrigger",)
+SPEC_BY_NAME = {s.name: s for s in READ_SPEC}
+READ_OPTIONS = tuple(s.name for s in READ_SPEC if "stream" not in s.scopes or "read" in s.scopes)
+STREAM_OPTIONS = tuple(s.name for s in READ_SPEC if s.scopes == ("stream",))
 
 Offsets = Union[str, dict]
 
@@ -109,43 +187,24 @@ FS_PREFIX = "fs."  # filesystem settings of remote stores: fs.endpoint, fs.regio
 
 
 def canonical(options: Mapping[str, str], allowed) -> dict[str, str]:
-    """Map lower-cased option names back to their documented spelling; reject unknown ones. ``fs.*`` options
-    pass through as given (:func:`parse_fs_options` validates them)."""
-    by_lower = {name.lower(): name for name in allowed}
-    out = {}
-    for key, value in options.items():
-        if key.lower().startswith(FS_PREFIX):
-            out[key] = value
-            continue
-        name = by_lower.get(key.lower())
-        if name is None:
-            raise InvalidArgumentError(
-                f"unknown option {key!r} for rocketstore; known options are: {', '.join(sorted(allowed))}")
-        out[name] = value
-    return out
+    """Map lower-cased option names back to their documented spelling; an unknown one is an error naming the
+    closest known option. ``fs.*`` options pass through as given (:func:`parse_fs_options` validates them)."""
+    specs = [s if isinstance(s, OptionSpec) else OptionSpec(s, STRING, "") for s in allowed]
+    return canonical_names(options, specs, FS_PREFIX)
 
 
 def parse_bool(name: str, value, default: bool) -> bool:
-    if value is None:
-        return default
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise InvalidArgumentError(f"option {name} must be true or false, found {value!r}")
+    return OptionSpec(name, BOOLEAN, "", default=default).parse(value)
 
 
 def parse_int(name: str, value, minimum: int = 0) -> Optional[int]:
-    if value is None:
-        return None
-    try:
-        number = int(str(value).strip())
-    except ValueError as e:
-        raise InvalidArgumentError(f"option {name} must be an integer, found {value!r}") from e
-    if number < minimum:
-        raise InvalidArgumentError(f"option {name} must be >= {minimum}, found {number}")
-    return number
+    return OptionSpec(name, INTEGER, "", minimum=minimum).parse(value)
+
+
+def option(opts: Mapping[str, str], name: str):
+    """The value of read option ``name`` checked against its definition in :data:`READ_SPEC` (the default when
+    absent)."""
+    return SPEC_BY_NAME[name].parse(opts.get(name))
 
 
 def parse_offsets(name: str, value, multi_store: bool) -> Offsets:
@@ -211,8 +270,8 @@ def broker_name_of(path: str) -> str:
 
 
 def parse_read_options(options: Mapping[str, str], stream: bool = False) -> ReadOptions:
-    """Validate every read option (see the README's option table)."""
-    opts = canonical(options, READ_OPTIONS + (STREAM_OPTIONS if stream else ()))
+    """Validate every read option against :data:`READ_SPEC` (the documentation's option tables)."""
+    opts = canonical(options, READ_SPEC if stream else [s for s in READ_SPEC if s.name in READ_OPTIONS])
     fs_options = parse_fs_options(opts)
     paths = resolve_paths(opts.get("path") or opts.get("paths") or "", fs_options)
     if "brokerName" in opts and len(paths) > 1:
@@ -247,20 +306,22 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         raise InvalidArgumentError("give either endingOffsets or endingTimestamp, not both")
     if not stream and ending == EARLIEST:
         raise InvalidArgumentError("endingOffsets=earliest would read nothing; use latest or JSON offsets")
-    scan_mode = str(opts.get("scanMode", SCAN_AUTO)).lower()
-    if scan_mode not in SCAN_MODES:
-        raise InvalidArgumentError(f"option scanMode must be one of {', '.join(SCAN_MODES)}, found {scan_mode!r}")
+    starting_ts, ending_ts = option(opts, "startingTimestamp"), option(opts, "endingTimestamp")
+    if starting_ts is not None and ending_ts is not None and starting_ts >= ending_ts:
+        raise InvalidArgumentError(
+            f"startingTimestamp ({format_ms(starting_ts)}) is not before endingTimestamp ({format_ms(ending_ts)}), "
+            "so the read would return nothing; swap them or widen the range")
+    scan_mode = option(opts, "scanMode")
     if scan_mode == SCAN_RAW and (isinstance(starting, dict) or isinstance(ending, dict)):
         raise InvalidArgumentError("JSON startingOffsets/endingOffsets are queue offsets, which scanMode=raw does not "
                                    "use; filter on commitLogOffset, use timestamps or scanMode=auto/queue/commitlog")
-    sizes = {key: parse_int(opt, opts.get(opt), 1) for key, opt in (
+    sizes = {key: option(opts, opt) for key, opt in (
         ("commit_log_file_size", "commitLogFileSize"), ("consume_queue_file_size", "consumeQueueFileSize"),
         ("index_hash_slots", "indexHashSlots"), ("index_max_entries", "indexMaxEntries")) if opt in opts}
     settings = BrokerSettings.of(
         batch_topics=opts.get("batchTopics"),
-        batch_consume_queue_file_size=parse_int("batchConsumeQueueFileSize", opts.get("batchConsumeQueueFileSize"), 1),
-        force_verify_prop_crc=None if opts.get("forceVerifyPropCrc") is None
-        else parse_bool("forceVerifyPropCrc", opts["forceVerifyPropCrc"], False),
+        batch_consume_queue_file_size=option(opts, "batchConsumeQueueFileSize"),
+        force_verify_prop_crc=option(opts, "forceVerifyPropCrc"),
         dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers")).as_options()
     for ref in stores if "dledger_self_id" in settings else ():
         logs = [p.parent.name for p in dledger_logs(ref.path)]
@@ -269,22 +330,27 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
                                        f"{settings['dledger_self_id']!r} in {ref.path} (found {logs or 'none'})")
     return ReadOptions(
         stores=stores, topics=topics, topic_pattern=opts.get("topicPattern"),
-        include_system_topics=parse_bool("includeSystemTopics", opts.get("includeSystemTopics"), False),
-        include_retry_topics=parse_bool("includeRetryTopics", opts.get("includeRetryTopics"), False),
-        include_lmq_topics=parse_bool("includeLmqTopics", opts.get("includeLmqTopics"), False),
+        include_system_topics=option(opts, "includeSystemTopics"),
+        include_retry_topics=option(opts, "includeRetryTopics"),
+        include_lmq_topics=option(opts, "includeLmqTopics"),
         tags=tags, starting_offsets=starting, ending_offsets=ending,
-        starting_timestamp=parse_int("startingTimestamp", opts.get("startingTimestamp")),
-        ending_timestamp=parse_int("endingTimestamp", opts.get("endingTimestamp")),
-        max_messages_per_partition=parse_int("maxMessagesPerPartition", opts.get("maxMessagesPerPartition"), 1)
-        or DEFAULT_MAX_MESSAGES_PER_PARTITION,
-        max_bytes_per_partition=parse_int("maxBytesPerPartition", opts.get("maxBytesPerPartition"),
-                                          MIN_BYTES_PER_PARTITION) or DEFAULT_MAX_BYTES_PER_PARTITION,
-        min_partitions=parse_int("minPartitions", opts.get("minPartitions"), 1),
+        starting_timestamp=starting_ts, ending_timestamp=ending_ts,
+        max_messages_per_partition=option(opts, "maxMessagesPerPartition"),
+        max_bytes_per_partition=option(opts, "maxBytesPerPartition"),
+        min_partitions=option(opts, "minPartitions"),
         scan_mode=scan_mode,
-        fail_on_data_loss=parse_bool("failOnDataLoss", opts.get("failOnDataLoss"), True),
-        verify_crc=parse_bool("verifyCrc", opts.get("verifyCrc"), False),
+        fail_on_data_loss=option(opts, "failOnDataLoss"),
+        verify_crc=option(opts, "verifyCrc"),
         sizes=sizes,
-        max_messages_per_trigger=parse_int("maxMessagesPerTrigger", opts.get("maxMessagesPerTrigger"), 1),
+        max_messages_per_trigger=option(opts, "maxMessagesPerTrigger"),
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
         settings=settings,
     )
+
+
+def format_ms(ms: int) -> str:
+    """Epoch milliseconds as an ISO 8601 UTC time, for messages."""
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="milliseconds")
+

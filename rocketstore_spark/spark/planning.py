@@ -29,6 +29,7 @@ from ..store import (
     store_path,
 )
 from ..store.format import layout as L
+from .option_spec import check_selection
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
 from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
 from .planning_types import (  # noqa: F401 - re-exported: the partition kinds are planning's vocabulary
@@ -182,6 +183,7 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
     tags = effective_tags(opts, pushed)
     for ref in opts.stores:
         store = open_store(ref, opts)
+        check_selection(opts, ref, store.topics(), store.queue_ids)
         handle = handle_for(store, ref)
         if opts.scan_mode == SCAN_RAW:
             parts.extend(_plan_raw(store, handle, pushed))
@@ -245,7 +247,8 @@ def pack_ranges(handle: StoreHandle, ranges: list, max_messages: int) -> list:
 
 def effective_tags(opts: ReadOptions, pushed: Pushed):
     """The subscription to read with: the ``tags`` option, narrowed by pushed ``tags`` filters."""
-    option_tags = set(Subscription.parse(opts.tags).tags) if opts.tags else None
+    sub = Subscription.parse(opts.tags) if opts.tags else None
+    option_tags = None if sub is None or sub.is_all else set(sub.tags)  # "*": every tag, as no option
     tags = pushed.tags if option_tags is None else (option_tags if pushed.tags is None else option_tags & pushed.tags)
     return None if tags is None else sorted(tags)
 

@@ -18,6 +18,7 @@ from .planning import Pushed, StoreHandle, effective_tags, plan
 from .planning_types import StorePartition
 from .schema import arrow_schema_for, store_columns, to_spark_batch
 from .store_cache import OPEN_STORES
+from .user_errors import message_first
 
 log = logging.getLogger("rocketstore_spark")
 
@@ -126,6 +127,7 @@ class RocketStoreReader(DataSourceReader):
         self.spark_columns = spark_columns
         self.pushed = Pushed()
 
+    @message_first
     def partitions(self):
         return plan(self.opts, self.pushed)
 

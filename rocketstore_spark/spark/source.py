@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
+from .user_errors import message_first
+
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from pyspark.sql.types import StructType
 
@@ -49,6 +51,7 @@ class RocketStoreDataSource(DataSource):
     def name(cls) -> str:
         return "rocketstore"
 
+    @message_first
     def schema(self):
         from .options import parse_read_options
         from .schema import SCHEMA
@@ -57,6 +60,7 @@ class RocketStoreDataSource(DataSource):
         parse_read_options(self.options, stream=True)  # the superset: readStream options are valid here too
         return SCHEMA
 
+    @message_first
     def reader(self, schema: StructType) -> RocketStoreReader:
         from .options import parse_read_options
         from .reader import RocketStorePushdownReader, RocketStoreReader
@@ -67,6 +71,7 @@ class RocketStoreDataSource(DataSource):
         cls = RocketStorePushdownReader if called_from_pushdown_worker() else RocketStoreReader
         return cls(opts, columns)
 
+    @message_first
     def writer(self, schema: StructType, overwrite: bool) -> RocketStoreWriter:
         from ..store import StoreLock, new_job_id, refuse_variant_writes
         from .write_options import existing_queue_counts, parse_write_options, validate_input_schema
@@ -80,6 +85,7 @@ class RocketStoreDataSource(DataSource):
         return RocketStoreWriter(opts, new_job_id(), {} if overwrite else existing_queue_counts(opts.path),
                                  overwrite)
 
+    @message_first
     def streamReader(self, schema: StructType):
         from .options import parse_read_options
         from .schema import SPARK_COLUMNS, validate_user_schema
@@ -88,6 +94,7 @@ class RocketStoreDataSource(DataSource):
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         return RocketStoreStreamReader(parse_read_options(self.options, stream=True), columns)
 
+    @message_first
     def streamWriter(self, schema: StructType, overwrite: bool):
         from ..store import StoreLock, refuse_variant_writes
         from .stream_writer import RocketStoreStreamWriter

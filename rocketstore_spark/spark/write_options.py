@@ -21,13 +21,9 @@ from ..errors import InvalidArgumentError, StoreNotFoundError
 from ..store import DEFAULT_STORE_HOST, local_store_path, parse_host
 from ..store import existing_queue_counts as store_queue_counts
 from ..store.format import layout as L
-from .options import canonical, parse_bool, parse_int
+from .option_spec import BOOLEAN, CHOICE, INTEGER, PATH, STRING, OptionSpec
+from .options import canonical
 
-WRITE_OPTIONS = (
-    "path", "topic", "queueSelector", "queueNums", "storeHost", "compressBody", "compressBodyThreshold",
-    "overwrite", "ignoreExtraColumns", "maxMessageSize", "commitLogFileSize", "consumeQueueFileSize",
-    "indexHashSlots", "indexMaxEntries", "sinkId", "checkpointLocation", "flushDiskType",
-)
 #: RocketMQ's FlushDiskType: SYNC_FLUSH forces the commit log to disk before a job commits; ASYNC_FLUSH (the
 #: broker's default) leaves write-back to the kernel, which costs a killed driver nothing but lets an OS crash
 #: lose the newest messages, exactly as for a broker configured that way.
@@ -35,6 +31,50 @@ FLUSH_DISK_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 QUEUE_SELECTORS = ("roundRobin", "hash", "partition")
 COMPRESSIONS = ("none", "zlib", "lz4", "zstd")
 DEFAULT_COMPRESS_THRESHOLD = 4096  # DefaultMQProducer.compressMsgBodyOverHowmuch
+
+_SIZE = "the broker's `{}` for a new store (an existing store keeps its own)"
+
+#: every write option, once: validation and the documentation's table come from here
+WRITE_SPEC = (
+    OptionSpec("path", PATH, "the store directory, created when absent; usually given as `save(path)`",
+               scopes=("write",)),
+    OptionSpec("topic", STRING, "the topic of every row, when the DataFrame has no `topic` column",
+               scopes=("write",)),
+    OptionSpec("queueSelector", CHOICE, "without a `queueId` column: `roundRobin`, `hash` (Java hash of "
+               "`shardingKey` or the first key) or `partition` (the Spark partition)", default="roundRobin",
+               choices=QUEUE_SELECTORS, scopes=("write",)),
+    OptionSpec("queueNums", INTEGER, "queues of a new topic (more when the data names higher queue ids); an "
+               "existing topic keeps its queues", default=8, minimum=1, scopes=("write",)),
+    OptionSpec("storeHost", STRING, "the store host recorded in records, and so in msgIds",
+               default=DEFAULT_STORE_HOST, scopes=("write",)),
+    OptionSpec("compressBody", CHOICE, "compress bodies over `compressBodyThreshold` bytes, byte-identical to "
+               "RocketMQ's producer", default="none", choices=COMPRESSIONS, scopes=("write",)),
+    OptionSpec("compressBodyThreshold", INTEGER, "bodies larger than this are compressed (with `compressBody`)",
+               default=DEFAULT_COMPRESS_THRESHOLD, minimum=0, scopes=("write",)),
+    OptionSpec("overwrite", CHOICE, "with `mode(\"overwrite\")`: confirms that every message of the store is "
+               "replaced", choices=("replace",), scopes=("write",)),
+    OptionSpec("ignoreExtraColumns", BOOLEAN, "drop columns that are no message field instead of failing",
+               default=False, scopes=("write",)),
+    OptionSpec("maxMessageSize", INTEGER, "body size limit (the broker's `maxMessageSize`)",
+               default=L.DEFAULT_MAX_MESSAGE_SIZE, minimum=1, scopes=("write",)),
+    OptionSpec("commitLogFileSize", INTEGER, _SIZE.format("mappedFileSizeCommitLog"), minimum=1,
+               shown_default="RocketMQ's default", scopes=("write",)),
+    OptionSpec("consumeQueueFileSize", INTEGER, _SIZE.format("mappedFileSizeConsumeQueue"), minimum=1,
+               shown_default="RocketMQ's default", scopes=("write",)),
+    OptionSpec("indexHashSlots", INTEGER, _SIZE.format("maxHashSlotNum"), minimum=1,
+               shown_default="RocketMQ's default", scopes=("write",)),
+    OptionSpec("indexMaxEntries", INTEGER, _SIZE.format("maxIndexNum"), minimum=1,
+               shown_default="RocketMQ's default", scopes=("write",)),
+    OptionSpec("sinkId", STRING, "streaming: the id under which committed batch ids are kept in the store",
+               shown_default="from the path", scopes=("write",)),
+    OptionSpec("checkpointLocation", PATH, "streaming: Spark's checkpoint directory", scopes=("write",)),
+    OptionSpec("flushDiskType", CHOICE, "as the broker's setting: `ASYNC_FLUSH` leaves write-back to the kernel "
+               "(an OS crash can lose the newest job); `SYNC_FLUSH` forces everything to disk before the commit "
+               "point", default="ASYNC_FLUSH", choices=FLUSH_DISK_TYPES, scopes=("write",)),
+)
+WRITE_OPTIONS = tuple(s.name for s in WRITE_SPEC)
+_WRITE = {s.name: s for s in WRITE_SPEC}
+
 
 _STRINGY = (StringType,)
 #: input column → accepted Spark types
@@ -74,7 +114,12 @@ class WriteOptions:
 
 
 def parse_write_options(options: Mapping[str, str], overwrite: bool) -> WriteOptions:
-    opts = canonical(options, WRITE_OPTIONS)
+    """Validate every write option against :data:`WRITE_SPEC` (the documentation's option table)."""
+    opts = canonical(options, WRITE_SPEC)
+
+    def option(name):
+        return _WRITE[name].parse(opts.get(name))
+
     path = opts.get("path")
     if not path:
         raise InvalidArgumentError("no store path: use .save('/path/to/store') or .option('path', ...)")
@@ -84,32 +129,20 @@ def parse_write_options(options: Mapping[str, str], overwrite: bool) -> WriteOpt
     if overwrite and opts.get("overwrite") != "replace":
         raise InvalidArgumentError(
             "mode('overwrite') replaces every message of the store; confirm with .option('overwrite', 'replace')")
-    selector = opts.get("queueSelector", "roundRobin")
-    if selector not in QUEUE_SELECTORS:
-        raise InvalidArgumentError(f"queueSelector must be one of {QUEUE_SELECTORS}, found {selector!r}")
-    compress = str(opts.get("compressBody", "none")).lower()
-    if compress not in COMPRESSIONS:
-        raise InvalidArgumentError(f"compressBody must be one of {COMPRESSIONS}, found {compress!r}")
-    sizes = {key: parse_int(opt, opts.get(opt), 1) for key, opt in (
+    sizes = {key: option(opt) for key, opt in (
         ("commit_log_file_size", "commitLogFileSize"), ("consume_queue_file_size", "consumeQueueFileSize"),
         ("index_hash_slots", "indexHashSlots"), ("index_max_entries", "indexMaxEntries")) if opt in opts}
-    flush = str(opts.get("flushDiskType", "ASYNC_FLUSH")).upper()
-    if flush not in FLUSH_DISK_TYPES:
-        raise InvalidArgumentError(f"flushDiskType must be one of {FLUSH_DISK_TYPES}, found {flush!r}")
-    host = opts.get("storeHost", DEFAULT_STORE_HOST)
+    host = option("storeHost")
     try:
         parse_host(host)
     except ValueError as e:
         raise InvalidArgumentError(f"storeHost must be 'a.b.c.d:port' or '[v6]:port', found {host!r}") from e
     return WriteOptions(
-        path=path, topic=opts.get("topic"), queue_selector=selector,
-        queue_nums=parse_int("queueNums", opts.get("queueNums"), 1) or 8, store_host=host,
-        compress_body=compress,
-        compress_threshold=parse_int("compressBodyThreshold", opts.get("compressBodyThreshold"), 0)
-        if "compressBodyThreshold" in opts else DEFAULT_COMPRESS_THRESHOLD,
-        ignore_extra_columns=parse_bool("ignoreExtraColumns", opts.get("ignoreExtraColumns"), False),
-        max_message_size=parse_int("maxMessageSize", opts.get("maxMessageSize"), 1) or L.DEFAULT_MAX_MESSAGE_SIZE,
-        sizes=sizes, sink_id=opts.get("sinkId"), flush_disk_type=flush)
+        path=path, topic=opts.get("topic"), queue_selector=option("queueSelector"),
+        queue_nums=option("queueNums"), store_host=host, compress_body=option("compressBody"),
+        compress_threshold=option("compressBodyThreshold"),
+        ignore_extra_columns=option("ignoreExtraColumns"), max_message_size=option("maxMessageSize"),
+        sizes=sizes, sink_id=opts.get("sinkId"), flush_disk_type=option("flushDiskType"))
 
 
 def validate_input_schema(schema: StructType, opts: WriteOptions) -> None:

@@ -222,8 +222,7 @@ def test_a_remote_uri_gets_a_short_error_naming_it():
 
 def test_a_queue_whose_first_unit_cannot_be_read_is_described_without_its_times(variant_golden, tmp_path):
     """Fuzz case 632812995623: a damaged key in a RocksDB consume queue leaves TopicTest's queues without a readable
-    first unit; the description still covers every topic (found by the variant fuzz campaign: it used to fail
-    with an IndexError)."""
+    first unit; the description still covers every topic."""
     from rocketstore_spark.cli.report import describe_store
     from rocketstore_spark.store import RocketStore
     from tests.store.fuzz_cases import make_case

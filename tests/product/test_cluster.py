@@ -13,7 +13,7 @@ import pyspark
 import pytest
 
 SPARK_HOME = Path(pyspark.__file__).parent
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.product, pytest.mark.spark]
 
 
 def free_port():

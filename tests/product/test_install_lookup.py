@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.product, pytest.mark.spark, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 # what the Makefile's venv target passes to pip (checked against the Makefile below): maturin's editable install

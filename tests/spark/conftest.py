@@ -44,7 +44,7 @@ def production_shaped_store(tmp_path_factory, name: str, messages: int, topics: 
                             mean: int, sigma: float):
     """A generated production-shaped store (8 queues a topic, retry queues, lognormal sizes, no keys) in 4 MiB
     commit-log files and consume-queue files of 2,000 units."""
-    from rocketstore_spark.cli.production import ProductionSpec, SizeSpec, generate_production_store
+    from rocketstore_spark.samples import ProductionSpec, SizeSpec, generate_production_store
 
     root = tmp_path_factory.mktemp(name) / "store"
     spec = ProductionSpec(messages=messages, topics=topics, queues_per_topic=8, retry_groups=retry_groups,

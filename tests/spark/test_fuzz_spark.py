@@ -1,4 +1,4 @@
-"""Spark reads of a sample of the fuzz campaign's damaged stores (issue #22; the store-level campaign is
+"""Spark reads of a sample of the fuzz campaign's damaged stores (the store-level campaign is
 ``tests/store/test_fuzz.py``): each read succeeds or fails with a rocketstore error that names a file or offset."""
 
 import os

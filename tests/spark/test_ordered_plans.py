@@ -1,4 +1,4 @@
-"""Commit-log-ordered plans return exactly the rows of consume-queue plans (issue 19, item 2).
+"""Commit-log-ordered plans return exactly the rows of consume-queue plans.
 
 Most cases run the planner and the reader in this process (no Spark session: they are the same code Spark calls),
 comparing ``scanMode=commitlog`` with ``scanMode=queue`` row for row on the golden store, a production-shaped store,

@@ -1,4 +1,4 @@
-"""Executors read planned consume-queue ranges without searching each queue's end again (issue 19: a task over
+"""Executors read planned consume-queue ranges without searching each queue's end again (a task over
 thousands of queues pays per unit read, not per queue opened), and a queue cut or replaced after planning is
 data loss, never zeros or a silent short read. Planned and read in this process, costs counted."""
 

@@ -1,4 +1,4 @@
-"""A seeded fuzz campaign over damaged copies of real stores (issue #22): the engine.
+"""A seeded fuzz campaign over damaged copies of real stores: the engine.
 
 One *case* is one integer seed. It picks a mutation of a pristine store (a bit flip or byte run in a commit-log
 header field or body, a consume-queue unit, an index header/slot/entry, the checkpoint; a truncation, a torn

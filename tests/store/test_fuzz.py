@@ -1,4 +1,4 @@
-"""The fuzz campaign over damaged copies of the golden store (issue #22; engine in :mod:`tests.store.fuzz_cases`).
+"""The fuzz campaign over damaged copies of the golden store (engine in :mod:`tests.store.fuzz_cases`).
 
 The default suite runs a small fixed sample, one case per kind of damage that costs most to get wrong; the long
 campaign (``-m slow``, or ``python bench/fuzz.py --cases N --seed S``) runs N cases of a seeded campaign. Every

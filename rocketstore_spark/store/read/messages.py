@@ -214,12 +214,14 @@ class MessageLookups:
         """``queryMessage``: messages of ``topic`` whose UNIQ_KEY or a KEYS token is ``key``.
 
         Walks the index newest file first, each bucket chain newest entry first, keeping at most ``max_num``
-        offsets (capped at 64 like the broker), then removes hash collisions by checking the real key.
+        offsets, then removes hash collisions by checking the real key. The default is the broker's cap
+        (``maxMsgsNumBatch``, 64): a result of that size may be cut short; pass a larger ``max_num``, or a time
+        window (``begin``/``end``, store times in ms), to see the rest.
         Rows come back in commit-log order.
         """
         columns = normalize_columns(columns)
         end = JAVA_LONG_MAX if end is None else int(end)
-        max_num = min(int(max_num), MAX_MSGS_NUM_BATCH)
+        max_num = int(max_num)
         offsets = self._unindexed_matches(topic, key)[:max_num]
         full_key = index_key(topic, key)
         for f in reversed(self.index_files()):

@@ -1,5 +1,5 @@
 """Every memory map and file handle is released on every error path: opening and failing damaged stores over and
-over in one process leaves no descriptor or map of their files behind (issue #22)."""
+over in one process leaves no descriptor or map of their files behind."""
 
 import os
 import shutil

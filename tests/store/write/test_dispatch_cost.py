@@ -1,5 +1,5 @@
-"""Writing into many queues costs one consume-queue write per queue and file, not one per queue per batch
-(issue 19, item 4): counted, never timed."""
+"""Writing into many queues costs one consume-queue write per queue and file, not one per queue per batch:
+counted, never timed."""
 
 import os
 from pathlib import Path
