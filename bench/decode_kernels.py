@@ -5,7 +5,7 @@ same bytes, in one run (not a test).
 
 Two stores of about N MiB of commit log each (default 96 MiB; ``--gib`` for 1 GiB): 1 KiB bodies in 8 queues
 (bench/common.py's generator) and the production shape's mixed sizes (lognormal, ~600 B mean, one key and a tag
-each; rocketstore_spark/cli/production.py). For each, ``scan_commitlog`` with every column and with the body
+each; rocketstore_spark/samples/production.py). For each, ``scan_raw`` with every column and with the body
 column alone, and ``numpy.copyto`` of the commit log's mapped bytes into memory, taking turns round after
 round (best of ``--rounds``); throughput is commit-log bytes per second of wall time, and of the process's CPU
 time (the kernels run on the calling thread: on a busy shared machine that figure shows the work alone). Prints
@@ -78,7 +78,7 @@ def _measure(store, path, rounds):
         return length
 
     def scan(columns):
-        return lambda: sum(b.num_rows for b in store.scan_commitlog(columns=columns))
+        return lambda: sum(b.num_rows for b in store.scan_raw(columns=columns))
 
     def with_cpu(fn):  # the process's CPU time too: on a shared VM wall time also counts the neighbours
         def run():
@@ -100,7 +100,7 @@ def _generate(shape, path, n, RocketStore):
             for table in message_tables(n, body_bytes=1024):
                 writer.append(table)
         return n
-    from rocketstore_spark.cli.production import ProductionSpec, generate_production_store
+    from rocketstore_spark.samples.production import ProductionSpec, generate_production_store
 
     return generate_production_store(path, ProductionSpec(messages=n))["messages"]
 

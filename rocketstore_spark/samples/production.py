@@ -128,7 +128,7 @@ def generate_production_store(path, spec: ProductionSpec,
     """Write a production-shaped store at ``path`` (appending if it exists); ``sink`` also receives every table
     (the benchmark writes the same rows to Parquet). Returns the counts written."""
     total = 0
-    with RocketStore.open(path, mode="a", **sizes) as writer:
+    with RocketStore.open_writer(path, **sizes) as writer:
         for table in production_tables(spec):
             writer.append(table)
             if sink is not None:

@@ -102,7 +102,7 @@ def generate_store(path, spec: SampleSpec = SampleSpec(), progress: Optional[Cal
                    **sizes) -> dict:
     """Write a sample store at ``path`` (appending if it exists); returns the writer's summary."""
     total = 0
-    with RocketStore.open(path, mode="a", **sizes) as writer:
+    with RocketStore.open_writer(path, **sizes) as writer:
         for table in sample_tables(spec):
             writer.append(table)
             total += table.num_rows
