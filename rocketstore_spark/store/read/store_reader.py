@@ -7,6 +7,7 @@ needed. The writer (:mod:`.appender`) and the job tools build on this class; use
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator, Optional
@@ -41,6 +42,8 @@ from .planned_units import PlannedUnits
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from .variant_reads import VariantReads
+
+log = logging.getLogger("rocketstore_spark")
 
 REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
 
@@ -181,10 +184,12 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
             fields = walk.fields_at(idx)
             batch = build_batch(buf, fields, cols)
             ts = fields.store_timestamp
-            for row, store_ts in zip(batch.to_pylist(), ts):
+            for i, (row, store_ts) in enumerate(zip(batch.to_pylist(), ts)):
                 key = (row["topic"], row["queueId"])
                 cq = self._queues.get(key)
                 if cq is None:
+                    if self._unwritable_queue(row["topic"], walk, int(idx[i])):
+                        return
                     cq = self._dispatch_queue(*key, row)
                     self._queues[key] = cq
                 code = dispatch_tags_code(row["topic"], dict(row["properties"]), int(store_ts))
@@ -195,6 +200,21 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
                 elif row["queueOffset"] == cq.max_offset:
                     cq.append_virtual(row["commitLogOffset"], row["storeSize"], code)
                 self._redispatch_variant(row, code, int(store_ts))
+
+    def _unwritable_queue(self, topic: str, walk, i: int) -> bool:
+        """Whether re-dispatch fails on a record of ``topic`` (the ``i``-th record of ``walk``): a file consume
+        queue's directory is named by the topic, and a topic holding a NUL byte names no path (Java's ``File``
+        refuses it, so the broker cannot create the queue's file). The broker retries, marks its logic queues as
+        failed and writes no consume-queue unit for this record or any later one; so does this reader, with a
+        warning naming the record."""
+        if "\0" not in topic or self.variant.has(ROCKSDB_CQ):
+            return False
+        path = self.commitlog.queue.files[walk.file_index].path
+        log.warning("re-dispatch after the crash stops at the record at byte %d of %s (commit-log offset %d): its "
+                    "topic %r names no consume-queue directory, so the broker writes no consume-queue unit for it "
+                    "or any later record (its logic queues fail); their messages are read only by a raw scan",
+                    int(walk.positions[i]), path, int(walk.stored_phy_offsets()[i]), topic)
+        return True
 
     def _queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
         """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past
