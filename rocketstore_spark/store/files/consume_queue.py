@@ -114,6 +114,9 @@ class ConsumeQueue:
         self._max_offset = self._recover_max_offset() if planned_end is None else self._planned_max_offset()
         self._disk_max_offset = self._max_offset
         self._cut_at: Optional[int] = None  # a commit-log valid end to truncate at when the queue is first used
+        # (queue offset, commit-log offset) of the first unit recovery's truncation dropped, and the on-disk end
+        # before it: units whose records the commit log no longer holds (see dropped_units)
+        self._dropped: Optional[tuple[int, int, int]] = None
         # units the real store would write when it opens the store (records past the queue's end)
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
 
@@ -305,7 +308,18 @@ class ConsumeQueue:
             hi = cut
             if cut > file_lo:
                 break
+        if hi < self._max_offset:
+            self._dropped = (hi, self._max_offset, int(self._disk_units(hi, hi + 1)["phy_offset"][0]))
         self._max_offset = self._disk_max_offset = hi
+
+    def dropped_units(self) -> tuple[int, int, int]:
+        """``(start, end, phy_offset)``: the queue offsets ``[start, end)`` of units on disk that recovery's
+        truncation dropped (they point at or past the commit log's valid end) and re-dispatch did not write back,
+        and the commit-log offset the first of them points at; ``start == end`` when none."""
+        end = self.max_offset  # runs a deferred truncation
+        if self._dropped is None or self._dropped[1] <= end:
+            return end, end, -1
+        return end, self._dropped[1], self._dropped[2]
 
     def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
         """Commit-log offsets in [lo, hi) that units point at; only those units are read (two binary searches

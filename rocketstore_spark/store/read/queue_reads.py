@@ -117,6 +117,15 @@ class QueueReads:
             raise DataLossError(
                 f"{topic}/{queue_id}: offsets {start}..{first} are gone (their commit-log files expired); "
                 f"start at {first} or pass fail_on_data_loss=False to skip them")
+        if end is None or int(end) > hi:
+            lost = self.lost_range_of(cq)
+            if lost is not None and lo < (lost.end if end is None else min(int(end), lost.end)):
+                if fail_on_data_loss:
+                    raise DataLossError(f"lost messages: {lost.describe()}; read up to offset {lost.start} or pass "
+                                        "fail_on_data_loss=False to read what is left")
+                if (topic, queue_id) not in self._loss_reported:
+                    self._loss_reported.add((topic, queue_id))
+                    log.warning("lost messages, skipped (fail_on_data_loss=False): %s", lost.describe())
         return cq, lo, hi
 
     def _live_rows(self, groups, fail_on_data_loss) -> tuple:

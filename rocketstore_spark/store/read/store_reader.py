@@ -40,7 +40,7 @@ from .messages import GetMessageResult, MessageLookups
 from .ordered_scan import OrderedScan
 from .planned_units import PlannedUnits
 from .queue_reads import DEFAULT_BATCH_ROWS, QueueReads
-from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
+from .recovery import MODE_ABNORMAL, LostRange, RecoveryResult, recover, undispatched_records
 from .variant_reads import VariantReads
 
 log = logging.getLogger("rocketstore_spark")
@@ -65,6 +65,7 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
         # ``listing`` comes with the strays its listing found
         self.stray_files: list[StrayFile] = list(strays or [])
         self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._loss_reported: set = set()  # queues whose lost messages a read skipped with a warning
         self._index_files = None
         self.commitlog = self._open_commit_log()
         self.abort_present = (self.root / L.ABORT_FILE).exists()
@@ -225,6 +226,38 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
         if getattr(cq, "is_batch", False):
             return phy_offsets > (int(cq.raw["phy_offset"][-1]) if len(cq.raw) else -1)
         return queue_offsets >= cq.max_offset
+
+    def lost_ranges(self, topics=None) -> list[LostRange]:
+        """The messages this copy of the store lost, per queue (see :class:`~.recovery.LostRange`), in topic and
+        queue order; ``topics`` limits them to those topics. Only the queues loaded are looked at (all of them,
+        unless the store was opened with ``lazy_queues``)."""
+        wanted = None if topics is None else set(topics)
+        found = (self.lost_range_of(cq) for (topic, _), cq in sorted(self._queues.items())
+                 if wanted is None or topic in wanted)
+        return [lost for lost in found if lost is not None]
+
+    def lost_range_of(self, cq) -> Optional[LostRange]:
+        """The messages consume queue ``cq`` of this store lost (None when it lost none)."""
+        valid_end = self.recovery.valid_end
+        start, end, phy = cq.dropped_units()
+        if end <= start:
+            return None
+        return LostRange(cq.topic, cq.queue_id, start, end, phy, self._commit_log_file_for(phy), valid_end)
+
+    def _commit_log_file_for(self, phy_offset: int) -> str:
+        """The commit-log file that holds (or should hold) ``phy_offset``: a file of the log, or the name of the
+        missing one."""
+        files = self.commitlog.queue.files
+        for f in reversed(files):
+            if f.from_offset <= phy_offset:
+                if phy_offset < f.from_offset + self.sizes.commit_log_file_size:
+                    return str(f.path) if f.length >= self.sizes.commit_log_file_size else \
+                        f"{f.path} (cut at {f.length} bytes)"
+                break
+        size = self.sizes.commit_log_file_size
+        name = f"{phy_offset - phy_offset % size:020d}"
+        directory = files[0].path.parent if files else self.root / L.COMMITLOG_DIR
+        return f"{directory / name} (missing)"
 
     # --- metadata ---------------------------------------------------------------------------------------
 

@@ -71,7 +71,7 @@ class VariantReads:
 
     def _open_commit_log(self) -> CommitLog:
         files = MappedFileQueue(commit_log_dir(self.root, self.variant), self.sizes.commit_log_file_size,
-                                strays=self.stray_files)
+                                strays=self.stray_files, cut_last=not self.variant.has(DLEDGER))
         if self.variant.has(DLEDGER):
             return DLedgerLog(files, prop_crc_required=self.variant.has(PROP_CRC),
                               force_verify_prop_crc=self.settings.force_verify_prop_crc,
