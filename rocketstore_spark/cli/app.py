@@ -107,8 +107,8 @@ def inspect(store: Path = typer.Argument(..., help=STORE_HELP),
     console.print(table)
     if info["lost"]:
         lost = Table("topic", "queue", "lost offsets", "messages", "first commit-log offset", "file",
-                     title=f"[red]{sum(r['messages'] for r in info['lost']):,} messages lost[/red] (their consume-queue "
-                           "units point past the commit log's valid end)")
+                     title=f"[red]{sum(r['messages'] for r in info['lost']):,} messages lost[/red] (their "
+                           "consume-queue units point past the commit log's valid end)")
         for r in info["lost"]:
             lost.add_row(r["topic"], str(r["queueId"]), f"{r['from']}..{r['to']}", f"{r['messages']:,}",
                          f"{r['phy_offset']:,}", r["file"])

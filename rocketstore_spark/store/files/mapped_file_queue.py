@@ -126,10 +126,11 @@ def _cut_last_file(files: list[MappedFileInfo], configured: Optional[int], what:
         return None
     else:
         size = L.DEFAULT_COMMIT_LOG_FILE_SIZE
+    guessed = not others and configured is None
     log.warning("%s file %s is cut: %d bytes where the broker writes files of %d%s; it is read as a cut copy "
                 "(what lay past its end is lost)%s", what, last.path, last.length, size,
-                "" if others or configured is not None else " (the broker's default)",
-                "" if others or configured is not None else f"; pass {option} if the broker wrote files of another size")
+                " (the broker's default)" if guessed else "",
+                f"; pass {option} if the broker wrote files of another size" if guessed else "")
     return size
 
 

@@ -143,11 +143,13 @@ class RocksDBConsumeQueue:
             self._dropped = (self.max_offset, before, first_phy)
         return self.max_offset
 
-    def dropped_units(self) -> tuple[int, int, int]:
+    def dropped_units(self, past: int = 0) -> tuple[int, int, int]:
         """``(start, end, phy_offset)``: the queue offsets ``[start, end)`` whose units recovery's truncation
         dropped and re-dispatch did not write back, and the commit-log offset the first of them points at;
-        ``start == end`` when none."""
+        ``start == end`` when none. Recovery cuts these queues at the log's valid end itself, so every dropped
+        unit points at or past ``past``."""
         end = self.max_offset
+        # recovery cuts these queues at the log's valid end itself, so every dropped unit is at or past ``past``
         if self._dropped is None or self._dropped[1] <= end:
             return end, end, -1
         return end, self._dropped[1], self._dropped[2]

@@ -238,11 +238,16 @@ class StoreReader(LazyQueues, PlannedUnits, VariantReads, QueueReads, OrderedSca
 
     def lost_range_of(self, cq) -> Optional[LostRange]:
         """The messages consume queue ``cq`` of this store lost (None when it lost none)."""
-        valid_end = self.recovery.valid_end
-        start, end, phy = cq.dropped_units()
+        result = self.recovery
+        # where the log's records end: past the valid end only for a group of DLedger peers, whose entries past
+        # committedPos are not served yet but not lost either
+        walked = next((w for w in reversed(result.walks) if w.end_position), None)
+        data_end = result.valid_end if walked is None else \
+            max(result.valid_end, self.commitlog.queue.files[walked.file_index].from_offset + walked.end_position)
+        start, end, phy = cq.dropped_units(data_end)
         if end <= start:
             return None
-        return LostRange(cq.topic, cq.queue_id, start, end, phy, self._commit_log_file_for(phy), valid_end)
+        return LostRange(cq.topic, cq.queue_id, start, end, phy, self._commit_log_file_for(phy), result.valid_end)
 
     def _commit_log_file_for(self, phy_offset: int) -> str:
         """The commit-log file that holds (or should hold) ``phy_offset``: a file of the log, or the name of the
