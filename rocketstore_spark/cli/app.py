@@ -113,6 +113,14 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
                       ", ".join(f"{q['queueId']}:{q['min']}..{q['max']}" for q in t["queues"][:4])
                       + (" …" if len(t["queues"]) > 4 else ""), format_ms(t["first_ms"]), format_ms(t["last_ms"]))
     console.print(table)
+    if info["lost"]:
+        lost = Table("topic", "queue", "lost offsets", "messages", "first commit-log offset", "file",
+                     title=f"[red]{sum(r['messages'] for r in info['lost']):,} messages lost[/red] (their "
+                           "consume-queue units point past the commit log's valid end)")
+        for r in info["lost"]:
+            lost.add_row(r["topic"], str(r["queueId"]), f"{r['from']}..{r['to']}", f"{r['messages']:,}",
+                         f"{r['phy_offset']:,}", r["file"])
+        console.print(lost)
     idx = Table("index file", "entries", "begin", "end", "end phy offset")
     for f in info["index_files"]:
         idx.add_row(f["name"], f"{f['entries']:,}", format_ms(f["begin_ms"]), format_ms(f["end_ms"]),

@@ -54,6 +54,8 @@ def describe_store(s: RocketStore) -> dict:
         "recovery": {"mode": rec.mode, "valid_end": rec.valid_end, "problem": rec.stop_problem,
                      "file": rec.stop_file},
         "abort": s.abort_present,
+        "lost": [{"topic": r.topic, "queueId": r.queue_id, "from": r.start, "to": r.end, "messages": r.count,
+                  "phy_offset": r.phy_offset, "file": r.file} for r in s.lost_ranges()],
         "min_phy_offset": s.min_phy_offset(),
         "commitlog_files": len(s.commitlog.queue.files),
         "topics": topics,

@@ -128,11 +128,16 @@ def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pu
 
 
 def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed, topic: str, qid: int,
-                 multi: bool) -> QueueRange:
-    """The queue offsets to read for one queue after options and pushdown, with the queue's own range."""
+                 multi: bool, lost: Optional[list] = None) -> QueueRange:
+    """The queue offsets to read for one queue after options and pushdown, with the queue's own range.
+    ``lost``: collects the queue's lost messages (:meth:`RocketStore.lost_range_of`) when the read asks for them."""
     lo_min, hi_max = store.queue_edges(topic, qid)
     start = _offset_for(opts.starting_offsets, ref, topic, qid, multi, EARLIEST)
     end = _offset_for(opts.ending_offsets, ref, topic, qid, multi, LATEST)
+    if lost is not None and opts.ending_timestamp is None and (end == LATEST or isinstance(end, int) and end > hi_max):
+        gone = store.lost_range_of(store.consume_queue(topic, qid))
+        if gone is not None and (not isinstance(start, int) or start < gone.end):
+            lost.append(gone)
     start = lo_min if start == EARLIEST else hi_max if start == LATEST else start
     end = lo_min if end == EARLIEST else hi_max if end == LATEST else min(end, hi_max)
     if opts.starting_timestamp is not None:
@@ -162,6 +167,19 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
     return QueueRange(topic, qid, start, max(start, end), lo_min, hi_max)
 
 
+def report_lost(ref: StoreRef, lost: list, fail_on_data_loss: bool) -> None:
+    """Messages a read asks for that the store lost (a cut copy: see ``RocketStore.lost_ranges``): a
+    DataLossError naming them, or with ``failOnDataLoss=false`` one warning for the plan."""
+    if not lost:
+        return
+    total = sum(r.count for r in lost)
+    shown = "; ".join(r.describe() for r in lost[:5]) + (f"; and {len(lost) - 5} more queues" if len(lost) > 5 else "")
+    what = f"{ref.broker}: {total} messages of {len(lost)} queues are lost: {shown}"
+    if fail_on_data_loss:
+        raise DataLossError(f"{what}. Set endingOffsets before them, or failOnDataLoss=false to read what is left")
+    log.warning("%s; reading what is left (failOnDataLoss=false)", what)
+
+
 def split_range(start: int, end: int, per_file: int, max_messages: int) -> list[tuple[int, int]]:
     """Split at consume-queue file boundaries, then into pieces of at most ``max_messages``."""
     out = []
@@ -186,6 +204,7 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
         check_selection(opts, ref, store.topics(), store.queue_ids)
         handle = handle_for(store, ref)
         if opts.scan_mode == SCAN_RAW:
+            report_lost(ref, store.lost_ranges(), opts.fail_on_data_loss)
             parts.extend(_plan_raw(store, handle, pushed))
             continue
         topics = [t for t in store.topics() if opts.wants_topic(t)
@@ -195,8 +214,10 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
             continue
         if tags is not None and not tags:
             continue  # contradictory tag filters: nothing matches
-        ranges = [queue_bounds(store, ref, opts, pushed, topic, qid, multi) for topic in topics
+        lost: list = []
+        ranges = [queue_bounds(store, ref, opts, pushed, topic, qid, multi, lost) for topic in topics
                   for qid in store.queue_ids(topic) if pushed.queue_ids is None or qid in pushed.queue_ids]
+        report_lost(ref, lost, opts.fail_on_data_loss)
         spans = None if tags is not None or commitlog_unsupported(store, ranges) else Spans(store, ranges)
         choice = choose(store, opts, ranges, tags, spans)
         if choice.mode == SCAN_COMMITLOG:

@@ -55,6 +55,7 @@ class BatchConsumeQueue:
         self.files = MappedFileQueue(directory, size)
         self.units_per_file = size // BCQ_STORE_UNIT_SIZE
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
+        self._dropped: Optional[tuple[int, int, int]] = None  # see dropped_units
         self._load()
 
     def _load(self) -> None:
@@ -152,9 +153,25 @@ class BatchConsumeQueue:
     def truncate_at_phy(self, valid_end: int) -> int:
         """Drop the units pointing at or past ``valid_end`` (``truncateDirtyLogicFiles``)."""
         keep = int(np.searchsorted(self.raw["phy_offset"].astype(np.int64), valid_end, side="left"))
+        if keep == len(self.raw):
+            return self.max_offset
+        before, first_phy = self.max_offset, int(self.raw["phy_offset"][keep])
         self.raw, self._file_of_unit = self.raw[:keep], self._file_of_unit[:keep]
         self._index()
+        if before > self.max_offset:
+            self._dropped = (self.max_offset, before, first_phy)
         return self.max_offset
+
+    def dropped_units(self, past: int = 0) -> tuple[int, int, int]:
+        """``(start, end, phy_offset)``: the queue offsets ``[start, end)`` whose units recovery's truncation
+        dropped and re-dispatch did not write back, and the commit-log offset the first of them points at;
+        ``start == end`` when none. Recovery cuts these queues at the log's valid end itself, so every dropped
+        unit points at or past ``past``."""
+        end = self.max_offset
+        # recovery cuts these queues at the log's valid end itself, so every dropped unit is at or past ``past``
+        if self._dropped is None or self._dropped[1] <= end:
+            return end, end, -1
+        return end, self._dropped[1], self._dropped[2]
 
     def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
         phy = self.raw["phy_offset"].astype(np.int64)

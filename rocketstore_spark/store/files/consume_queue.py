@@ -49,6 +49,9 @@ class ConsumeQueue:
         self._max_offset = self._recover_max_offset() if planned_end is None else self._planned_max_offset()
         self._disk_max_offset = self._max_offset
         self._cut_at: Optional[int] = None  # a commit-log valid end to truncate at when the queue is first used
+        # (queue offset, commit-log offset) of the first unit recovery's truncation dropped, and the on-disk end
+        # before it: units whose records the commit log no longer holds (see dropped_units)
+        self._dropped: Optional[tuple[int, int, int]] = None
         # units the real store would write when it opens the store (records past the queue's end)
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
 
@@ -255,7 +258,31 @@ class ConsumeQueue:
             hi = cut
             if cut > file_lo:
                 break
+        if hi < self._max_offset:
+            self._dropped = (hi, self._max_offset, int(self._disk_units(hi, hi + 1)["phy_offset"][0]))
         self._max_offset = self._disk_max_offset = hi
+
+    def dropped_units(self, past: int = 0) -> tuple[int, int, int]:
+        """``(start, end, phy_offset)``: the queue offsets ``[start, end)`` of units on disk that recovery's
+        truncation dropped and re-dispatch did not write back, from the first that points at or past ``past``,
+        and the commit-log offset it points at; ``start == end`` when none. (Recovery may cut a queue before
+        records the log still holds, as DLedger's abnormal recovery does: ``past`` skips those.)"""
+        end = self.max_offset  # runs a deferred truncation
+        if self._dropped is None or self._dropped[1] <= end:
+            return end, end, -1
+        lo, hi, phy = max(end, self._dropped[0]), self._dropped[1], self._dropped[2]
+        if phy < past:  # units point forward through the log: bisect for the first at or past ``past``
+            top = hi
+            while lo < top:
+                mid = (lo + top) // 2
+                if int(self._disk_units(mid, mid + 1)["phy_offset"][0]) >= past:
+                    top = mid
+                else:
+                    lo = mid + 1
+            if lo == hi:
+                return end, end, -1
+            phy = int(self._disk_units(lo, lo + 1)["phy_offset"][0])
+        return lo, hi, phy
 
     def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
         """Commit-log offsets in [lo, hi) that units point at; only those units are read (two binary searches

@@ -148,7 +148,13 @@ def read_ranges(path, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     each record and grows the process's resident set until it is released again. A file shorter than a range
     is a :class:`~rocketstore_spark.errors.CorruptRecordError` naming it and the offset."""
     starts = np.asarray(starts, dtype=np.int64)
-    ends = starts + np.asarray(lengths, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    bad = np.flatnonzero((starts < 0) | (lengths < 0))
+    if len(bad):  # sizes and offsets come from consume-queue units: a damaged one must not size the copy
+        at = int(bad[0])
+        raise CorruptRecordError(f"expected a range of at least 0 bytes at a byte offset of at least 0, found "
+                                 f"{int(lengths[at])} bytes at byte {int(starts[at])}", path, max(int(starts[at]), 0))
+    ends = starts + lengths
     out = np.empty(int((ends - starts).sum()), dtype=np.uint8)
     if not len(out):
         return out

@@ -8,6 +8,7 @@ windows of theirs through :meth:`MappedFileQueue.open_file` instead. Nothing her
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -17,11 +18,14 @@ from typing import Optional
 import numpy as np
 
 from ...errors import StoreConfigError, StoreFormatError
+from ..format import layout as L
 from ..format.layout import FILE_NAME_DIGITS
 from .byte_source import LocalFileMap, as_path, is_remote, map_file, open_file, scandir
 from .file_reads import PAGE_SIZE, read_ranges
 from .remote_map import SEQUENTIAL_STEP
 from .strays import note, stray_reason
+
+log = logging.getLogger("rocketstore_spark")
 
 MAX_REMOTE_MAPS = 4  # remote files a queue keeps fetched data of (recovery walks the last three)
 RESIDENT_BUDGET = 64 << 20  # mapped store bytes a reader holds before letting their pages go
@@ -69,13 +73,18 @@ def list_offset_files(directory: Path, strays: Optional[list] = None) -> list[Ma
 
 
 def detect_file_size(files: list[MappedFileInfo], configured: Optional[int], what: str,
-                     option: str) -> Optional[int]:
+                     option: str, cut_last: bool = False) -> Optional[int]:
     """The common length of ``files``: every file of a MappedFileQueue has the configured size.
+    ``cut_last``: the last file may be a cut copy, shorter than the size (see :func:`_cut_last_file`).
 
     Returns ``configured`` (or None) when there are no files; raises when lengths differ or contradict it.
     """
     if not files:
         return configured
+    if cut_last:
+        cut = _cut_last_file(files, configured, what, option)
+        if cut is not None:
+            return cut
     lengths = Counter(f.length for f in files)
     if len(lengths) != 1:
         # the most common length is the configured one: name a file that differs from it
@@ -95,11 +104,41 @@ def detect_file_size(files: list[MappedFileInfo], configured: Optional[int], wha
     return size
 
 
+def _cut_last_file(files: list[MappedFileInfo], configured: Optional[int], what: str, option: str
+                   ) -> Optional[int]:
+    """The file size of a queue whose last file is cut (a copy stopped early: the broker preallocates every file
+    to the full size), with a warning naming the file; None when the last file is not recognisably cut. A last
+    file is cut when it is shorter than its siblings or than ``configured``; a lone file when its length is no
+    whole number of pages (no broker size is), its size then taken as ``configured`` or the broker's default."""
+    last = files[-1]
+    others = {f.length for f in files[:-1]}
+    if len(others) > 1 or last.length <= 0:
+        return None
+    if others:
+        size = next(iter(others))
+        if configured is not None and configured != size or last.length >= size:
+            return None
+    elif configured is not None:
+        if last.length >= configured:
+            return None
+        size = configured
+    elif last.length % PAGE_SIZE == 0 or last.length >= L.DEFAULT_COMMIT_LOG_FILE_SIZE:
+        return None
+    else:
+        size = L.DEFAULT_COMMIT_LOG_FILE_SIZE
+    guessed = not others and configured is None
+    log.warning("%s file %s is cut: %d bytes where the broker writes files of %d%s; it is read as a cut copy "
+                "(what lay past its end is lost)%s", what, last.path, last.length, size,
+                " (the broker's default)" if guessed else "",
+                f"; pass {option} if the broker wrote files of another size" if guessed else "")
+    return size
+
+
 class MappedFileQueue:
     """Read-only view of one MappedFileQueue directory (``commitlog/`` or ``consumequeue/<topic>/<id>/``)."""
 
     def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None,
-                 strays: Optional[list] = None):
+                 strays: Optional[list] = None, cut_last: bool = False):
         self._directory = directory
         self.file_size = file_size
         self.files = list_offset_files(directory, strays) if files is None else files
@@ -111,7 +150,7 @@ class MappedFileQueue:
         # a store opens thousands of consume queues, which are never mapped)
         self._resident_base: Optional[int] = None
         for i, f in enumerate(self.files):
-            if f.length != file_size:
+            if f.length != file_size and not (cut_last and i == len(self.files) - 1 and 0 < f.length < file_size):
                 raise StoreConfigError(
                     f"{f.path} is {f.length} bytes long; every file of this queue must be {file_size} bytes")
             if f.from_offset % file_size:

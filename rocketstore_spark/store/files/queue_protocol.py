@@ -49,6 +49,10 @@ class ConsumeQueueProtocol(Protocol):
 
     def truncate_at_phy(self, valid_end: int): ...
 
+    def dropped_units(self, past: int = 0) -> tuple[int, int, int]:
+        """``(start, end, phy_offset)`` of the units recovery's truncation dropped that point at or past ``past``
+        (and re-dispatch did not write back): lost messages when ``past`` is where the log's records end."""
+
     def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray: ...
 
     def phy_offsets_from(self, phy_start: int) -> np.ndarray: ...

@@ -38,6 +38,7 @@ class RocksDBConsumeQueue:
         self.units_per_file = L.DEFAULT_CONSUME_QUEUE_FILE_SIZE // L.CQ_STORE_UNIT_SIZE  # ranges for min_offset
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
         self.virtual_times = np.zeros(0, dtype=np.int64)
+        self._dropped = None  # (start, end, phy_offset) of units recovery dropped: see dropped_units
         self.files = self  # close() of the reader's queues
 
     def _first_key_offset(self) -> int:
@@ -147,10 +148,25 @@ class RocksDBConsumeQueue:
                 hi = mid
             else:
                 lo = mid + 1
+        before = self.max_offset
+        first_phy = int(self.units(max(lo, self.first_offset), max(lo, self.first_offset) + 1)["phy_offset"][0])
         self.virtual = np.zeros(0, dtype=L.CQ_UNIT_DTYPE)
         self.virtual_times = np.zeros(0, dtype=np.int64)
         self.max_offset = self.disk_max_offset = max(lo, self.first_offset)
+        if before > self.max_offset:
+            self._dropped = (self.max_offset, before, first_phy)
         return self.max_offset
+
+    def dropped_units(self, past: int = 0) -> tuple[int, int, int]:
+        """``(start, end, phy_offset)``: the queue offsets ``[start, end)`` whose units recovery's truncation
+        dropped and re-dispatch did not write back, and the commit-log offset the first of them points at;
+        ``start == end`` when none. Recovery cuts these queues at the log's valid end itself, so every dropped
+        unit points at or past ``past``."""
+        end = self.max_offset
+        # recovery cuts these queues at the log's valid end itself, so every dropped unit is at or past ``past``
+        if self._dropped is None or self._dropped[1] <= end:
+            return end, end, -1
+        return end, self._dropped[1], self._dropped[2]
 
     # --- RocksDBConsumeQueueOffsetTable.getMinCqOffset, RocksDBConsumeQueueTable.binarySearchInCQByTime ------
 

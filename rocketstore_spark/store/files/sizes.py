@@ -116,7 +116,8 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
 
     root = as_path(root)
     cl = detect_file_size(list_offset_files(log_dir or root / L.COMMITLOG_DIR), commit_log_file_size,
-                          "commit-log", "commit_log_file_size")
+                          "commit-log", "commit_log_file_size",
+                          cut_last=log_dir is None or as_path(log_dir).name == L.COMMITLOG_DIR)
     cq = consume_queue_file_size
     for directory, files in cq_listing(root) if listing is None else listing:
         cq = detect_file_size(files, cq, f"consume-queue ({directory})", "consume_queue_file_size")

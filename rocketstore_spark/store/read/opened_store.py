@@ -28,7 +28,8 @@ def open_commit_log(root: Path, sizes: StoreSizes, variant: StoreVariant, settin
                     strays: list) -> CommitLog:
     """The commit log of a store: a DLedger store's is read through its entry headers, a prop-CRC store's
     checks each record's ``__CRC32#`` property wherever it checks CRCs."""
-    files = MappedFileQueue(commit_log_dir(root, variant), sizes.commit_log_file_size, strays=strays)
+    files = MappedFileQueue(commit_log_dir(root, variant), sizes.commit_log_file_size, strays=strays,
+                            cut_last=not variant.has(DLEDGER))  # a copy's last file may be cut short
     if variant.has(DLEDGER):
         return DLedgerLog(files, prop_crc_required=variant.has(PROP_CRC),
                           force_verify_prop_crc=settings.force_verify_prop_crc,

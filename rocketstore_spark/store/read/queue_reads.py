@@ -239,7 +239,8 @@ class QueueReader:
 def _scattered(positions: np.ndarray, sizes: np.ndarray) -> bool:
     """Whether records are better copied than mapped: on average fewer than two per fault-around window, and at
     most :data:`COPY_BYTES` in all."""
-    if not len(positions) or int(sizes.sum()) > COPY_BYTES:
+    if not len(positions) or int(sizes.min()) <= 0 or int(sizes.sum()) > COPY_BYTES:
+        # a unit's size that no record has (a damaged unit) is left to the map path, whose parse names the record
         return False
     return len(np.unique(positions // FAULT_WINDOW)) * 2 > len(positions)
 

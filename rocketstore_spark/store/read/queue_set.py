@@ -8,6 +8,7 @@ answer: topics, queue ids, min and max offsets. Every answer is after recovery (
 
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator, Optional
@@ -19,6 +20,9 @@ from ..files.mapped_file_queue import MappedFileInfo, MappedFileQueue
 from ..files.sizes import QueueDir
 from ..format import layout as L
 from .opened_store import OpenedStore
+from .recovery import LostRange
+
+log = logging.getLogger("rocketstore_spark")
 
 REMOTE_QUEUE_OPENS = 16  # consume queues of a remote store opened concurrently
 
@@ -33,6 +37,7 @@ class QueueSet:
         self._queue_index: Optional[tuple] = None  # (queue count, topic → queue ids): see queue_ids_by_topic
         self._planned_ends: dict[tuple[str, int], int] = {}  # see expect_queue_ends
         self._planned_starts: dict[tuple[str, int], int] = {}  # ... and the earliest planned start of each
+        self._loss_reported: set = set()  # queues whose lost messages a read skipped with a warning
         self.rocksdb = None  # a rocksdb-cq store's database (its queues' units), opened by the variant
 
     # --- opening ----------------------------------------------------------------------------------------
@@ -240,4 +245,53 @@ class QueueSet:
             raise DataLossError(
                 f"{topic}/{queue_id}: offsets {start}..{first} are gone (their commit-log files expired); "
                 f"start at {first} or pass fail_on_data_loss=False to skip them")
+        if end is None or int(end) > hi:
+            lost = self.lost_range_of(cq)
+            if lost is not None and lo < (lost.end if end is None else min(int(end), lost.end)):
+                if fail_on_data_loss:
+                    raise DataLossError(f"lost messages: {lost.describe()}; read up to offset {lost.start} or pass "
+                                        "fail_on_data_loss=False to read what is left")
+                if (topic, queue_id) not in self._loss_reported:
+                    self._loss_reported.add((topic, queue_id))
+                    log.warning("lost messages, skipped (fail_on_data_loss=False): %s", lost.describe())
         return cq, lo, hi
+
+    # --- lost messages ------------------------------------------------------------------------------------
+
+    def lost_ranges(self, topics=None) -> list[LostRange]:
+        """The messages this copy of the store lost, per queue (see :class:`~.recovery.LostRange`), in topic and
+        queue order; ``topics`` limits them to those topics. Only the queues loaded are looked at (all of them,
+        unless the store was opened with ``lazy_queues``)."""
+        wanted = None if topics is None else set(topics)
+        found = (self.lost_range_of(cq) for (topic, _), cq in sorted(self._queues.items(), key=lambda kv: kv[0])
+                 if wanted is None or topic in wanted)
+        return [lost for lost in found if lost is not None]
+
+    def lost_range_of(self, cq) -> Optional[LostRange]:
+        """The messages consume queue ``cq`` lost (None when it lost none): its units that recovery dropped and
+        that point past where the log's records end."""
+        result = self.store.recovery
+        # where the log's records end: past the valid end only for a group of DLedger peers, whose entries past
+        # committedPos are not served yet but not lost either
+        walked = next((w for w in reversed(result.walks) if w.end_position), None)
+        files = self.store.commitlog.queue.files
+        data_end = result.valid_end if walked is None else \
+            max(result.valid_end, files[walked.file_index].from_offset + walked.end_position)
+        start, end, phy = cq.dropped_units(data_end)
+        if end <= start:
+            return None
+        return LostRange(cq.topic, cq.queue_id, start, end, phy, self._commit_log_file_for(phy), result.valid_end)
+
+    def _commit_log_file_for(self, phy_offset: int) -> str:
+        """The commit-log file that holds (or should hold) ``phy_offset``: a file of the log (cut or whole), or
+        the name of the missing one."""
+        files = self.store.commitlog.queue.files
+        size = self.store.sizes.commit_log_file_size
+        for f in reversed(files):
+            if f.from_offset <= phy_offset:
+                if phy_offset < f.from_offset + size:
+                    return str(f.path) if f.length >= size else f"{f.path} (cut at {f.length} bytes)"
+                break
+        name = f"{phy_offset - phy_offset % size:020d}"
+        directory = files[0].path.parent if files else self.store.root / L.COMMITLOG_DIR
+        return f"{directory / name} (missing)"

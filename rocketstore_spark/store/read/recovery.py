@@ -33,6 +33,33 @@ class RecoveryResult:
     reindex_from: Optional[int] = None  # re-dispatch indexes the walked records from here (None: none)
 
 
+@dataclass(frozen=True)
+class LostRange:
+    """Messages of one queue that the store no longer holds: consume-queue units on disk that point at or past the
+    commit log's valid end (a cut or short last file, files missing at the end, a torn record), which recovery
+    drops as the broker's ``truncateDirtyLogicFiles`` does and re-dispatch does not write back.
+
+    ``start``/``end``: the queue offsets ``[start, end)``; ``phy_offset``: the commit-log offset the first lost
+    unit points at; ``file``: the commit-log file that should hold it; ``valid_end``: where the commit log ends."""
+
+    topic: str
+    queue_id: int
+    start: int
+    end: int
+    phy_offset: int
+    file: str
+    valid_end: int
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+    def describe(self) -> str:
+        return (f"{self.topic}/{self.queue_id} offsets {self.start}..{self.end} ({self.count} messages): their "
+                f"consume-queue units point at commit-log offset {self.phy_offset} and on, in {self.file}, past "
+                f"the commit log's valid end {self.valid_end}")
+
+
 def normal_start_index(commitlog: CommitLog, max_phy_offset_of_cqs: int) -> int:
     """``recoverNormally``: the last file whose start offset is not past the consume queues' max offset."""
     files = commitlog.queue.files

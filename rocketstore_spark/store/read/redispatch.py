@@ -5,6 +5,8 @@ Nothing on disk changes: the units added are virtual, held by the queues of the 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from ..format.codec import dispatch_tags_code
@@ -13,6 +15,8 @@ from .opened_store import OpenedStore
 from .queue_set import QueueSet
 from .recovery import MODE_ABNORMAL, RecoveryResult, recover, undispatched_records
 from .variant_reads import VariantReads
+
+log = logging.getLogger("rocketstore_spark")
 
 REDISPATCH_COLUMNS = ("topic", "queueId", "queueOffset", "commitLogOffset", "storeSize", "properties",
                       "storeTimestamp", "sysFlag")
@@ -50,10 +54,12 @@ class StoreRecovery:
             fields = walk.fields_at(idx)
             batch = build_batch(buf, fields, REDISPATCH_COLUMNS)
             ts = fields.store_timestamp
-            for row, store_ts in zip(batch.to_pylist(), ts):
+            for i, (row, store_ts) in enumerate(zip(batch.to_pylist(), ts)):
                 key = (row["topic"], row["queueId"])
                 cq = queues.loaded(*key)
                 if cq is None:
+                    if self.unwritable_queue(row["topic"], walk, int(idx[i])):
+                        return
                     cq = variants.dispatch_queue(*key, row)
                     queues.add(cq)
                 props = dict(row["properties"])
@@ -61,6 +67,21 @@ class StoreRecovery:
                 cq.dispatch_recovered(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code,
                                       int(store_ts), props)
                 variants.redispatch_variant(row, code, int(store_ts))
+
+    def unwritable_queue(self, topic: str, walk, i: int) -> bool:
+        """Whether re-dispatch fails on a record of ``topic`` (the ``i``-th record of ``walk``): a file consume
+        queue's directory is named by the topic, and a topic holding a NUL byte names no path (Java's ``File``
+        refuses it, so the broker cannot create the queue's file). The broker retries, marks its logic queues as
+        failed and writes no consume-queue unit for this record or any later one; so does this reader, with a
+        warning naming the record."""
+        if "\0" not in topic or self.queues.rocksdb is not None:
+            return False
+        path = self.store.commitlog.queue.files[walk.file_index].path
+        log.warning("re-dispatch after the crash stops at the record at byte %d of %s (commit-log offset %d): its "
+                    "topic %r names no consume-queue directory, so the broker writes no consume-queue unit for it "
+                    "or any later record (its logic queues fail); their messages are read only by a raw scan",
+                    int(walk.positions[i]), path, int(walk.stored_phy_offsets()[i]), topic)
+        return True
 
     def queue_lacks(self, topic: str, queue_id: int, queue_offsets: np.ndarray, phy_offsets: np.ndarray):
         """Per record of one queue, whether re-dispatch would add it: a queue not there yet, a record at or past

@@ -198,6 +198,17 @@ class StoreReader:
         """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
         return self.queues.max_offset(topic, queue_id)
 
+    def lost_ranges(self, topics=None) -> list:
+        """The messages this copy of the store lost, per queue (:class:`~.recovery.LostRange`: consume-queue units
+        pointing past where the commit log's records end, e.g. a cut or short last file or files missing at the
+        end), in topic and queue order; ``topics`` limits them to those topics. Reads that ask for them raise
+        :class:`~rocketstore_spark.errors.DataLossError` unless ``fail_on_data_loss=False``."""
+        return self.queues.lost_ranges(topics)
+
+    def lost_range_of(self, cq):
+        """The messages consume queue ``cq`` lost (a :class:`~.recovery.LostRange`), None when none."""
+        return self.queues.lost_range_of(cq)
+
     def queue_edges(self, topic: str, queue_id: int) -> tuple[int, int]:
         """(:meth:`min_offset`, :meth:`max_offset`) with one lookup."""
         return self.queues.queue_edges(topic, queue_id)

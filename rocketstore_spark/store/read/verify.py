@@ -4,7 +4,8 @@
   the last ends with a BLANK marker;
 * every consume-queue unit points at a record of its topic and queue with the unit's size and queue offset;
 * every index entry points at a record that carries a key with the entry's hash;
-* the checkpoint's timestamps are plausible for the records present.
+* the checkpoint's timestamps are plausible for the records present;
+* no consume queue points past the commit log's valid end (messages a cut copy lost, per queue).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def verify_store(store: StoreReader, progress: Progress = None) -> list[Problem]
     problems: list[Problem] = []
     problems += _verify_commitlog(store, progress)
     problems += _verify_queues(store, progress)
+    problems += [Problem(f"{r.topic}/{r.queue_id}@{r.start}", f"lost messages: {r.describe()}")
+                 for r in store.lost_ranges()]
     problems += _verify_index(store, progress)
     problems += _verify_checkpoint(store)
     return problems

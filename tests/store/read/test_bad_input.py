@@ -6,6 +6,7 @@ import pytest
 
 from rocketstore_spark.errors import (
     CorruptRecordError,
+    DataLossError,
     InvalidArgumentError,
     RocketStoreError,
     StoreConfigError,
@@ -88,8 +89,10 @@ def _truncated_store_names_the_file(store, victim, length):
     assert_names(info, victim)
 
 
-@pytest.mark.parametrize("which", [0, 3, -1])
+@pytest.mark.parametrize("which", [0, 3])
 def test_commitlog_file_truncated_to_the_wrong_length(golden_copy, which):
+    """A file that is not the last cannot be a cut copy's end: the store is inconsistent. (A cut last file is read
+    as a cut copy, its lost messages reported: test_lost_ranges.py.)"""
     _truncated_store_names_the_file(golden_copy, sorted((golden_copy / "commitlog").iterdir())[which], 1000)
 
 
@@ -159,7 +162,15 @@ def test_unit_in_the_last_file_pointing_past_the_end_truncates_the_queue(golden_
     path.write_bytes(bytes(data))
     with RocketStore.open(golden_copy) as s:
         assert s.max_offset("TopicTest", 2) == first + 40
-        assert sum(b.num_rows for b in s.read_queue("TopicTest", 2, columns=["queueOffset"])) == first + 40
+        # the units it drops are reported as lost, and a read that asks for them says so
+        lost = s.lost_ranges()
+        assert [(r.topic, r.queue_id, r.start, r.phy_offset) for r in lost] == \
+            [("TopicTest", 2, first + 40, golden_store.max_phy_offset() + 100)]
+        assert lost[0].end == golden_store.max_offset("TopicTest", 2)
+        with pytest.raises(DataLossError, match=f"TopicTest/2 offsets {first + 40}.."):
+            list(s.read_queue("TopicTest", 2, columns=["queueOffset"]))
+        assert sum(b.num_rows for b in s.read_queue("TopicTest", 2, columns=["queueOffset"],
+                                                    fail_on_data_loss=False)) == first + 40
 
 
 def test_unit_whose_size_disagrees_with_the_record(golden_copy, dispatched):
@@ -316,3 +327,67 @@ def test_corrupt_record_in_the_newest_file_ends_the_log_there(golden_copy, manif
             assert s.max_offset(topic, qid) == expected, (topic, qid)
         count = sum(b.num_rows for b in s.scan_raw(columns=["queueId"]))
         assert count == sum(1 for m in manifest if m["commitLogOffset"] < victim["commitLogOffset"])
+
+
+# --- values read from a file that must not size an allocation or name a path ----------------------------------
+
+def test_negative_unit_size_in_a_tag_read_names_the_record(golden_copy, dispatched):
+    """A unit of an early consume-queue file (recovery checks only a queue's last files) whose size field became
+    negative: a read of a few scattered records with a tag filter raises the same CorruptRecordError as a read
+    without one, naming the commit-log file and the record's offset."""
+    queue = ("orders_v1-EU", 0)
+    unit = 3
+    m = dispatched[queue][unit]
+    path = cq_file(golden_copy, *queue)
+    data = bytearray(path.read_bytes())
+    struct.pack_into(">i", data, unit * UNIT + 8, -594_780_351)
+    path.write_bytes(bytes(data))
+    name, pos = commitlog_file_of(m["commitLogOffset"], FILE_SIZE)
+    with RocketStore.open(golden_copy) as s:
+        for tags in (None, "TagA || TagB"):
+            with pytest.raises(CorruptRecordError) as info:
+                list(s.read_queue(*queue, unit, unit + 1, tags=tags))
+            assert_names(info, golden_copy / "commitlog" / name, pos)
+            assert "expected a record of -594780351 bytes" in str(info.value)
+
+
+def test_copied_ranges_refuse_negative_lengths(tmp_path):
+    from rocketstore_spark.store.files.file_reads import read_ranges
+
+    path = tmp_path / "f"
+    path.write_bytes(bytes(100))
+    assert len(read_ranges(path, [0, 50], [10, 20])) == 30
+    with pytest.raises(CorruptRecordError) as info:
+        read_ranges(path, [0, 50], [10, -7])
+    assert_names(info, path, 50)
+    assert "found -7 bytes at byte 50" in str(info.value)
+
+
+@pytest.mark.parametrize("abort", [True, False])
+def test_record_whose_topic_names_no_directory(golden_copy, manifest, abort, caplog):
+    """A dispatched record whose topic bytes were zeroed. After a crash (``abort``) the broker re-dispatches it:
+    its queue's directory cannot be created (a NUL byte names no path), the broker marks its logic queues failed
+    and writes no unit for it or any later record, and the store still loads with every unit already on disk.
+    Opening reads the same: no foreign exception, a warning naming the record, every dispatched message of the
+    manifest readable. Without ``abort`` nothing is re-dispatched and the same store opens and reads."""
+    victim = [m for m in manifest if m["topic"] == "TopicTest" and m["inConsumeQueue"]][-1]
+    name, pos = commitlog_file_of(victim["commitLogOffset"], FILE_SIZE)
+    layout = record_layout(victim)
+    with open(golden_copy / "commitlog" / name, "r+b") as fh:
+        fh.seek(pos + layout["topic_pos"])
+        fh.write(b"\0" * len("TopicTest"))
+    if abort:
+        (golden_copy / "abort").write_bytes(b"")
+    caplog.set_level("WARNING", logger="rocketstore_spark")
+    with RocketStore.open(golden_copy) as s:
+        assert s.max_phy_offset() == max(m["commitLogOffset"] + m["storeSize"] for m in manifest)
+        assert "TopicTest" in s.topics()
+        assert not any("\0" in t for t in s.topics())
+        total = sum(b.num_rows for t in s.topics() for q in s.queue_ids(t)
+                    for b in s.read_queue(t, q, columns=["queueOffset"]))
+    assert total == sum(1 for m in manifest if m["inConsumeQueue"])
+    warned = [r.getMessage() for r in caplog.records if "names no consume-queue directory" in r.getMessage()]
+    if abort:
+        assert len(warned) == 1 and f"byte {pos} of {golden_copy / 'commitlog' / name}" in warned[0]
+    else:
+        assert not warned

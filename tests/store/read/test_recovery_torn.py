@@ -12,6 +12,7 @@ import shutil
 import pyarrow as pa
 import pytest
 
+from rocketstore_spark.errors import DataLossError
 from rocketstore_spark.store import RocketStore
 from tests.store.reference import commitlog_file_of, java_properties, record_layout
 
@@ -146,7 +147,13 @@ def test_earlier_records_read_identically_after_a_tear(torn, manifest):
             assert got.to_pylist() == [{"uniqKey": m["uniqKey"], "msgId": m["msgId"], "storeSize": m["storeSize"]}
                                        for m in sample]
             key = (torn.last["topic"], torn.last["queueId"])
-            offsets = [o for b in s.read_queue(*key, columns=["queueOffset"]) for o in b.column(0).to_pylist()]
+            # the torn record's unit is the one message recovery drops: reported, and a read asking for it says so
+            assert [(r.topic, r.queue_id, r.start, r.count, r.phy_offset) for r in s.lost_ranges()] == \
+                [(*key, torn.last["cqOffset"], 1, torn.last["commitLogOffset"])]
+            with pytest.raises(DataLossError, match=f"offsets {torn.last['cqOffset']}..{torn.last['cqOffset'] + 1}"):
+                list(s.read_queue(*key, columns=["queueOffset"]))
+            offsets = [o for b in s.read_queue(*key, columns=["queueOffset"], fail_on_data_loss=False)
+                       for o in b.column(0).to_pylist()]
             assert offsets == list(range(torn.last["cqOffset"]))
             count = sum(b.num_rows for b in s.scan_raw(columns=["queueId"]))
             assert count == len(manifest) - 1
@@ -197,9 +204,10 @@ def test_opening_and_reading_never_modify_the_store(golden_copy, manifest, abort
     with RocketStore.open(golden_copy) as s:
         assert s.max_phy_offset() == last["commitLogOffset"] + (0 if abort else last["storeSize"])
         assert sum(b.num_rows for b in s.scan_raw(columns=["topic", "body"])) == len(manifest) - abort
+        assert sum(r.count for r in s.lost_ranges()) == abort  # the torn record's unit
         for topic in s.topics():
             for qid in s.queue_ids(topic):
-                list(s.read_queue(topic, qid, columns=["queueOffset"]))
+                list(s.read_queue(topic, qid, columns=["queueOffset"], fail_on_data_loss=False))
         assert s.query_by_key("TopicTest", "order-42").num_rows == 64
         assert s.get_message("TopicTest", 0, 0).status == "FOUND"
         s.offset_by_time("TopicTest", 0, 1795337770000)

@@ -140,7 +140,11 @@ def test_a_torn_last_entry_after_a_crash_is_recovered_as_the_real_store_does(cop
     with RocketStore.open(copy) as s:
         assert s.recovery.mode == "abnormal" and s.max_phy_offset() == max_phy
         compare_offsets(s, expected)
-        assert compare_queue_reads(s, expected) == 4466
+        # lost: the units pointing past the log's data (a torn header drops its entry); the record before it
+        # stays in the log, so its dropped unit is no loss (a raw scan reads it)
+        lost = [(r.topic, r.queue_id, r.start, r.count) for r in s.lost_ranges()]
+        assert lost == ([] if where == "record" else [("raft_topic", 1, 603, 1)])
+        assert compare_queue_reads(s, expected, fail_on_data_loss=not lost) == 4466
         # the index is rebuilt, as the real store does: the dropped record is still found by its key
         compare_key_queries(s, view["manifest"], [q for q in view["queries"] if q["key"] == before["uniqKey"]])
 
