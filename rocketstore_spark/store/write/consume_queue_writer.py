@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import MessageValidationError
+from ..files.disk_full import disk_full
 from ..files.store_files import create_full_size
 from ..format import layout as L
 from .encoded_batch import EncodedBatch
@@ -119,7 +120,8 @@ class ConsumeQueueWriter:
         sync = self._files.sync_evicted
         _in_parallel(lambda item: create_full_size(item[0], cq_size, writes=item[1], sync=sync), new_files.items())
         for path, (at, data) in existing:
-            os.pwrite(self._files.fd(path, cq_size), data, at)
+            with disk_full(path, "a consume queue"):
+                os.pwrite(self._files.fd(path, cq_size), data, at)
         self.discard_pending()
 
     def discard_pending(self) -> None:
@@ -132,9 +134,10 @@ class ConsumeQueueWriter:
         todo = [(t, int(q)) for t, q in keys if (t, int(q)) not in self._made]
         if not todo:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True), sorted({t for t, _ in todo}))
-        _in_parallel(lambda k: (self.directory / k[0] / str(k[1])).mkdir(exist_ok=True), todo)
+        with disk_full(self.directory, "the consume queues' directories"):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True), sorted({t for t, _ in todo}))
+            _in_parallel(lambda k: (self.directory / k[0] / str(k[1])).mkdir(exist_ok=True), todo)
         for t, q in todo:
             self._made[(t, q)] = self.directory / t / str(q)
 

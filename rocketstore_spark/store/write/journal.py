@@ -23,7 +23,7 @@ from ..files.sizes import StoreSizes
 from ..files.store_files import is_temporary, remove_temporaries, write_text_atomically
 from ..files.topic_config import register_topics, topics_path
 from ..format import layout as L
-from .repair import repair_store, zero_from
+from .repair import repair_store, restore_file, write_changed_pages, zero_from
 from .reservation import reservation_closed
 
 META_DIR = L.META_DIR
@@ -183,7 +183,7 @@ def rollback(root: Path, sizes: StoreSizes, journal: dict) -> None:
     if journal["checkpoint"] is None:
         checkpoint.unlink(missing_ok=True)
     else:
-        checkpoint.write_bytes(bytes.fromhex(journal["checkpoint"]))
+        restore_file(checkpoint, bytes.fromhex(journal["checkpoint"]))
 
 
 def _rollback_commitlog(root: Path, sizes: StoreSizes, journal: dict) -> None:
@@ -239,10 +239,7 @@ def _rollback_index(root: Path, sizes: StoreSizes, journal: dict) -> None:
             # a link that does not go back (a damaged file) would loop forever: the slot becomes empty
             values[ahead] = np.where(older < values[ahead], older, 0)
         slots[pushed] = values
-        fh.seek(L.INDEX_HEADER_SIZE)
-        fh.write(slots.astype(">i4").tobytes())
-        fh.seek(0)
-        fh.write(header_bytes)
+        write_changed_pages(fh.fileno(), 0, bytes(data[:slots_end]), header_bytes + slots.astype(">i4").tobytes())
     zero_from(path, slots_end + count * L.INDEX_ENTRY_SIZE)
 
 
