@@ -26,7 +26,7 @@ def create_full_size(path: Path, size: int, header: bytes = b"", writes=(), sync
     """Create ``path`` with its final ``size`` (sparse), ``header`` at its start and each ``(offset, bytes)`` of
     ``writes`` in place, all at once (forced to disk first with ``sync``)."""
     tmp = temporary_name(Path(path))
-    with disk_full(path, "a new store file"), removed_on_error(tmp):
+    with disk_full(path, _kind(Path(path))), removed_on_error(tmp):
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.ftruncate(fd, size)
@@ -39,6 +39,16 @@ def create_full_size(path: Path, size: int, header: bytes = b"", writes=(), sync
         finally:
             os.close(fd)
         os.replace(tmp, path)
+
+
+def _kind(path: Path) -> str:
+    """What a fixed-size file is, for error messages."""
+    parts = path.parts
+    for directory, kind in (("consumequeue", "a new consume-queue file"), ("commitlog", "a new commit-log file"),
+                            ("index", "a new index file")):
+        if directory in parts:
+            return kind
+    return "a new store file"
 
 
 class removed_on_error:

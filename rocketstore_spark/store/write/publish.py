@@ -181,7 +181,11 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
         fault_point("after-done")
         end = writer.next_phy
     except BaseException as e:
-        _abandon(writer, e)
+        if journal_path(root, job_id).exists():
+            _abandon(writer, e)
+        else:  # stopped before the journal (a full disk writing it): nothing but this writer's abort marker changed
+            writer.close_after_failure()
+            (root / L.ABORT_FILE).unlink(missing_ok=True)
         raise
     try:
         if sink is not None:

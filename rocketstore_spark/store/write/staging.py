@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import DiskFullError
-from ..files.disk_full import disk_full, os_cause, with_advice
+from ..files.disk_full import disk_full, is_disk_full, os_cause, with_advice
 from ..files.known_end import known_end
 from ..files.sizes import detect_sizes
 from ..format import layout as L
@@ -168,7 +168,11 @@ def discard_staged(root, job_id: str) -> None:
     """Abort: close the job's reservation (a zombie attempt can no longer write) and remove its staging
     directory; the store itself was never touched."""
     job_dir = staging_dir(Path(root), job_id)
-    close_job(job_dir)
+    try:
+        close_job(job_dir)
+    except OSError as e:  # a full disk must not keep an abort from freeing the job's space (removed right after)
+        if not is_disk_full(e):
+            raise
     shutil.rmtree(job_dir, ignore_errors=True)
     remove_empty_dirs(meta_dir(Path(root)))
 
