@@ -35,7 +35,10 @@ def base(fs, name):
 
 
 def job_frame(spark):
-    return spark.createDataFrame(messages(400, start=300).to_pandas()).repartition(2)
+    table = messages(400, start=300)
+    rows = list(zip(*(table.column(c).to_pylist() for c in ("topic", "queueId", "body", "tags", "keys"))))
+    return spark.createDataFrame(rows, "topic string, queueId int, body binary, tags string, keys array<string>") \
+        .repartition(2)
 
 
 def write(df, root):
@@ -67,6 +70,7 @@ def test_a_spark_write_to_a_full_disk_fails_cleanly(spark, small_fs):
     fails_and_recovers(spark, small_fs, base(small_fs, "full"), 0)
 
 
+@pytest.mark.slow
 def test_a_spark_write_whose_publication_fills_the_disk_fails_cleanly(spark, small_fs):
     dry = base(small_fs, "dry")
     start = free_bytes(small_fs)
