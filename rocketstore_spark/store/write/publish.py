@@ -192,10 +192,10 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
             record_sink_batch(root, *sink)  # the done journal names the batch too: recovery records it
         registered = _register_topics_after_commit(root, job_id, register)  # 12.
         writer.close()  # releases the lock; the next writer's recovery would also finish a done journal
-    except (OSError, DiskFullError) as e:
+    except BaseException as e:
+        writer.close_after_failure()  # the done journal stays: the next writer or `rocketstore recover` finishes
         if not isinstance(e, DiskFullError) and not is_disk_full(e):
             raise
-        writer.close_after_failure()
         # past the commit point a failure must not report the committed job as failed (a rerun would duplicate
         # it): the done journal stays, and recovery finishes the job
         log.warning("job %s is committed (%d messages), but finishing it failed: %s; free space, then run "
