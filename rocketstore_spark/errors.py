@@ -49,6 +49,12 @@ class LocatedError(RocketStoreError):
         super().__init__(message + where)
 
 
+class DiskFullError(LocatedError):
+    """The filesystem had no room left (``ENOSPC``) or the quota was used up (``EDQUOT``) while writing
+    ``path``; the message says what was being written and what to do (free space, then, for a job interrupted
+    past its journal, ``rocketstore recover STORE``). Chained from the ``OSError``."""
+
+
 class StoreFormatError(LocatedError):
     """Bytes on disk do not follow the RocketMQ format; ``path`` and ``offset`` locate the problem."""
 

@@ -10,6 +10,8 @@ from typing import Optional
 from ...errors import StoreFormatError
 from ..format import layout as L
 from .byte_source import as_path
+from .disk_full import disk_full
+from .store_files import removed_on_error
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,10 @@ def write_checkpoint(path: Path, checkpoint: Checkpoint, sync: bool = True) -> N
     """Replace the checkpoint atomically (write a temp file, fsync unless ``sync`` is false, rename)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(checkpoint.to_bytes())
-        fh.flush()
-        if sync:
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    with disk_full(path, "the checkpoint"), removed_on_error(tmp):
+        with open(tmp, "wb") as fh:
+            fh.write(checkpoint.to_bytes())
+            fh.flush()
+            if sync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .disk_full import disk_full
+
 TEMPORARY_PREFIX = "."
 TEMPORARY_SUFFIX = ".tmp"
 
@@ -24,18 +26,47 @@ def create_full_size(path: Path, size: int, header: bytes = b"", writes=(), sync
     """Create ``path`` with its final ``size`` (sparse), ``header`` at its start and each ``(offset, bytes)`` of
     ``writes`` in place, all at once (forced to disk first with ``sync``)."""
     tmp = temporary_name(Path(path))
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.ftruncate(fd, size)
-        if header:
-            os.pwrite(fd, header, 0)
-        for offset, data in writes:
-            os.pwrite(fd, data, offset)
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    with disk_full(path, _kind(Path(path))), removed_on_error(tmp):
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, size)
+            if header:
+                os.pwrite(fd, header, 0)
+            for offset, data in writes:
+                os.pwrite(fd, data, offset)
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
+
+def _kind(path: Path) -> str:
+    """What a fixed-size file is, for error messages."""
+    parts = path.parts
+    for directory, kind in (("consumequeue", "a new consume-queue file"), ("commitlog", "a new commit-log file"),
+                            ("index", "a new index file")):
+        if directory in parts:
+            return kind
+    return "a new store file"
+
+
+class removed_on_error:
+    """Remove the temporary file ``path`` when the block fails (a full disk must not leave half-made files)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if kind is not None:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+        return False
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -44,11 +75,12 @@ def write_text_atomically(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + TEMPORARY_SUFFIX)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    with disk_full(path, "a journal, sink or topic-table file"), removed_on_error(tmp):
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -71,4 +103,4 @@ def remove_temporaries(directory: Path) -> list[Path]:
     return removed
 
 
-__all__ = ["create_full_size", "remove_temporaries", "is_temporary", "temporary_name"]
+__all__ = ["create_full_size", "write_text_atomically", "remove_temporaries", "is_temporary", "temporary_name"]

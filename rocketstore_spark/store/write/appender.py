@@ -22,8 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import StoreClosedError, StoreNotFoundError
+from ...errors import DiskFullError, StoreClosedError, StoreNotFoundError
 from ..files.checkpoint import Checkpoint, write_checkpoint
+from ..files.disk_full import disk_full, os_cause, with_advice
 from ..files.known_end import forget_known_end, known_end, record_known_end
 from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
@@ -37,9 +38,11 @@ from .commitlog_writer import CommitLogWriter
 from .consume_queue_writer import ConsumeQueueWriter, QueueOffsets
 from .encoded_batch import EncodedBatch, encode_table
 from .index_writer import IndexWriter
+from .journal import snapshot
 from .open_files import OpenFiles
 from .placement import place_records
 from .producer import COMPRESS_THRESHOLD, flag_compression, select_queues
+from .rollback import rollback
 from .write_recovery import recover_store
 
 DEFAULT_STORE_HOST = "127.0.0.1:10911"
@@ -77,7 +80,9 @@ class StoreWriter:
         self.recovery_actions: list[str] = []  # what opening had to finish, roll back or repair
         load_topic_table(root)  # an unreadable broker topic table fails now, not when closing
         self.register_topics_on_close = True  # a publication registers its topics itself, at its commit point
-        (root / L.ABORT_FILE).write_text(str(os.getpid()))
+        self._appended = False  # an append of this writer succeeded (a failed one rolls back to the one before)
+        with disk_full(root / L.ABORT_FILE, "the abort marker"):
+            (root / L.ABORT_FILE).write_text(str(os.getpid()))
 
     @classmethod
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
@@ -95,8 +100,10 @@ class StoreWriter:
             raise StoreNotFoundError(f"{root} is a file; expected a store directory (or a path to create one)")
         # the default layout only: a DLedger, RocksDB, LMQ or prop-crc broker could not use what this writes
         refuse_variant_writes(root, variant)
-        root.mkdir(parents=True, exist_ok=True)
+        with disk_full(root, "the store directory"):
+            root.mkdir(parents=True, exist_ok=True)
         lock = lock or StoreLock.acquire(root)
+        had_abort = (root / L.ABORT_FILE).exists()
         try:
             sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                                  index_max_entries)
@@ -105,9 +112,15 @@ class StoreWriter:
             writer = cls(root, sizes, lock, store_host, max_message_size)
             writer.recovery_actions = actions
             return writer
-        except BaseException:
+        except BaseException as e:
+            if not had_abort:  # the marker this open wrote (on a full disk, perhaps empty): nothing else changed
+                (root / L.ABORT_FILE).unlink(missing_ok=True)
             lock.release()
-            raise
+            error = with_advice(e, f"free space on that filesystem, then open the store {root} again (or run "
+                                f"`rocketstore recover {root}`)")
+            if error is None:
+                raise
+            raise error from os_cause(e)
 
     def __enter__(self):
         return self
@@ -151,9 +164,20 @@ class StoreWriter:
         if compress_body not in (None, "none") and "body" in table.column_names:
             table = flag_compression(table, compress_body, compress_threshold)
         first = self.next_phy
-        for chunk in _chunks(table):
-            self.append_encoded(self.encode(chunk))
-        self.consume_queues.write_pending()  # an appended table is readable once append returns
+        before = self._before_append()
+        try:
+            for chunk in _chunks(table):
+                self.append_encoded(self.encode(chunk))
+            self.consume_queues.write_pending()  # an appended table is readable once append returns
+        except (OSError, DiskFullError) as e:
+            error = with_advice(e, f"the append was rolled back and the writer closed: the store {self.root} is as "
+                                "it was before this append (earlier appends of this writer are kept); free space on "
+                                "that filesystem and open it again")
+            if error is None:
+                raise
+            self._undo_append(before)
+            raise error from os_cause(e)
+        self._appended = True
         return {"count": table.num_rows, "first_phy_offset": first, "end_phy_offset": self.next_phy}
 
     def _selected_queues(self, table: pa.Table, selector: str, queue_nums: int) -> np.ndarray:
@@ -167,6 +191,38 @@ class StoreWriter:
         queues = select_queues(table, counts, selector, row_base=self._rows_selected)
         self._rows_selected += table.num_rows
         return queues
+
+    def _before_append(self) -> dict:
+        """What :meth:`_undo_append` needs to put the store back as it is now (in memory: read only on failure)."""
+        payload = snapshot(self.root, "append", self.next_phy, {}, self.root / L.INDEX_DIR, 0)
+        payload["offsets"] = self.offsets.as_dict()
+        return payload
+
+    def _undo_append(self, before: dict) -> None:
+        """After a failed append: roll the store back to ``before`` (:meth:`_before_append`), as a journal's
+        rollback does, and close the writer (its state in memory is past the rollback). Writes only over pages
+        that hold data, so it works on a full disk."""
+        self.consume_queues.discard_pending()
+        self.index.close()
+        self._files.close_all()
+        try:
+            cq = self.root / L.CONSUMEQUEUE_DIR
+            queues = {}
+            for (topic, qid), end in self.offsets.as_dict().items():
+                start = before["offsets"].get((topic, qid))
+                if start == end:
+                    continue
+                directory = cq / topic / str(qid)
+                cut = (start or 0) * L.CQ_STORE_UNIT_SIZE
+                queues[f"{topic}/{qid}"] = [start or 0, None if start is None else sorted(
+                    p.name for p in directory.iterdir() if p.name.isdigit() and int(p.name) < cut)
+                    if directory.is_dir() else []]
+            rollback(self.root, self.sizes, dict(before, queues=queues))
+            if not self._appended:  # nothing of this writer is left: the store is as it was opened
+                (self.root / L.ABORT_FILE).unlink(missing_ok=True)
+        finally:
+            self._closed = True
+            self._lock.release()
 
     def encode(self, table: pa.Table) -> EncodedBatch:
         """Prepare and encode messages without publishing them (what Spark tasks do in parallel)."""
@@ -250,7 +306,9 @@ class StoreWriter:
             self._lock.release()
 
     def close(self) -> None:
-        """Flush everything, remove ``abort`` and release the lock. Idempotent."""
+        """Flush everything, remove ``abort`` and release the lock. Idempotent. A full disk raises
+        :class:`~...errors.DiskFullError`; the store then holds what was appended, ``abort`` included, as after a
+        killed process (the next writer or ``rocketstore recover`` repairs it)."""
         if self._closed:
             return
         try:
@@ -265,9 +323,21 @@ class StoreWriter:
             if self.register_topics_on_close and self.offsets.written_topics:
                 dirs = queue_dir_counts(self.root)
                 register_topics(self.root, {t: dirs.get(t, 1) for t in self.offsets.written_topics})
+        except (OSError, DiskFullError) as e:
+            error = with_advice(e, f"the appended messages are in the store, but closing it failed; free space on "
+                                f"that filesystem, then run `rocketstore recover {self.root}`")
+            if error is None:
+                raise
+            raise error from os_cause(e)
         finally:
-            self._closed = True
-            self._lock.release()
+            self.close_after_failure()
+
+    def close_after_failure(self) -> None:
+        """Let go of files, maps and the lock without writing anything (what :meth:`close` does last)."""
+        self.index.close()
+        self._files.close_all()
+        self._closed = True
+        self._lock.release()
 
 
 def _chunks(table: pa.Table):

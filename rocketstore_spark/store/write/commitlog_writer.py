@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..files.disk_full import disk_full
 from ..format import layout as L
 from .encoded_batch import EncodedBatch
 from .open_files import OpenFiles
@@ -52,9 +53,12 @@ class CommitLogWriter:
                 patch_longs(chunk, rel + L.QUEUE_OFFSET_POSITION, queue_offset[a:b])
                 patch_longs(chunk, rel + L.PHYSICAL_OFFSET_POSITION, phy[a:b])
                 patch_longs(chunk, rel + batch.ts_pos[a:b], store_ts[a:b])
-                os.pwrite(self._fd(int(file_no[a]) * size), memoryview(chunk), int(phy[a] % size))
+                start = int(file_no[a]) * size
+                with disk_full(self.directory / L.offset_to_file_name(start), "the commit log"):
+                    os.pwrite(self._fd(start), memoryview(chunk), int(phy[a] % size))
         for pos, length in placement.blanks:
-            os.pwrite(self._fd(pos - pos % size), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos % size)
+            with disk_full(self.directory / L.offset_to_file_name(pos - pos % size), "the commit log"):
+                os.pwrite(self._fd(pos - pos % size), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos % size)
 
     def adopt(self, path: Path) -> None:
         """A commit-log file written outside this writer (moved in by a publication): flushed with the rest."""

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import MessageValidationError
+from ..files.disk_full import disk_full
 from ..files.store_files import create_full_size
 from ..format import layout as L
 from .encoded_batch import EncodedBatch
@@ -29,6 +30,10 @@ class QueueOffsets:
 
     def next_offset(self, topic: str, queue_id: int) -> int:
         return self._next.get((topic, int(queue_id)), 0)
+
+    def as_dict(self) -> dict[tuple[str, int], int]:
+        """(topic, queue id) → the offset its next message gets, for every queue this writer knows (a copy)."""
+        return dict(self._next)
 
     def keys(self) -> list[tuple[str, int]]:
         """(topic, queue id) of every queue known (on disk when opened, or written since)."""
@@ -123,7 +128,8 @@ class ConsumeQueueWriter:
         sync = self._files.sync_evicted
         _in_parallel(lambda item: create_full_size(item[0], cq_size, writes=item[1], sync=sync), new_files.items())
         for path, (at, data) in existing:
-            os.pwrite(self._files.fd(path, cq_size), data, at)
+            with disk_full(path, "a consume queue"):
+                os.pwrite(self._files.fd(path, cq_size), data, at)
         self.discard_pending()
 
     def discard_pending(self) -> None:
@@ -136,9 +142,10 @@ class ConsumeQueueWriter:
         todo = [(t, int(q)) for t, q in keys if (t, int(q)) not in self._made]
         if not todo:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True), sorted({t for t, _ in todo}))
-        _in_parallel(lambda k: (self.directory / k[0] / str(k[1])).mkdir(exist_ok=True), todo)
+        with disk_full(self.directory, "the consume queues' directories"):
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True), sorted({t for t, _ in todo}))
+            _in_parallel(lambda k: (self.directory / k[0] / str(k[1])).mkdir(exist_ok=True), todo)
         for t, q in todo:
             self._made[(t, q)] = self.directory / t / str(q)
 

@@ -7,6 +7,7 @@ by the local wall-clock time (``yyyyMMddHHmmssSSS``) and inherits the full file'
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files.disk_full import disk_full
 from ..files.index_file import IndexHeader, index_file_size, list_index_files
 from ..files.store_files import create_full_size
 from ..format import layout as L
@@ -39,6 +41,7 @@ class IndexWriter:
         self.last_full_end_timestamp = 0  # what the checkpoint's indexMsgTimestamp records
         self._path = None
         self._mm = None
+        self._fd = -1
         self._header = None
         self._unflushed: list[Path] = []  # files that filled up since the last flush
         if names:
@@ -51,6 +54,7 @@ class IndexWriter:
         self._path = path
         with open(path, "r+b") as fh:
             self._mm = mmap.mmap(fh.fileno(), self.size)
+            self._fd = os.dup(fh.fileno())  # allocates the pages the map touches (see _allocate)
         self._header = IndexHeader(*L.INDEX_HEADER.unpack_from(self._mm, 0))
 
     def _roll(self, now_ms: int) -> None:
@@ -96,9 +100,12 @@ class IndexWriter:
         diffs = np.where((ts - diff_base) < 0, 0, diffs)
         diffs = np.minimum(diffs, JAVA_INT_MAX)
         slot_base = L.INDEX_HEADER_SIZE
+        bucket = hashes % self.slots
+        entry_base = slot_base + self.slots * L.INDEX_SLOT_SIZE
+        start = entry_base + first * L.INDEX_ENTRY_SIZE
+        self._allocate(slot_base + bucket * L.INDEX_SLOT_SIZE, start, start + k * L.INDEX_ENTRY_SIZE)
         # a writable view: only the slots touched are read and written, so a sparse file stays sparse
         slots = np.frombuffer(self._mm, dtype=">i4", count=self.slots, offset=slot_base)
-        bucket = hashes % self.slots
         current = slots[bucket].astype(np.int64)
         current = np.where((current <= 0) | (current > first + np.arange(k)), 0, current)
         order = np.argsort(bucket, kind="stable")
@@ -111,8 +118,6 @@ class IndexWriter:
         entries = np.zeros(k, dtype=L.INDEX_ENTRY_DTYPE)
         entries["key_hash"], entries["phy_offset"] = hashes, phy
         entries["time_diff"], entries["prev"] = diffs, prev
-        entry_base = slot_base + self.slots * L.INDEX_SLOT_SIZE
-        start = entry_base + first * L.INDEX_ENTRY_SIZE
         self._mm[start:start + k * L.INDEX_ENTRY_SIZE] = entries.tobytes()
         last_of_bucket = np.ones(k, dtype=bool)
         last_of_bucket[:-1] = sorted_bucket[1:] != sorted_bucket[:-1]
@@ -121,6 +126,24 @@ class IndexWriter:
         used = h.hash_slot_count + int((prev == 0).sum())
         self._header = IndexHeader(begin_ts, int(ts[-1]), begin_phy, int(phy[-1]), used, first + k)
         self._mm[0:L.INDEX_HEADER_SIZE] = L.INDEX_HEADER.pack(*self._header.__dict__.values())
+
+    def _allocate(self, slot_bytes: np.ndarray, lo: int, hi: int) -> None:
+        """Give the file blocks for the pages of the slots at ``slot_bytes`` and of bytes [lo, hi) before the map
+        touches them: the file is sparse, and a page the filesystem cannot allocate then would kill the process
+        (SIGBUS, on any access on tmpfs); here a full disk is a :class:`~...errors.DiskFullError`."""
+        page = mmap.PAGESIZE
+        pages = np.unique(np.concatenate([slot_bytes // page, np.arange(lo // page, (hi + page - 1) // page)]))
+        cuts = np.flatnonzero(np.diff(pages) != 1) + 1
+        with disk_full(self._path, "the index"):
+            for run in np.split(pages, cuts):
+                if len(run):
+                    at = int(run[0]) * page
+                    try:  # never past the file's end: allocating there would lengthen the file
+                        os.posix_fallocate(self._fd, at, min(len(run) * page, self.size - at))
+                    except OSError as e:
+                        if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                            raise
+                        return  # a filesystem without allocation: written through the map as before
 
     @property
     def end_phy_offset(self) -> int:
@@ -145,6 +168,9 @@ class IndexWriter:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 __all__ = ["IndexWriter", "index_file_name"]

@@ -31,6 +31,7 @@ the process at a named step; the crash-safety tests use it to prove that every s
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -43,7 +44,8 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import RocketStoreError
+from ...errors import DiskFullError, RocketStoreError
+from ..files.disk_full import is_disk_full, os_cause, with_advice
 from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
 from ..files.store_files import is_temporary
@@ -52,7 +54,7 @@ from ..files.variant import refuse_variant_writes
 from ..format import layout as L
 from .appender import StoreWriter
 from .encoded_batch import EncodedBatch
-from .journal import mark_done, snapshot, write_journal
+from .journal import STATE_DONE, mark_done, snapshot, write_journal
 from .open_files import fsync_directory
 from .placement import place_records
 from .queue_skeleton import adopt_skeletons
@@ -74,10 +76,45 @@ def fault_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Optional[dict] = None,
-                   overwrite: bool = False, store_host: str = "127.0.0.1:10911", sizes: Optional[dict] = None,
-                   now_ms: Optional[int] = None, sink: Optional[tuple] = None, sync_flush: bool = True) -> dict:
-    """Publish the staged metadata files ``stems`` of job ``job_id`` as one job; see the module docstring.
+def publish_staged(root, job_id: str, stems: list[str], **options) -> dict:
+    """Publish the staged metadata files ``stems`` of job ``job_id`` as one job; see the module docstring and
+    :func:`_publish_staged` for the options.
+
+    A full disk (or quota) before the commit point raises :class:`~...errors.DiskFullError` after rolling the
+    job back (the store is as before it); if the rollback itself cannot finish, its journal stays and the error
+    says to run ``rocketstore recover``. Past the commit point the job is in the store: a full disk while
+    finishing it is logged, and recovery finishes it.
+    """
+    try:
+        return _publish_staged(root, job_id, stems, **options)
+    except (OSError, DiskFullError) as e:
+        error = with_advice(e, _disk_full_advice(Path(root), job_id))
+        if error is None:
+            raise
+        raise error from os_cause(e)
+
+
+def _disk_full_advice(root: Path, job_id: str) -> str:
+    """What the store holds after a full disk stopped job ``job_id``, and what to do."""
+    path = journal_path(root, job_id)
+    try:
+        state = json.loads(path.read_text())["state"] if path.exists() else None
+    except (OSError, ValueError, KeyError):
+        state = "unreadable"
+    if state is None:
+        return (f"the job was rolled back: the store {root} is as it was before the job; free space on that "
+                "filesystem and run the job again")
+    if state == STATE_DONE:
+        return (f"the job is committed (its messages are in the store), but finishing it failed; free space, then run "
+                f"`rocketstore recover {root}` to finish it (do not run the job again)")
+    return (f"the job was stopped before its commit point, and rolling it back needs room too; free space on that "
+            f"filesystem, then run `rocketstore recover {root}`, which rolls the job back (journal {path})")
+
+
+def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Optional[dict] = None,
+                    overwrite: bool = False, store_host: str = "127.0.0.1:10911", sizes: Optional[dict] = None,
+                    now_ms: Optional[int] = None, sink: Optional[tuple] = None, sync_flush: bool = True) -> dict:
+    """:func:`publish_staged` without the full-disk advice.
 
     ``sink=(sink_id, batch_id)`` makes the publication idempotent per streaming batch: a batch id the sink
     already committed (a replay after a restart) publishes nothing; the batch id is recorded atomically with
@@ -132,14 +169,30 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
         fault_point("before-done")
         mark_done(root, job_id, register)  # 11.
         fault_point("after-done")
-        if sink is not None:
-            record_sink_batch(root, *sink)
         end = writer.next_phy
-    except BaseException:
-        writer.abandon()
+    except BaseException as e:
+        if journal_path(root, job_id).exists():
+            _abandon(writer, e)
+        else:  # stopped before the journal (a full disk writing it): nothing but this writer's abort marker changed
+            writer.close_after_failure()
+            (root / L.ABORT_FILE).unlink(missing_ok=True)
         raise
-    registered = _register_topics_after_commit(root, job_id, register)  # 12.
-    writer.close()  # releases the lock; the next writer's recovery would also finish a done journal
+    try:
+        if sink is not None:
+            record_sink_batch(root, *sink)  # the done journal names the batch too: recovery records it
+        registered = _register_topics_after_commit(root, job_id, register)  # 12.
+        writer.close()  # releases the lock; the next writer's recovery would also finish a done journal
+    except BaseException as e:
+        writer.close_after_failure()  # the done journal stays: the next writer or `rocketstore recover` finishes
+        if not isinstance(e, DiskFullError) and not is_disk_full(e):
+            raise
+        # past the commit point a failure must not report the committed job as failed (a rerun would duplicate
+        # it): the done journal stays, and recovery finishes the job
+        log.warning("job %s is committed (%d messages), but finishing it failed: %s; free space, then run "
+                    "`rocketstore recover %s` (or write again) to finish it", job_id, sum(len(c) for c in chunks),
+                    e, root)
+        return {"job": job_id, "count": sum(len(c) for c in chunks), "end_phy_offset": end, "in_place": in_place,
+                "topics_added": sorted(register), "finished": False}
     shutil.rmtree(meta_dir(root) / TRASH_DIR / job_id, ignore_errors=True)
     discard_staged(root, job_id)
     if registered:
@@ -147,6 +200,16 @@ def publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Opt
     remove_empty_dirs(meta_dir(root))
     return {"job": job_id, "count": sum(len(c) for c in chunks), "end_phy_offset": end, "in_place": in_place,
             "topics_added": sorted(register)}
+
+
+def _abandon(writer: StoreWriter, error: BaseException) -> None:
+    """Roll back after ``error``; a rollback that fails too (the disk is still full) leaves the journal to
+    ``rocketstore recover`` and must not hide ``error``."""
+    try:
+        writer.abandon()
+    except (OSError, RocketStoreError) as e:
+        log.warning("rolling back after %s failed: %s; the journal stays for `rocketstore recover %s`",
+                    error, e, writer.root)
 
 
 def _register_topics_after_commit(root: Path, job_id: str, register: dict) -> bool:

@@ -8,12 +8,14 @@ so that stale records can never be mistaken for data by a later recovery.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from pathlib import Path
 
 import numpy as np
 
+from ..files.disk_full import disk_full
 from ..files.index_file import list_index_files
 from ..files.sizes import StoreSizes
 from ..format import layout as L
@@ -26,23 +28,59 @@ ZERO_CHUNK = 1 << 20
 
 
 def zero_from(path: Path, position: int) -> None:
-    """Zero ``path`` from ``position`` to its end, writing only the chunks that are not zero already."""
-    with open(path, "r+b") as fh:
-        length = os.fstat(fh.fileno()).st_size
-        if position >= length:
-            return
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            view = np.frombuffer(mm, dtype=np.uint8)
-            pos = position
-            while pos < length:
-                end = min(length, (pos // ZERO_CHUNK + 1) * ZERO_CHUNK)
-                if view[pos:end].any():
-                    os.pwrite(fh.fileno(), bytes(end - pos), pos)
-                pos = end
-            del view
-        finally:
-            mm.close()
+    """Zero ``path`` from ``position`` to its end, writing only the pages that are not zero already.
+
+    Reads with ``pread`` and skips holes: zeroing must work on a full disk (a rollback after ``ENOSPC``), and
+    neither overwriting a page that holds data nor reading a hole allocates anything (a memory-mapped read of a
+    hole would, on tmpfs, and kill the process when there is no room)."""
+    with open(path, "r+b") as fh, disk_full(path, "zeros over a rolled-back tail"):
+        fd = fh.fileno()
+        length = os.fstat(fd).st_size
+        pos = position
+        while pos < length:
+            pos = _next_data(fd, pos, length)
+            if pos >= length:
+                break
+            end = min(length, (pos // ZERO_CHUNK + 1) * ZERO_CHUNK)
+            write_changed_pages(fd, pos, os.pread(fd, end - pos, pos), bytes(end - pos))
+            pos = end
+
+
+def restore_file(path: Path, data: bytes) -> None:
+    """Give ``path`` the content ``data`` again, rewriting only what changed (in place: on a full disk too)."""
+    if not path.exists():
+        path.write_bytes(data)
+        return
+    with open(path, "r+b") as fh, disk_full(path, "a file restored by a rollback"):
+        old = fh.read()
+        write_changed_pages(fh.fileno(), 0, old[:len(data)], data)
+        if len(old) != len(data):
+            fh.truncate(len(data))
+
+
+def _next_data(fd: int, pos: int, length: int) -> int:
+    """The first byte at or after ``pos`` that is not in a hole (``pos`` where the filesystem cannot tell)."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError as e:
+        return length if e.errno == errno.ENXIO else pos
+
+
+def write_changed_pages(fd: int, at: int, old: bytes, new: bytes) -> None:
+    """Write ``new`` over ``old`` (the bytes at ``at``), only the pages where they differ: a page that changes
+    holds data, so rewriting it needs no new block (a rollback after ``ENOSPC`` must not)."""
+    page = mmap.PAGESIZE
+    head = at % page
+    size = -(-(head + len(new)) // page) * page
+    a = np.zeros(size, np.uint8)
+    b = np.zeros(size, np.uint8)
+    a[head:head + len(old)] = np.frombuffer(old, np.uint8)
+    b[head:head + len(new)] = np.frombuffer(new, np.uint8)
+    changed = np.flatnonzero((a != b).reshape(-1, page).any(axis=1))
+    for run in np.split(changed, np.flatnonzero(np.diff(changed) != 1) + 1) if len(changed) else []:
+        lo = max(int(run[0]) * page - head, 0)
+        hi = min((int(run[-1]) + 1) * page - head, len(new))
+        os.pwrite(fd, new[lo:hi], at + lo)
 
 
 def repair_store(root: Path, sizes: StoreSizes) -> int:

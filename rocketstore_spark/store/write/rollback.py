@@ -13,7 +13,7 @@ import numpy as np
 from ..files.index_file import IndexHeader, index_file_size
 from ..files.sizes import StoreSizes
 from ..format import layout as L
-from .repair import zero_from
+from .repair import restore_file, write_changed_pages, zero_from
 from .store_meta import TRASH_DIR, meta_dir
 
 
@@ -35,7 +35,7 @@ def rollback(root: Path, sizes: StoreSizes, journal: dict) -> None:
     if journal["checkpoint"] is None:
         checkpoint.unlink(missing_ok=True)
     else:
-        checkpoint.write_bytes(bytes.fromhex(journal["checkpoint"]))
+        restore_file(checkpoint, bytes.fromhex(journal["checkpoint"]))
 
 
 def _rollback_commitlog(root: Path, sizes: StoreSizes, journal: dict) -> None:
@@ -91,10 +91,7 @@ def _rollback_index(root: Path, sizes: StoreSizes, journal: dict) -> None:
             # a link that does not go back (a damaged file) would loop forever: the slot becomes empty
             values[ahead] = np.where(older < values[ahead], older, 0)
         slots[pushed] = values
-        fh.seek(L.INDEX_HEADER_SIZE)
-        fh.write(slots.astype(">i4").tobytes())
-        fh.seek(0)
-        fh.write(header_bytes)
+        write_changed_pages(fh.fileno(), 0, bytes(data[:slots_end]), header_bytes + slots.astype(">i4").tobytes())
     zero_from(path, slots_end + count * L.INDEX_ENTRY_SIZE)
 
 

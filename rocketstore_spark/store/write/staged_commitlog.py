@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import StoreFormatError
+from ..files.disk_full import disk_full
 from ..format import layout as L
 from .encoded_batch import EncodedBatch
 from .placement import patch_longs
@@ -81,7 +82,7 @@ def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_si
 
 def _copy_range(source: Path, target: Path, lo: int, hi: int) -> None:
     """Copy bytes [lo, hi) of ``source`` to the same place in ``target`` (in the kernel where it can)."""
-    with open(source, "rb") as src, open(target, "r+b") as dst:
+    with open(source, "rb") as src, open(target, "r+b") as dst, disk_full(target, "the commit log"):
         pos = lo
         while pos < hi:
             count = min(hi - pos, COPY_CHUNK_BYTES)

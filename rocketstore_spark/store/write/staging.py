@@ -19,6 +19,8 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 import pyarrow as pa
 
+from ...errors import DiskFullError
+from ..files.disk_full import disk_full, is_disk_full, os_cause, with_advice
 from ..files.known_end import known_end
 from ..files.sizes import detect_sizes
 from ..format import layout as L
@@ -38,6 +40,27 @@ def stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_hos
           sizes: Optional[dict] = None, overwrite: bool = False,
           new_topic_queues: Optional[Callable[[], dict]] = None) -> list[str]:
     """Encode ``tables`` and stage them for job ``job_id``; returns the metadata stems, in order.
+
+    A full disk raises :class:`~...errors.DiskFullError`: the store itself is untouched.
+    """
+    try:
+        return _stage(root, job_id, name, tables, store_host=store_host, max_message_size=max_message_size,
+                      rows_per_file=rows_per_file, sizes=sizes, overwrite=overwrite,
+                      new_topic_queues=new_topic_queues)
+    except (OSError, DiskFullError) as e:
+        error = with_advice(e, f"the store was not touched; the job's staged files under "
+                            f"{staging_dir(Path(root), job_id)} go when the job is aborted (or with `rocketstore "
+                            f"staging {root} --remove {job_id}`); free space on that filesystem and run the job again",
+                            "staged records")
+        if error is None:
+            raise
+        raise error from os_cause(e)
+
+
+def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_host: str,
+           max_message_size: int, rows_per_file: int, sizes: Optional[dict], overwrite: bool,
+           new_topic_queues: Optional[Callable[[], dict]]) -> list[str]:
+    """:func:`stage`, full-disk errors untranslated.
 
     Each table is encoded on its own (Spark hands over small Arrow batches: encoding them one by one avoids
     concatenating bodies) and is one reservation. ``sizes`` are the store's size options (used when the store
@@ -132,18 +155,24 @@ class _StagedFiles:
         bounds = np.flatnonzero(np.diff(file_no)) + 1
         for a, b in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(phy)]))):
             start = int(file_no[a]) * size
-            os.pwrite(self._fd(start), memoryview(batch.data[int(rec_off[a]):int(rec_off[b])]),
-                      int(phy[a]) - start)
+            with disk_full(self.directory / L.offset_to_file_name(start), "staged records"):
+                os.pwrite(self._fd(start), memoryview(batch.data[int(rec_off[a]):int(rec_off[b])]),
+                          int(phy[a]) - start)
         for pos, length in placement.blanks:
             start = pos - pos % size
-            os.pwrite(self._fd(start), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos - start)
+            with disk_full(self.directory / L.offset_to_file_name(start), "staged records"):
+                os.pwrite(self._fd(start), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos - start)
 
 
 def discard_staged(root, job_id: str) -> None:
     """Abort: close the job's reservation (a zombie attempt can no longer write) and remove its staging
     directory; the store itself was never touched."""
     job_dir = staging_dir(Path(root), job_id)
-    close_job(job_dir)
+    try:
+        close_job(job_dir)
+    except OSError as e:  # a full disk must not keep an abort from freeing the job's space (removed right after)
+        if not is_disk_full(e):
+            raise
     shutil.rmtree(job_dir, ignore_errors=True)
     remove_empty_dirs(meta_dir(Path(root)))
 
