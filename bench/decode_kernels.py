@@ -96,7 +96,7 @@ def _measure(store, path, rounds):
 
 def _generate(shape, path, n, RocketStore):
     if shape == "kib":
-        with RocketStore.open(path, mode="a") as writer:
+        with RocketStore.open_writer(path) as writer:
             for table in message_tables(n, body_bytes=1024):
                 writer.append(table)
         return n

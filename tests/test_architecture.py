@@ -165,11 +165,24 @@ def foreign_private_uses(path: Path) -> list:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            out += [f"{path.name}:{node.lineno}: imports {a.name}" for a in node.names if is_private(a.name)]
+            out += [f"{path.name}:{node.lineno}: imports {a.name}" for a in node.names if is_private(a.name)
+                    and not (a.name == NATIVE and node.module in (None, "rocketstore_spark"))]
         elif isinstance(node, ast.Attribute) and is_private(node.attr) and node.attr not in own:
             if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
                 out.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     return out
+
+
+# The compiled kernels (the Rust crate's module, ``rocketstore_spark._native``): private to the package, imported only
+# by the store's kernel wrappers in its two lowest layers, which give the rest of the package Python functions.
+NATIVE = "_native"
+
+
+def test_only_the_lowest_store_layers_call_the_native_kernels():
+    users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                   if any(isinstance(n, ast.ImportFrom) and any(a.name == NATIVE for a in n.names)
+                          for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
+    assert users and all(u.startswith(("store/format/", "store/files/")) for u in users), users
 
 
 def test_no_module_touches_another_modules_private_names():

@@ -81,7 +81,7 @@ def test_bad_times_are_errors_and_iso_times_work(sample_store):
 def key_store(tmp_path_factory):
     """200 messages with key order-42 and one with a binary body holding a newline and brackets."""
     path = tmp_path_factory.mktemp("keys") / "store"
-    with RocketStore.open(path, mode="a", commit_log_file_size=1 << 20, consume_queue_file_size=6000,
+    with RocketStore.open_writer(path, commit_log_file_size=1 << 20, consume_queue_file_size=6000,
                           index_hash_slots=4000, index_max_entries=16000) as w:
         w.append(pa.table({"topic": ["orders"] * 200, "queueId": [0] * 200, "body": [b"x"] * 200,
                            "keys": [["order-42"]] * 200}))

@@ -38,7 +38,7 @@ def test_the_documented_command_runs_the_notebook_on_a_bursty_store(tmp_path):
     t0 = 1_717_200_000_000
     times = [t0 + i * 1000 for i in range(50)] + [t0 + 5 * 3_600_000 + i * 1000 for i in range(50)]
     topics = ["steady"] * 99 + ["once"]
-    with RocketStore.open(store, mode="a", commit_log_file_size=1 << 20, consume_queue_file_size=6000,
+    with RocketStore.open_writer(store, commit_log_file_size=1 << 20, consume_queue_file_size=6000,
                           index_hash_slots=4000, index_max_entries=16000) as w:
         w.append(pa.table({"topic": topics, "body": [b"x"] * 100, "tags": ["a"] * 100,
                            "storeTimestamp": pa.array(times, pa.timestamp("ms"))}))

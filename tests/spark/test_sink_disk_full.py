@@ -29,7 +29,7 @@ def small_fs(tmp_path):
 
 def base(fs, name):
     root = fs / name
-    with RocketStore.open(root, mode="a", **SIZES) as w:
+    with RocketStore.open_writer(root, **SIZES) as w:
         w.append(messages(300))
     return root
 

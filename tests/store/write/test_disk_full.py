@@ -115,7 +115,7 @@ def job_tables():
 def bodies(root: Path) -> list:
     with RocketStore.open(root, **SIZES) as s:
         assert verify_store(s) == []
-        rows = [r for b in s.scan_commitlog(columns=["topic", "body"]) for r in b.to_pylist()]
+        rows = [r for b in s.scan_raw(columns=["topic", "body"]) for r in b.to_pylist()]
         per_queue = sum(s.max_offset(t, q) - s.min_offset(t, q) for t in s.topics() for q in s.queue_ids(t))
     assert per_queue == len(rows)  # every record reached its queue, no queue references more
     return [r["body"] for r in rows]
@@ -129,7 +129,7 @@ def expected_bodies(with_job: bool) -> list:
 
 
 def run_append(root: Path) -> None:
-    with RocketStore.open(root, mode="a", **SIZES) as w:
+    with RocketStore.open_writer(root, **SIZES) as w:
         w.append(pa.concat_tables(job_tables()))  # one append: all of it or none
 
 
@@ -156,7 +156,7 @@ def one_case(fs: Path, operation: str, leave: int, then=None) -> dict:
     """Build the store, leave ``leave`` bytes free, write, check; returns what happened. ``then(root)`` runs on
     the recovered store after the checks."""
     root = fs / f"store-{uuid.uuid4().hex[:6]}"
-    with RocketStore.open(root, mode="a", **SIZES) as w:
+    with RocketStore.open_writer(root, **SIZES) as w:
         w.append(messages(BASE))
     before = store_digest(root)
     filler = fill(fs, leave)
@@ -182,7 +182,7 @@ def one_case(fs: Path, operation: str, leave: int, then=None) -> dict:
     if not committed:
         assert store_digest(root) == before, str(error)
     assert bodies(root) == expected_bodies(committed)
-    with RocketStore.open(root, mode="a", **SIZES) as w:  # the store takes writes again
+    with RocketStore.open_writer(root, **SIZES) as w:  # the store takes writes again
         w.append(messages(5, start=10_000))
     assert bodies(root)[-5:] == messages(5, start=10_000).column("body").to_pylist()
     if then is not None:
@@ -198,7 +198,7 @@ def one_case(fs: Path, operation: str, leave: int, then=None) -> dict:
 def publication_usage(fs: Path) -> tuple[int, int]:
     """A dry run with room to spare: bytes the job's staging takes, and bytes the store grows by publishing."""
     root = fs / "dry"
-    with RocketStore.open(root, mode="a", **SIZES) as w:
+    with RocketStore.open_writer(root, **SIZES) as w:
         w.append(messages(BASE))
     start = free_bytes(fs)
     job = new_job_id()
