@@ -10,24 +10,26 @@ CLIENT_ONLY_PROPERTIES = {"MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 BROKER_REWRITTEN = {"DELAY", "TRAN_MSG", "PGROUP", "REAL_TOPIC", "REAL_QID", "TRAN_PREPARED_QUEUE_OFFSET"}
 
 
-def by_uniq_key(lines):
+def by_index(lines):
+    """Harness lines keyed by the ``index`` user property the harness gives every message (UNIQ_KEY is not
+    unique: a 5.3.3 broker appends the batch's own properties, UNIQ_KEY included, to every message of a batch)."""
     out = {}
     for line in lines:
-        uniq = line["properties"].get("UNIQ_KEY") or line["msgId"]
-        assert uniq not in out, f"message {uniq} seen twice: {out.get(uniq)} and {line}"
-        out[uniq] = line
+        index = line["properties"]["index"]
+        assert index not in out, f"message {index} seen twice: {out.get(index)} and {line}"
+        out[index] = line
     return out
 
 
 def store_rows(store, topic, columns=None):
-    """Every message of ``topic`` through the store API (``read_queue`` of each queue), keyed by UNIQ_KEY."""
+    """Every message of ``topic`` through the store API (``read_queue`` of each queue), keyed by ``index``."""
     rows = {}
     for queue_id in store.queue_ids(topic):
         for batch in store.read_queue(topic, queue_id, columns=columns):
             for row in batch.to_pylist():
                 row["properties"] = dict(row["properties"] or {})
-                assert row["uniqKey"] not in rows, f"message {row['uniqKey']} read twice"
-                rows[row["uniqKey"]] = row
+                assert row["properties"]["index"] not in rows, f"message {row} read twice"
+                rows[row["properties"]["index"]] = row
     return rows
 
 
@@ -38,8 +40,8 @@ def spark_rows(df):
         row["properties"] = dict(row["properties"] or {})
         row["keys"] = list(row["keys"] or [])
         row["body"] = bytes(row["body"])
-        assert row["uniqKey"] not in rows
-        rows[row["uniqKey"]] = row
+        assert row["properties"]["index"] not in rows
+        rows[row["properties"]["index"]] = row
     return rows
 
 
@@ -50,18 +52,20 @@ def sha256(body: bytes) -> str:
 def assert_row_is_sent(row, sent):
     """What the client sent is what the store holds: topic, keys, tags, body, and every property the client set
     (user properties, KEYS, TAGS, UNIQ_KEY) except the ones the broker rewrites on purpose."""
-    uniq = sent["msgId"]
+    uniq = sent["properties"]["index"]
     assert row["topic"] == sent["topic"], uniq
     assert list(row["keys"] or []) == sent["keys"], uniq
     assert row["tags"] == sent["tags"], uniq
     assert sha256(row["body"]) == sent["bodySha256"] and len(row["body"]) == sent["bodyLength"], uniq
-    wanted = {k: v for k, v in sent["properties"].items() if k not in BROKER_REWRITTEN}
+    rewritten = BROKER_REWRITTEN | ({"UNIQ_KEY"} if sent["kind"] == "batch" else set())
+    wanted = {k: v for k, v in sent["properties"].items() if k not in rewritten}
     assert {k: row["properties"].get(k) for k in wanted} == wanted, uniq
 
 
 def assert_row_is_received(row, got):
     """What a consumer received is what the store holds, property for property."""
-    uniq = got["properties"]["UNIQ_KEY"]
+    uniq = got["properties"]["index"]
+    assert row["uniqKey"] == got["msgId"], uniq
     assert (row["topic"], row["queueId"], row["queueOffset"]) == (got["topic"], got["queueId"], got["queueOffset"])
     assert row["commitLogOffset"] == got["commitLogOffset"], uniq
     assert list(row["keys"] or []) == got["keys"] and row["tags"] == got["tags"], uniq

@@ -6,7 +6,7 @@ the client sent and what real consumers received."""
 from pyspark.sql import functions as F
 
 from rocketstore_spark.store import RocketStore
-from tests.e2e.common import assert_row_is_received, assert_row_is_sent, by_uniq_key, same_rows, spark_rows, store_rows
+from tests.e2e.common import assert_row_is_received, assert_row_is_sent, by_index, same_rows, spark_rows, store_rows
 
 TOPIC = "orders"
 
@@ -17,11 +17,11 @@ def test_broker_store_reads_as_sent_and_received(broker_factory, harness, spark,
     sent = harness("produce", TOPIC, 40)
     kinds = {s["kind"] for s in sent}
     assert kinds == {"plain", "large", "batch", "delayed", "tx-commit", "tx-rollback"}
-    delivered = by_uniq_key([s for s in sent if s["kind"] != "tx-rollback"])
-    rolled_back = {s["msgId"] for s in sent if s["kind"] == "tx-rollback"}
+    delivered = by_index([s for s in sent if s["kind"] != "tx-rollback"])
+    rolled_back = {s["properties"]["index"] for s in sent if s["kind"] == "tx-rollback"}
 
-    push = by_uniq_key(harness("push", "e2e-push", TOPIC, len(delivered)))
-    pull = by_uniq_key(harness("pull", "e2e-pull", TOPIC, len(delivered)))
+    push = by_index(harness("push", "e2e-push", TOPIC, len(delivered)))
+    pull = by_index(harness("pull", "e2e-pull", TOPIC, len(delivered)))
     assert push.keys() == pull.keys() == delivered.keys()
     for uniq, got in push.items():
         assert {k: pull[uniq][k] for k in ("queueId", "queueOffset", "bodySha256")} == \
@@ -46,10 +46,9 @@ def test_broker_store_reads_as_sent_and_received(broker_factory, harness, spark,
         assert all(r["sysFlag"] & 1 for r in large) and max(len(r["body"]) for r in large) == 300_000
         # queryMessage and viewMessage: the broker's answers are the store API's
         keyed = store.query_by_key(TOPIC, "key-3").to_pylist()
-        assert sorted(r["uniqKey"] for r in keyed) == sorted(m["properties"]["UNIQ_KEY"] for m in by_key) != []
+        assert sorted(r["commitLogOffset"] for r in keyed) == sorted(m["commitLogOffset"] for m in by_key) != []
         looked = store.look_message_by_msg_id(offset_id)
-        assert looked["uniqKey"] == by_id[0]["properties"]["UNIQ_KEY"] and looked["commitLogOffset"] == \
-            by_id[0]["commitLogOffset"]
+        assert looked["uniqKey"] == by_id[0]["msgId"] and looked["commitLogOffset"] == by_id[0]["commitLogOffset"]
 
     df = spark.read.format("rocketstore").load(str(store_dir)).where(F.col("topic") == TOPIC)
     same_rows(spark_rows(df), rows)
