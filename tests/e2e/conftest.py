@@ -34,13 +34,14 @@ def namesrv(jvm_classpath, tmp_path_factory):
 
 @pytest.fixture
 def broker_factory(namesrv, tmp_path):
-    """``broker_factory(store_dir, **config)`` → a started :class:`Broker`; all are stopped after the test."""
+    """``broker_factory(store_dir, **config)`` → a started :class:`Broker` (``launch=False``: ports picked, not
+    started yet); all are stopped after the test."""
     started = []
 
-    def start(store_dir, name="broker-e2e", **config):
+    def start(store_dir, name="broker-e2e", launch=True, **config):
         broker = Broker(namesrv, store_dir, tmp_path / f"{name}-{len(started)}", name=name, **config)
         started.append(broker)
-        return broker.launch()
+        return broker.launch() if launch else broker
 
     yield start
     for broker in started:
