@@ -66,8 +66,8 @@ def port_open(port: int) -> bool:
 
 def jvm(main: str, args, work: Path, lib: str = "lib", heap: str = HEAP) -> list[str]:
     # C1 only: these JVMs live for seconds to minutes on a shared 2-core machine, start-up dominates
-    return [JAVA, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Duser.home={work}", "-Drocketmq.client.logUseSlf4j=false",
-            "-cp", classpath(lib), main, *map(str, args)]
+    return [JAVA, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-Duser.home={work}",
+            "-Drocketmq.client.logUseSlf4j=false", "-cp", classpath(lib), main, *map(str, args)]
 
 
 class Service:

@@ -40,6 +40,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   produce     NAMESRV TOPIC COUNT      keyed/tagged messages with user properties, a delayed message, two
  *                                        committed and one rolled-back transaction, a batch, large bodies
  *                                        (compressed by the client) - one "sent" line each
+ *   trickle     NAMESRV TOPIC COUNT MS   plain messages, one every MS milliseconds
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -59,6 +60,7 @@ public final class Harness {
         try {
             switch (args[0]) {
                 case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
+                case "trickle" -> trickle(args[1], args[2], Integer.parseInt(args[3]), Long.parseLong(args[4]));
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -154,6 +156,23 @@ public final class Harness {
             }
         } finally {
             tx.shutdown();
+        }
+    }
+
+    private static void trickle(String namesrv, String topic, int count, long pauseMs) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer("e2e-trickle");
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(15_000);
+        producer.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message m = message(topic, i, 20 + i % 100);
+                sent("plain", m, producer.send(m));
+                System.out.flush();
+                Thread.sleep(pauseMs);
+            }
+        } finally {
+            producer.shutdown();
         }
     }
 
