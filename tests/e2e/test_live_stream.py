@@ -12,43 +12,52 @@ from tests.e2e.services import jvm
 
 TOPIC = "ticks"
 MESSAGES = 120
+SEEDS = 5
 
 
-def test_stream_tails_live_broker_store_exactly_once(namesrv, broker_factory, spark, tmp_path):
-    store_dir = tmp_path / "store"
+def output_rows(out):
+    files = list(out.glob("*.parquet"))
+    return pq.read_table(files).to_pylist() if files else []
+
+
+def test_stream_tails_live_broker_store_exactly_once(namesrv, broker_factory, harness, spark, tmp_path):
+    store_dir, out, sent_log = tmp_path / "store", tmp_path / "out", tmp_path / "trickle.jsonl"
     broker_factory(store_dir)
-    sent_log = tmp_path / "trickle.jsonl"
-    with open(sent_log, "w") as out, open(tmp_path / "trickle.err", "w") as err:
-        producer = subprocess.Popen(jvm("org.rocketstore.e2e.Harness",
-                                        ["trickle", namesrv.addr, TOPIC, MESSAGES, 200], tmp_path / "trickle",
-                                        heap="-Xmx256m"), stdout=out, stderr=err)
+    seeds = harness("trickle", TOPIC, 0, SEEDS, 0)  # the topic exists before the query starts
+    producer = None
     try:
-        deadline = time.monotonic() + 120
-        while "{" not in sent_log.read_text():  # the topic exists once the first message is stored
-            assert producer.poll() is None and time.monotonic() < deadline, (tmp_path / "trickle.err").read_text()
-            time.sleep(0.2)
         query = (spark.readStream.format("rocketstore").option("topics", TOPIC)
                  .option("startingOffsets", "earliest").option("maxMessagesPerTrigger", "40")
                  .load(str(store_dir)).select("topic", "queueId", "queueOffset", "commitLogOffset", "body",
                                               "properties")
-                 .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+                 .writeStream.format("parquet").option("path", str(out))
                  .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(processingTime="1 second").start())
         try:
+            deadline = time.monotonic() + 180
+            while len(output_rows(out)) < SEEDS:  # the query runs: now the producer starts sending
+                assert query.isActive and time.monotonic() < deadline, query.exception()
+                time.sleep(0.5)
+            with open(sent_log, "w") as log, open(tmp_path / "trickle.err", "w") as err:
+                producer = subprocess.Popen(jvm("org.rocketstore.e2e.Harness",
+                                                ["trickle", namesrv.addr, TOPIC, SEEDS, MESSAGES - SEEDS, 150],
+                                                tmp_path / "trickle", heap="-Xmx256m"), stdout=log, stderr=err)
             assert producer.wait(300) == 0, (tmp_path / "trickle.err").read_text()
-            sent = by_index(json.loads(line) for line in sent_log.read_text().splitlines() if line.startswith("{"))
+            # what the query had written when the producer finished: it tailed while messages arrived
+            rows_while_sending = len(output_rows(out))
+            sent = by_index(seeds + [json.loads(line) for line in sent_log.read_text().splitlines()
+                                     if line.startswith("{")])
             assert len(sent) == MESSAGES
-            batches_while_sending = sum(1 for p in query.recentProgress if p["numInputRows"] > 0)
             deadline = time.monotonic() + 120
             while True:
                 time.sleep(2)
                 query.processAllAvailable()
-                rows = pq.read_table(tmp_path / "out").to_pylist()
+                rows = output_rows(out)
                 if len(rows) >= MESSAGES or time.monotonic() > deadline:
                     break
         finally:
             query.stop()
     finally:
-        if producer.poll() is None:
+        if producer is not None and producer.poll() is None:
             producer.kill()
             producer.wait()
 
@@ -62,4 +71,4 @@ def test_stream_tails_live_broker_store_exactly_once(namesrv, broker_factory, sp
         assert (row["topic"], row["queueId"], row["queueOffset"]) == (TOPIC, sent[index]["queueId"],
                                                                       sent[index]["queueOffset"])
         assert sha256(row["body"]) == sent[index]["bodySha256"]
-    assert batches_while_sending >= 2  # it tailed the store while the producer was still sending
+    assert SEEDS < rows_while_sending < MESSAGES, rows_while_sending

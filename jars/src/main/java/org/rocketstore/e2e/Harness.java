@@ -40,7 +40,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   produce     NAMESRV TOPIC COUNT      keyed/tagged messages with user properties, a delayed message, two
  *                                        committed and one rolled-back transaction, a batch, large bodies
  *                                        (compressed by the client) - one "sent" line each
- *   trickle     NAMESRV TOPIC COUNT MS   plain messages, one every MS milliseconds
+ *   trickle     NAMESRV TOPIC FROM N MS  plain messages FROM..FROM+N-1, one every MS milliseconds
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -60,7 +60,8 @@ public final class Harness {
         try {
             switch (args[0]) {
                 case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
-                case "trickle" -> trickle(args[1], args[2], Integer.parseInt(args[3]), Long.parseLong(args[4]));
+                case "trickle" -> trickle(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                    Long.parseLong(args[5]));
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -159,13 +160,13 @@ public final class Harness {
         }
     }
 
-    private static void trickle(String namesrv, String topic, int count, long pauseMs) throws Exception {
+    private static void trickle(String namesrv, String topic, int from, int count, long pauseMs) throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer("e2e-trickle");
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(15_000);
         producer.start();
         try {
-            for (int i = 0; i < count; i++) {
+            for (int i = from; i < from + count; i++) {
                 Message m = message(topic, i, 20 + i % 100);
                 sent("plain", m, producer.send(m));
                 System.out.flush();
