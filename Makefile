@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-compat test-e2e e2e-jars lint demo venv clean azurite
+.PHONY: test test-slow test-compat test-e2e e2e-jars e2e-hdfs-jars lint demo venv clean azurite
 
 venv: $(VENV)/.installed
 
@@ -35,15 +35,21 @@ test-slow: PYTEST_ARGS = -m slow
 test-slow: test
 
 # The end-to-end tests (tests/e2e, marker e2e): a real Apache RocketMQ 5.3.3 name server and broker, its Java
-# client driven by a small harness, and a real HDFS, all started by the tests' fixtures. Needs a JDK 17 and Maven;
-# e2e-jars resolves the jars from Maven Central into jars/target (the first run downloads, ~/.m2 keeps them).
+# client driven by a small harness, and a real HDFS (Hadoop's MiniDFSCluster), all started by the tests' fixtures.
+# Needs a JDK 17 and Maven: e2e-jars (RocketMQ, ~60 MB) and e2e-hdfs-jars (Hadoop, ~180 MB) resolve the jars from
+# Maven Central into jars/target (git-ignored); the first run downloads, later runs reuse ~/.m2.
+# The hdfs:// reads need libhdfs.so (Hadoop's binary distribution, lib/native): ARROW_LIBHDFS_DIR; without it they
+# are skipped and only the WebHDFS copy of the store is checked.
 E2E_MVN ?= mvn -q -B
 
 e2e-jars:
 	$(E2E_MVN) -f jars/pom.xml package
 
+e2e-hdfs-jars:
+	$(E2E_MVN) -f jars/hdfs/pom.xml package
+
 test-e2e: PYTEST_ARGS = -m e2e tests/e2e
-test-e2e: e2e-jars test
+test-e2e: e2e-jars e2e-hdfs-jars test
 
 # Azurite, Microsoft's Azure Blob Storage emulator (npm, not PyPI), for the slow abfs:// tests: installed into
 # $(VENV)/azurite on demand (tests/azure_server.py runs this target when it is missing)

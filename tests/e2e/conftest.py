@@ -6,7 +6,7 @@ The JVM jars come from ``make e2e-jars`` (``jars/pom.xml``); without them every 
 
 import pytest
 
-from tests.e2e.services import Broker, NameServer, ServiceError, classpath, run_harness
+from tests.e2e.services import Broker, MiniHdfs, NameServer, ServiceError, classpath, run_harness
 from tests.spark.conftest import spark  # noqa: F401 - the same local Spark session
 
 
@@ -56,3 +56,16 @@ def harness(namesrv, tmp_path):
         return run_harness(tmp_path / "harness", command, namesrv.addr, *args, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def hdfs(tmp_path_factory):
+    """A real HDFS (MiniDFSCluster) for the session."""
+    try:
+        classpath("hdfs-lib")
+    except ServiceError as e:
+        pytest.fail(str(e))
+    server = MiniHdfs(tmp_path_factory.mktemp("hdfs"))
+    server.launch()
+    yield server
+    server.stop()

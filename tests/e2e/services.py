@@ -36,7 +36,8 @@ class ServiceError(RuntimeError):
 
 def classpath(lib: str = "lib") -> str:
     if not HARNESS_JAR.is_file() or not (JARS / lib).is_dir():
-        raise ServiceError(f"the JVM jars are missing ({JARS / lib}): run `make e2e-jars` first")
+        target = "e2e-hdfs-jars" if lib == "hdfs-lib" else "e2e-jars"
+        raise ServiceError(f"the JVM jars are missing ({JARS / lib}): run `make {target}` first")
     return f"{HARNESS_JAR}{os.pathsep}{JARS / lib}/*"
 
 
@@ -205,3 +206,73 @@ def run_harness(work: Path, *args, timeout: float = 180) -> list[dict]:
         raise ServiceError(f"harness {' '.join(map(str, args))} failed ({done.returncode}); stderr in {log}:\n"
                            + done.stderr[-3000:])
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+class MiniHdfs(Service):
+    """A real HDFS: Hadoop's MiniDFSCluster (NameNode and one DataNode in one JVM) through its command-line driver
+    ``org.apache.hadoop.test.MiniDFSClusterManager``, from the jars ``make e2e-hdfs-jars`` copies into
+    ``jars/target/hdfs-lib``. WebHDFS is served on the NameNode's HTTP port."""
+
+    def __init__(self, work: Path):
+        super().__init__("hdfs", Path(work))
+        self.port = free_port()
+        self.http_port = free_port()
+        self.details = self.work / "details.json"
+
+    @property
+    def uri(self) -> str:
+        return f"hdfs://127.0.0.1:{self.port}"
+
+    def launch(self) -> "MiniHdfs":
+        self.work.mkdir(parents=True, exist_ok=True)
+        args = ["-datanodes", 1, "-nnport", self.port, "-httpport", self.http_port, "-format",
+                "-D", f"hdfs.minidfs.basedir={self.work / 'data'}", "-writeDetails", self.details]
+        self.start(jvm("org.apache.hadoop.test.MiniDFSClusterManager", args, self.work, lib="hdfs-lib"))
+        self.wait_until(lambda: self.details.exists() and port_open(self.http_port),
+                        f"NameNode on {self.uri}, WebHDFS on port {self.http_port}")
+        return self
+
+    def webhdfs(self, method: str, path: str, op: str, data: bytes = None, **params):
+        """One WebHDFS REST call (redirects to the DataNode followed); returns the response body."""
+        import urllib.parse
+        import urllib.request
+
+        query = urllib.parse.urlencode({"op": op, "user.name": "e2e", **params})
+        url = f"http://127.0.0.1:{self.http_port}/webhdfs/v1{path}?{query}"
+        for _ in range(3):
+            req = urllib.request.Request(url, data=data, method=method)
+            opener = urllib.request.build_opener(_NoRedirect)
+            try:
+                with opener.open(req, timeout=60) as resp:
+                    return resp.read()
+            except urllib.error.HTTPError as e:
+                if e.code in (301, 302, 307):
+                    url = e.headers["Location"].replace("localhost", "127.0.0.1")
+                    continue
+                raise ServiceError(f"WebHDFS {op} {path}: HTTP {e.code} {e.read()[:500]!r}") from e
+        raise ServiceError(f"WebHDFS {op} {path}: too many redirects")
+
+    def put_tree(self, local: Path, remote: str) -> int:
+        """Copies a local directory tree into HDFS through WebHDFS; returns the number of files."""
+        count = 0
+        for path in sorted(Path(local).rglob("*")):
+            target = f"{remote}/{path.relative_to(local).as_posix()}"
+            if path.is_dir():
+                self.webhdfs("PUT", target, "MKDIRS")
+            else:
+                self.webhdfs("PUT", target, "CREATE", data=path.read_bytes(), overwrite="true")
+                count += 1
+        return count
+
+
+def _no_redirect_handler():
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    return NoRedirect
+
+
+_NoRedirect = _no_redirect_handler()
