@@ -8,6 +8,7 @@ raises :class:`ServiceError` naming the service and those logs.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import random
@@ -171,14 +172,17 @@ class Broker(Service):
         conf.write_text("".join(f"{k}={v}\n" for k, v in self.config().items()))
         self.start(jvm("org.apache.rocketmq.broker.BrokerStartup", ["-c", conf], self.work),
                    {"ROCKETMQ_HOME": str(self.work)})
-        # BrokerStartup prints "boot success" once start() has registered with the name server
-        self.wait_until(lambda: port_open(self.port) and "boot success" in self.output(),
-                        f"listening on {self.addr} and registered")
-        names = [b.get("brokerName") for b in run_harness(self.work / "harness", "brokers", self.namesrv.addr)]
-        if self.broker_name not in names:
-            self.stop()
-            raise ServiceError(f"broker {self.broker_name} is not registered with the name server "
-                               f"{self.namesrv.addr} (it lists {names}); " + self.describe_logs())
+        self.wait_until(lambda: port_open(self.port) and "boot success" in self.output(), f"listening on {self.addr}")
+        # registered: the name server lists it (the registration can lag "boot success" on a busy machine)
+        deadline, names = time.monotonic() + START_TIMEOUT, []
+        while self.broker_name not in names:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise ServiceError(f"broker {self.broker_name} did not register with the name server "
+                                   f"{self.namesrv.addr} within {START_TIMEOUT:.0f} s (it lists {names}); "
+                                   + self.describe_logs())
+            time.sleep(1)
+            names = [b.get("brokerName") for b in run_harness(self.work / "harness", "brokers", self.namesrv.addr)]
         return self
 
     def output(self) -> str:
@@ -237,7 +241,8 @@ class MiniHdfs(Service):
         import urllib.parse
         import urllib.request
 
-        query = urllib.parse.urlencode({"op": op, "user.name": "e2e", **params})
+        # the OS user that runs the NameNode is HDFS's superuser
+        query = urllib.parse.urlencode({"op": op, "user.name": getpass.getuser(), **params})
         url = f"http://127.0.0.1:{self.http_port}/webhdfs/v1{path}?{query}"
         for _ in range(3):
             req = urllib.request.Request(url, data=data, method=method)
