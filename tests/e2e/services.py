@@ -243,9 +243,10 @@ class MiniHdfs(Service):
 
         # the OS user that runs the NameNode is HDFS's superuser
         query = urllib.parse.urlencode({"op": op, "user.name": getpass.getuser(), **params})
-        url = f"http://127.0.0.1:{self.http_port}/webhdfs/v1{path}?{query}"
+        url = f"http://127.0.0.1:{self.http_port}/webhdfs/v1{urllib.parse.quote(path)}?{query}"
         for _ in range(3):
-            req = urllib.request.Request(url, data=data, method=method)
+            req = urllib.request.Request(url, data=data, method=method,
+                                         headers={"Content-Type": "application/octet-stream"})
             opener = urllib.request.build_opener(_NoRedirect)
             try:
                 with opener.open(req, timeout=60) as resp:
