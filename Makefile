@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-product test-compat lint rust-check docs demo venv clean azurite
+.PHONY: test test-slow test-product test-compat test-e2e e2e-jars e2e-hdfs-jars lint rust-check docs demo venv clean azurite
 
 venv: $(VENV)/.installed
 
@@ -51,6 +51,23 @@ test-product: test
 # the documentation site (docs/, mkdocs.yml) into site/; --strict turns every warning (a broken link) into an error
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The end-to-end tests (tests/e2e, marker e2e): a real Apache RocketMQ 5.3.3 name server and broker, its Java
+# client driven by a small harness, and a real HDFS (Hadoop's MiniDFSCluster), all started by the tests' fixtures.
+# Needs a JDK 17 and Maven: e2e-jars (RocketMQ, ~60 MB) and e2e-hdfs-jars (Hadoop, ~180 MB) resolve the jars from
+# Maven Central into jars/target (git-ignored); the first run downloads, later runs reuse ~/.m2.
+# The hdfs:// reads need libhdfs.so (Hadoop's binary distribution, lib/native): ARROW_LIBHDFS_DIR; without it they
+# are skipped and only the WebHDFS copy of the store is checked.
+E2E_MVN ?= mvn -q -B
+
+e2e-jars:
+	$(E2E_MVN) -f jars/pom.xml package
+
+e2e-hdfs-jars:
+	$(E2E_MVN) -f jars/hdfs/pom.xml package
+
+test-e2e: PYTEST_ARGS = -m e2e tests/e2e
+test-e2e: e2e-jars e2e-hdfs-jars test
 
 # Azurite, Microsoft's Azure Blob Storage emulator (npm, not PyPI), for the slow abfs:// tests: installed into
 # $(VENV)/azurite on demand (tests/azure_server.py runs this target when it is missing)
