@@ -109,7 +109,7 @@ def test_the_library_quick_starts_run(tmp_path, sample_store):
 
 @pytest.mark.parametrize("page", ["writing.md"])
 def test_the_library_write_example_runs(tmp_path, page):
-    (source,) = [b for b in blocks(ROOT / "docs" / page, "python") if "mode=\"a\"" in b]
+    (source,) = [b for b in blocks(ROOT / "docs" / page, "python") if "open_writer(" in b]
     exec(compile(source.replace("/data/new-store", str(tmp_path / "new")), page, "exec"), {})
     from rocketstore_spark.store import RocketStore
 
