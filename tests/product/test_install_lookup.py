@@ -63,7 +63,7 @@ def lookup_from(python: Path, workdir: Path, store: Path) -> tuple[int, Path]:
 
 
 def test_the_makefile_installs_the_editable_package_path_based():
-    assert f"pip install --quiet {' '.join(EDITABLE_INSTALL)} '.[spark,test]'" in (REPO / "Makefile").read_text()
+    assert f"pip install --quiet {' '.join(EDITABLE_INSTALL)} '.[spark,test,docs]'" in (REPO / "Makefile").read_text()
 
 
 def test_lookup_finds_the_format_with_an_editable_install_from_any_directory(tmp_path, sample_store):
