@@ -29,7 +29,7 @@ from ..format.inner_batch import (
 )
 from .byte_source import as_path
 from .mapped_file_queue import MappedFileQueue, detect_file_size, list_offset_files
-from .queue_protocol import first_live_offset
+from .queue_protocol import dropped_tail, first_live_offset
 from .unit_search import first_at_or_past
 
 RECOVERY_FILES = 3  # BatchConsumeQueue.recover starts from the third-last file
@@ -163,15 +163,9 @@ class BatchConsumeQueue:
         return self.max_offset
 
     def dropped_units(self, past: int = 0) -> tuple[int, int, int]:
-        """``(start, end, phy_offset)``: the queue offsets ``[start, end)`` whose units recovery's truncation
-        dropped and re-dispatch did not write back, and the commit-log offset the first of them points at;
-        ``start == end`` when none. Recovery cuts these queues at the log's valid end itself, so every dropped
-        unit points at or past ``past``."""
-        end = self.max_offset
-        # recovery cuts these queues at the log's valid end itself, so every dropped unit is at or past ``past``
-        if self._dropped is None or self._dropped[1] <= end:
-            return end, end, -1
-        return end, self._dropped[1], self._dropped[2]
+        """``(start, end, phy_offset)`` of the units recovery's truncation dropped (see ``dropped_tail``);
+        recovery cuts these queues at the log's valid end itself, so all of them are at or past ``past``."""
+        return dropped_tail(self.max_offset, self._dropped)
 
     def phy_offsets_between(self, lo: int, hi: int) -> np.ndarray:
         phy = self.raw["phy_offset"].astype(np.int64)

@@ -68,6 +68,15 @@ class ConsumeQueueProtocol(Protocol):
         """Add (in memory) the unit re-dispatch on opening writes for a recovered record."""
 
 
+def dropped_tail(end: int, dropped: Optional[tuple[int, int, int]]) -> tuple[int, int, int]:
+    """:meth:`ConsumeQueueProtocol.dropped_units` of a queue that recovery cut at ``end``, from what its truncation
+    recorded (``dropped``: the queue's end before, after, and the commit-log offset of the first unit dropped):
+    ``(start, end, phy_offset)``, ``start == end`` when nothing dropped is left unwritten back."""
+    if dropped is None or dropped[1] <= end:
+        return end, end, -1
+    return end, dropped[1], dropped[2]
+
+
 def first_live_offset(cq, min_phy_offset: int) -> int:
     """:meth:`ConsumeQueueProtocol.min_live_offset` of a queue of files (units in file ranges): the first unit
     whose record is at or after ``min_phy_offset``."""

@@ -16,6 +16,7 @@ import numpy as np
 from ...errors import StoreFormatError
 from ..format import layout as L
 from ..format.rocksdb_cq import ROCKSDB_CQ_VALUE_DTYPE, ROCKSDB_CQ_VALUE_SIZE
+from .queue_protocol import dropped_tail
 from .rocksdb_database import RocksDBConsumeQueueStore, check_not_locked
 
 SCAN_UNITS = 4096  # units fetched per multi-get
@@ -158,15 +159,9 @@ class RocksDBConsumeQueue:
         return self.max_offset
 
     def dropped_units(self, past: int = 0) -> tuple[int, int, int]:
-        """``(start, end, phy_offset)``: the queue offsets ``[start, end)`` whose units recovery's truncation
-        dropped and re-dispatch did not write back, and the commit-log offset the first of them points at;
-        ``start == end`` when none. Recovery cuts these queues at the log's valid end itself, so every dropped
-        unit points at or past ``past``."""
-        end = self.max_offset
-        # recovery cuts these queues at the log's valid end itself, so every dropped unit is at or past ``past``
-        if self._dropped is None or self._dropped[1] <= end:
-            return end, end, -1
-        return end, self._dropped[1], self._dropped[2]
+        """``(start, end, phy_offset)`` of the units recovery's truncation dropped (see ``dropped_tail``);
+        recovery cuts these queues at the log's valid end itself, so all of them are at or past ``past``."""
+        return dropped_tail(self.max_offset, self._dropped)
 
     # --- RocksDBConsumeQueueOffsetTable.getMinCqOffset, RocksDBConsumeQueueTable.binarySearchInCQByTime ------
 
