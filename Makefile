@@ -44,7 +44,7 @@ rust-check:
 test-slow: PYTEST_ARGS = -m slow
 test-slow: test
 
-# the installation, cluster, examples and notebook tests (tests/product/), deselected by `make test`
+# the installation, cluster, examples, notebook and whole-application tests (tests/product/), deselected by `make test`
 test-product: PYTEST_ARGS = -m product
 test-product: test
 

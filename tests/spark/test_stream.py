@@ -1,10 +1,5 @@
 """readStream / writeStream: exactly-once micro-batches over a store that keeps growing."""
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 
 import pyarrow as pa
@@ -15,32 +10,6 @@ from rocketstore_spark.store import RocketStore
 
 SMALL = dict(commit_log_file_size=64 * 1024, consume_queue_file_size=2000, index_hash_slots=256,
              index_max_entries=2048)
-
-APPENDER = textwrap.dedent("""
-    import sys, time
-    import pyarrow as pa
-    from rocketstore_spark.store import RocketStore
-    path, bursts, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    for b in range(bursts):
-        with RocketStore.open_writer(path) as w:
-            w.append(pa.table({"topic": ["live"] * size, "queueId": [i % 4 for i in range(size)],
-                               "body": [f"m-{b * size + i}".encode() * 20 for i in range(size)]}))
-        time.sleep(0.4)
-""")
-
-QUERY = textwrap.dedent("""
-    import os, sys, time
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-    store, out, ckpt = sys.argv[1:4]
-    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
-    q = (spark.readStream.format("rocketstore").option("startingOffsets", "earliest")
-         .option("maxMessagesPerTrigger", "300").load(store).select("body", "queueId", "queueOffset")
-         .writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
-         .trigger(processingTime="500 milliseconds").start())
-    print("started", flush=True)
-    q.awaitTermination()
-""")
 
 
 def seed(path, n=20):
@@ -72,35 +41,6 @@ def stream_to_parquet(spark, store, out, ckpt, **trigger):
          .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
          .trigger(**trigger).start())
     return q
-
-
-def test_growing_store_to_parquet_exactly_once(spark, tmp_path):
-    store, out, ckpt = tmp_path / "store", tmp_path / "out", tmp_path / "ckpt"
-    seed(store)
-    bursts, size = 12, 150
-    appender = subprocess.Popen([sys.executable, "-c", APPENDER, str(store), str(bursts), str(size)])
-    try:
-        for _ in range(2):  # stop and restart from the checkpoint while the store grows
-            q = stream_to_parquet(spark, store, out, ckpt, processingTime="500 milliseconds")
-            time.sleep(4)
-            q.stop()
-        killed = subprocess.Popen([sys.executable, "-c", QUERY, str(store), str(out), str(ckpt)],
-                                  stdout=subprocess.PIPE, text=True)
-        assert killed.stdout.readline().strip() == "started"
-        time.sleep(6)
-        killed.send_signal(signal.SIGKILL)
-        killed.wait()
-        assert appender.wait(timeout=120) == 0
-    finally:
-        appender.kill()
-    with RocketStore.open(store) as s:
-        assert len(s.commitlog.queue.files) > 3  # the appender rolled commit-log files
-    progress = available_now(lambda: stream_to_parquet(spark, store, out, ckpt, availableNow=True))
-    assert all(p["numInputRows"] <= 300 for p in progress)
-    bodies = [r[0] for r in spark.read.parquet(str(out)).select("body").collect()]
-    expected = [f"seed-{i}".encode() * 20 for i in range(20)] + \
-        [f"m-{i}".encode() * 20 for i in range(bursts * size)]
-    assert sorted(bodies) == sorted(expected)
 
 
 def test_store_to_store_through_the_sink_exactly_once(spark, tmp_path):
