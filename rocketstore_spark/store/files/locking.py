@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ...errors import StoreLockedError
 from ..format.layout import LOCK_FILE
+from .disk_full import disk_full_error, is_disk_full
 
 _LOCK_CONTENT = b"lock"
 _held_in_process: set[str] = set()  # fcntl locks do not conflict within one process, so track them here
@@ -71,7 +72,14 @@ class StoreLock:
                 raise StoreLockedError(
                     f"store {root} is locked by another process (a running broker or another writer holds "
                     f"{path}); stop it or write to another directory") from e
-            os.pwrite(fd, _LOCK_CONTENT, 0)
+            try:
+                os.pwrite(fd, _LOCK_CONTENT, 0)
+            except OSError as e:  # the lock is not kept: nothing was written
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0)
+                os.close(fd)
+                if is_disk_full(e):
+                    raise disk_full_error(e, path, "the store lock") from e
+                raise
             _held_in_process.add(key)
         return cls(path, fd)
 
