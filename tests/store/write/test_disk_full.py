@@ -146,7 +146,8 @@ def run_publish(root: Path) -> None:
 
 OPERATIONS = {"append": run_append, "publish": run_publish}
 #: the steps of a write, as the error names them
-STEP_NAMES = {"staging": {"staged records", "the job's reservation"}, "commit log": {"the commit log", "a new commit-log file"},
+STEP_NAMES = {"staging": {"staged records", "the job's reservation"},
+              "commit log": {"the commit log", "a new commit-log file"},
               "consume queue": {"a consume queue", "a new consume-queue file"},
               "index": {"the index", "a new index file"}, "journal": {"a journal, sink or topic-table file"},
               "checkpoint": {"the checkpoint"}}
