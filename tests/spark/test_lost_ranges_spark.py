@@ -63,7 +63,7 @@ def stream_plan(path, **options):
     from rocketstore_spark.spark.stream_reader import RocketStoreStreamReader
 
     opts = parse_read_options({"path": str(path), "commitLogFileSize": str(FILE_SIZE),
-                               "startingOffsets": "earliest", **options})
+                               "startingOffsets": "earliest", **options}, stream=True)
     reader = RocketStoreStreamReader(opts, ("topic", "queueId", "queueOffset"))
     start = reader.initialOffset()
     end = reader.latestOffset(start, None)
