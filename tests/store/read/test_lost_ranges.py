@@ -109,3 +109,26 @@ def test_a_cut_consume_queue_file_is_not_taken_for_the_file_size(golden_copy, di
     warning = next(r.getMessage() for r in caplog.records if "is cut" in r.getMessage())
     assert str(last) in warning and f"{cut_at} bytes" in warning and "consume_queue_file_size" in warning
     assert "--cq-size" in warning
+
+
+def test_a_cut_copy_on_s3_reports_the_same_lost_ranges(golden_copy, manifest, s3_server):
+    """The same cut copy, local and on an S3-compatible server: the same lost ranges, files named in each place."""
+    from tests.store.read.test_remote_reads import s3_options
+
+    cut_copy(golden_copy, 2, 777_777)
+    _, _, lost = expected(manifest, FILE_SIZE + 777_777)
+    uri = s3_server.upload(golden_copy, "rst", "lost-ranges/cut/store")
+    with RocketStore.open(golden_copy, commit_log_file_size=FILE_SIZE) as local:
+        here = local.lost_ranges()
+    with RocketStore.open(uri, commit_log_file_size=FILE_SIZE, fs_options=s3_options(s3_server)) as remote:
+        there = remote.lost_ranges()
+        victim = there[0]
+        with pytest.raises(DataLossError, match=f"{victim.topic}/{victim.queue_id} offsets {victim.start}"):
+            list(remote.read_queue(victim.topic, victim.queue_id))
+    assert {(r.topic, r.queue_id): r.count for r in here} == dict(lost)
+
+    def facts(r):
+        return (r.topic, r.queue_id, r.start, r.end, r.phy_offset, r.valid_end, r.file.rsplit("commitlog/", 1)[1])
+
+    assert [facts(r) for r in there] == [facts(r) for r in here]
+    assert all(r.file.startswith(uri) for r in there)
