@@ -148,7 +148,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         extent = (len(files), files[-1].from_offset, files[-1].length) if files else (0, 0, 0)
         grew = self._extents.get(ref.broker, extent) != extent
         self._extents[ref.broker] = extent
-        if grew or (not is_remote(ref.path) and store_lock_held(ref.path)):
+        if grew or (not is_remote(store.root) and store_lock_held(store.root)):
             self._lost.pop(ref.broker, None)
             return {}
         known = self._lost.get(ref.broker)
