@@ -167,16 +167,18 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
     return QueueRange(topic, qid, start, max(start, end), lo_min, hi_max)
 
 
-def report_lost(ref: StoreRef, lost: list, fail_on_data_loss: bool) -> None:
+def report_lost(ref: StoreRef, lost: list, fail_on_data_loss: bool,
+                advice: str = "Set endingOffsets before them, or failOnDataLoss=false to read what is left") -> None:
     """Messages a read asks for that the store lost (a cut copy: see ``RocketStore.lost_ranges``): a
-    DataLossError naming them, or with ``failOnDataLoss=false`` one warning for the plan."""
+    DataLossError naming them and what to do (``advice``), or with ``failOnDataLoss=false`` one warning for the
+    plan."""
     if not lost:
         return
     total = sum(r.count for r in lost)
     shown = "; ".join(r.describe() for r in lost[:5]) + (f"; and {len(lost) - 5} more queues" if len(lost) > 5 else "")
     what = f"{ref.broker}: {total} messages of {len(lost)} queues are lost: {shown}"
     if fail_on_data_loss:
-        raise DataLossError(f"{what}. Set endingOffsets before them, or failOnDataLoss=false to read what is left")
+        raise DataLossError(f"{what}. {advice}")
     log.warning("%s; reading what is left (failOnDataLoss=false)", what)
 
 

@@ -22,7 +22,7 @@ from typing import Optional
 from pyspark.sql.datasource import DataSourceStreamReader
 
 from ..errors import DataLossError
-from ..store import LiveTail, RocketStore, detect_variant, resolve_store_root
+from ..store import LiveTail, RocketStore, detect_variant, is_remote, resolve_store_root, store_lock_held
 from ..store.format import layout as L
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
 from .planning import (  # noqa: F401 - pack_ranges is re-exported
@@ -32,6 +32,7 @@ from .planning import (  # noqa: F401 - pack_ranges is re-exported
     handle_settings,
     handle_sizes,
     pack_ranges,
+    report_lost,
     split_range,
 )
 from .reader import RocketStoreReader
@@ -49,6 +50,7 @@ ENGINE_READ_LIMITS = ReadMaxRows is not None
 
 log = logging.getLogger("rocketstore_spark")
 Offsets = dict  # broker → topic → str(queue id) → next offset
+STREAM_LOSS_ADVICE = "Restart the query from offsets past them, or set failOnDataLoss=false to read what is left"
 
 
 def open_live(ref: StoreRef, opts: ReadOptions, tail: Optional[LiveTail] = None) -> RocketStore:
@@ -101,6 +103,9 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._warned_old_spark = False
         # broker → LiveTail: the queue ends followed across triggers (the reader lives as long as the query)
         self._tails: dict = {}
+        # broker → (commit-log extent, {(topic, queue id): LostRange}): see _losses
+        self._extents: dict = {}
+        self._lost: dict = {}
 
     # --- offsets ------------------------------------------------------------------------------------------
 
@@ -117,16 +122,42 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _latest(self) -> Offsets:
         """Every wanted queue's complete end: the first trigger checks each queue, later ones follow the commit
-        log from where the last stopped and re-check only the queues its new records went to."""
+        log from where the last stopped and re-check only the queues its new records went to. A queue that
+        certainly lost messages (:meth:`_losses`) ends past them: the next batch needs them, and reports them."""
         out: Offsets = {}
         for ref in self.opts.stores:
             tail = self._tail(ref)
-            if tail is not None:
-                out[ref.broker] = tail.ends()
-            else:
-                with open_live(ref, self.opts) as store:
-                    out[ref.broker] = live_ends(store, self.opts)
+            with open_live(ref, self.opts, tail) as store:
+                ends = live_ends(store, self.opts) if tail is None else \
+                    {topic: dict(queues) for topic, queues in tail.ends().items()}
+                losses = self._losses(ref, store)
+            for (topic, qid), lost in losses.items():
+                queues = ends.setdefault(topic, {})
+                queues[str(qid)] = max(int(queues.get(str(qid), 0)), lost.end)
+            out[ref.broker] = ends
         return out
+
+    def _losses(self, ref: StoreRef, store) -> dict:
+        """(topic, queue id) → the :class:`LostRange` of the messages the store (``store``: opened live) certainly
+        lost, a cut copy's units pointing past where the commit log's records end (see
+        ``RocketStore.lost_ranges``); empty while the store is live. A live store's newest units may point at
+        records still being written, so loss is only certain when no process holds the store's lock (a broker or
+        a writer) and the commit log did not grow since the last look; the ranges are found by a recovering
+        open, once per commit-log extent."""
+        files = store.commitlog.queue.files
+        extent = (len(files), files[-1].from_offset, files[-1].length) if files else (0, 0, 0)
+        grew = self._extents.get(ref.broker, extent) != extent
+        self._extents[ref.broker] = extent
+        if grew or (not is_remote(store.root) and store_lock_held(store.root)):
+            self._lost.pop(ref.broker, None)
+            return {}
+        known = self._lost.get(ref.broker)
+        if known is None or known[0] != extent:
+            with RocketStore.open(ref.path, **self.opts.sizes, variant=self.opts.variant,
+                                  fs_options=dict(ref.fs_options), **self.opts.settings) as recovered:
+                lost = {(r.topic, r.queue_id): r for r in recovered.lost_ranges() if self.opts.wants_topic(r.topic)}
+            known = self._lost[ref.broker] = (extent, lost)
+        return known[1]
 
     def initialOffset(self) -> Offsets:
         latest = self._latest()
@@ -218,13 +249,20 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                                      handle_sizes(store.sizes), variant=store.variant.name,
                                      fs_options=ref.fs_options, settings=handle_settings(store))
                 per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
-                ranges = []
+                losses = self._losses(ref, store)
+                ranges, lost = [], []
                 for topic, qid, lo, hi in work:
                     if lo is None:
                         lo = store.min_offset(topic, int(qid)) if store.has_queue(topic, qid) else hi
                     lo = self._check_loss(store, ref, topic, int(qid), int(lo), hi)
-                    ranges += [(topic, int(qid), a, b)
-                               for a, b in split_range(lo, hi, per_file, self.opts.max_messages_per_partition)]
+                    gone = losses.get((topic, int(qid)))
+                    spans = [(lo, hi)]
+                    if gone is not None and lo < gone.end and gone.start < hi:  # the batch needs lost messages
+                        lost.append(gone)
+                        spans = [(lo, min(hi, gone.start)), (max(lo, gone.end), hi)]
+                    ranges += [(topic, int(qid), a, b) for first, stop in spans if first < stop
+                               for a, b in split_range(first, stop, per_file, self.opts.max_messages_per_partition)]
+                report_lost(ref, lost, self.opts.fail_on_data_loss, STREAM_LOSS_ADVICE)
                 parts += pack_ranges(handle, ranges, self.opts.max_messages_per_partition)
         return parts
 

@@ -16,7 +16,7 @@ from typing import Optional
 from ..errors import InvalidArgumentError
 from .files.byte_source import as_path, forget_listings, glob_remote, is_remote, scandir
 from .files.file_reads import counting
-from .files.locking import StoreLock
+from .files.locking import StoreLock, store_lock_held
 from .files.remote_fs import FsOptions
 from .files.sizes import StoreSizes
 from .files.store_location import local_store_path, store_path
@@ -115,6 +115,7 @@ class RocketStore(StoreReader):
 
 
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreSizes", "Subscription", "StoreLock",
+           "store_lock_held",
            "DEFAULT_BATCH_ROWS", "DEFAULT_STORE_HOST", "COLUMNS", "RAW_COLUMNS", "arrow_schema", "resolve_store_root",
            "stage", "publish_staged", "discard_staged", "new_job_id", "existing_queue_counts",
            "java_string_hashes", "parse_host", "decode_msg_id", "local_store_path", "store_path", "FsOptions",

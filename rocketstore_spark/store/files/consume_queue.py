@@ -37,7 +37,8 @@ class ConsumeQueue:
                  hint_from: Optional[int] = None, strays: Optional[list] = None, planned_end: Optional[int] = None):
         self.topic = topic
         self.queue_id = queue_id
-        self.files = MappedFileQueue(directory, file_size, files, strays=strays)
+        # a copy's last file may be cut short (see sizes.detect_cq_file_size): its units end where its bytes do
+        self.files = MappedFileQueue(directory, file_size, files, strays=strays, cut_last=True)
         self.units_per_file = file_size // L.CQ_STORE_UNIT_SIZE
         # (hint_from, end, offsets): the commit-log offsets >= hint_from of a young queue's units, kept from the
         # end search for recovery's first question (phy_offsets_from), then dropped
@@ -85,7 +86,8 @@ class ConsumeQueue:
         index = max(len(files) - UNITS_PER_RECOVERY_FILES, 0)
         while True:
             with self.files.open_file(index) as handle:
-                prefix = valid_prefix(handle, self.units_per_file)
+                # a cut last file holds fewer (whole) units than the size
+                prefix = valid_prefix(handle, min(self.units_per_file, files[index].length // L.CQ_STORE_UNIT_SIZE))
             end = files[index].from_offset // L.CQ_STORE_UNIT_SIZE + prefix.count
             if prefix.last is not None:
                 self._tail = (end - 1,) + prefix.last

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -12,6 +13,8 @@ from .byte_source import as_path, scandir
 from .index_file import detect_index_sizes, list_index_files
 from .mapped_file_queue import MappedFileInfo, detect_file_size, list_offset_files
 from .strays import note
+
+log = logging.getLogger("rocketstore_spark")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,35 @@ def cq_listing(root: Path, strays: Optional[list] = None) -> list[tuple[QueueDir
     return [(directory, list_offset_files(directory, strays)) for directory in cq_directories(root, strays)]
 
 
+def detect_cq_file_size(listing, configured: Optional[int]) -> Optional[int]:
+    """The consume-queue file size of a :func:`cq_listing`, ``configured`` when given. The broker preallocates
+    every file to the full size, so a queue's last file that is shorter (than its siblings or than other queues'
+    files) or that ends in a partial unit is a cut copy: it is not taken for the size, and a warning names it and
+    the option that says the size. Files before a queue's last must all have the one size."""
+    unit = L.CQ_STORE_UNIT_SIZE
+    lasts = [files[-1] for _, files in listing if files]
+    size = configured
+    if size is None:
+        # every file but a cut last one has the size: the longest file of whole units (a broker writes no longer)
+        whole = [f.length for _, files in listing for f in files if f.length > 0 and f.length % unit == 0]
+        size = max(whole) if whole else None
+    for directory, files in listing:
+        body = files[:-1] if files and files[-1].length < (size or 0) else files
+        size = detect_file_size(body, size, f"consume-queue ({directory})", "consume_queue_file_size")
+    cut = [last for last in lasts if size is None or last.length < size]
+    if cut and size is None:
+        last = cut[0]
+        raise StoreConfigError(f"consume-queue file {last.path} is cut ({last.length} bytes, a partial unit) and no "
+                               "other consume-queue file shows the file size: pass consume_queue_file_size "
+                               "(consumeQueueFileSize, --cq-size)")
+    for last in cut:
+        log.warning("consume-queue file %s is cut: %d bytes where the broker writes files of %d%s; its units end "
+                    "there (messages dispatched past them are not in the queue); pass consume_queue_file_size "
+                    "(consumeQueueFileSize, --cq-size) if the broker wrote files of another size", last.path,
+                    last.length, size, " (a partial unit at its end)" if last.length % unit else "")
+    return size
+
+
 def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
                  index_max_entries=None, *, defaults_when_empty: bool = True, log_dir: Optional[Path] = None,
                  listing=None) -> StoreSizes:
@@ -118,9 +150,7 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
     cl = detect_file_size(list_offset_files(log_dir or root / L.COMMITLOG_DIR), commit_log_file_size,
                           "commit-log", "commit_log_file_size",
                           cut_last=log_dir is None or as_path(log_dir).name == L.COMMITLOG_DIR)
-    cq = consume_queue_file_size
-    for directory, files in cq_listing(root) if listing is None else listing:
-        cq = detect_file_size(files, cq, f"consume-queue ({directory})", "consume_queue_file_size")
+    cq = detect_cq_file_size(cq_listing(root) if listing is None else listing, consume_queue_file_size)
     index_dir = root / L.INDEX_DIR
     index_paths = list_index_files(index_dir)
     problem = ""

@@ -83,7 +83,9 @@ class LiveTail:
 
     def _follow(self) -> bool:
         """Bring the ends up to date from the commit log; False when checking every queue is needed."""
-        commitlog = CommitLog(MappedFileQueue(self.root / L.COMMITLOG_DIR, self.sizes.commit_log_file_size))
+        # a cut copy's last file is short (a broker's never is): it ends where its bytes do
+        commitlog = CommitLog(MappedFileQueue(self.root / L.COMMITLOG_DIR, self.sizes.commit_log_file_size,
+                                              cut_last=True))
         try:
             if commitlog.queue.files and self._position > commitlog.queue.end_offset:
                 return False  # the commit log went backwards: another store now

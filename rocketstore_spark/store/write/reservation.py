@@ -37,6 +37,7 @@ from typing import Callable
 import numpy as np
 
 from ...errors import JobClosedError
+from ..files.disk_full import disk_full
 from .placement import Placement, place_records
 
 RESERVATION = struct.Struct(">qqqB")
@@ -77,7 +78,8 @@ class JobReservation:
         return RESERVATION.unpack(raw) if len(raw) == RESERVATION.size else None
 
     def _write(self, start: int, next_phy: int, file_size: int, closed: int) -> None:
-        os.pwrite(self._fd, RESERVATION.pack(start, next_phy, file_size, closed), 0)
+        with disk_full(self.path, "the job's reservation"):
+            os.pwrite(self._fd, RESERVATION.pack(start, next_phy, file_size, closed), 0)
 
     @contextmanager
     def _locked(self, byte: int, exclusive: bool):

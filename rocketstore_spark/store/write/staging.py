@@ -170,8 +170,8 @@ def discard_staged(root, job_id: str) -> None:
     job_dir = staging_dir(Path(root), job_id)
     try:
         close_job(job_dir)
-    except OSError as e:  # a full disk must not keep an abort from freeing the job's space (removed right after)
-        if not is_disk_full(e):
+    except (OSError, DiskFullError) as e:  # a full disk must not keep an abort from freeing the job's space
+        if not is_disk_full(os_cause(e)):  # (removed right after)
             raise
     shutil.rmtree(job_dir, ignore_errors=True)
     remove_empty_dirs(meta_dir(Path(root)))

@@ -81,3 +81,54 @@ def test_a_lone_cut_file_is_not_taken_for_the_file_size(golden_copy, manifest, c
 
 def test_an_intact_store_lost_nothing(golden_store):
     assert golden_store.lost_ranges() == []
+
+
+CQ_FILE_SIZE = 6000  # the golden store's consume-queue files: 300 units each
+
+
+@pytest.mark.parametrize("multi_file, cut_at", [(True, 4010), (True, 2000), (False, 1234)])
+def test_a_cut_consume_queue_file_is_not_taken_for_the_file_size(golden_copy, dispatched, caplog, multi_file, cut_at):
+    """A queue's last file cut short (a partial unit, or whole units short of its siblings) is read as cut: the
+    size comes from the other files, a warning names the file and the size option, the units up to the cut read."""
+    queues = sorted(golden_copy.glob("consumequeue/*/*"))
+    victim = next(q for q in queues if (len(list(q.iterdir())) > 1) == multi_file
+                  and len(dispatched.get((q.parent.name, int(q.name)), ())) % 300 * 20 >= cut_at)
+    last = sorted(victim.iterdir())[-1]
+    with open(last, "r+b") as fh:
+        fh.truncate(cut_at)
+    key = (victim.parent.name, int(victim.name))
+    kept = int(last.name) // 20 + cut_at // 20
+    caplog.set_level("WARNING", logger="rocketstore_spark")
+    with RocketStore.open(golden_copy) as s:
+        assert s.sizes.consume_queue_file_size == CQ_FILE_SIZE
+        assert s.max_offset(*key) == kept
+        rows = [r for b in s.read_queue(*key, columns=["queueOffset", "commitLogOffset"]) for r in b.to_pylist()]
+        assert [r["commitLogOffset"] for r in rows] == [m["commitLogOffset"] for m in dispatched[key][:kept]]
+        other = next(k for k in dispatched if k != key)
+        assert s.max_offset(*other) == len(dispatched[other])
+    warning = next(r.getMessage() for r in caplog.records if "is cut" in r.getMessage())
+    assert str(last) in warning and f"{cut_at} bytes" in warning and "consume_queue_file_size" in warning
+    assert "--cq-size" in warning
+
+
+def test_a_cut_copy_on_s3_reports_the_same_lost_ranges(golden_copy, manifest, s3_server):
+    """The same cut copy, local and on an S3-compatible server: the same lost ranges, files named in each place."""
+    from tests.store.read.test_remote_reads import s3_options
+
+    cut_copy(golden_copy, 2, 777_777)
+    _, _, lost = expected(manifest, FILE_SIZE + 777_777)
+    uri = s3_server.upload(golden_copy, "rst", "lost-ranges/cut/store")
+    with RocketStore.open(golden_copy, commit_log_file_size=FILE_SIZE) as local:
+        here = local.lost_ranges()
+    with RocketStore.open(uri, commit_log_file_size=FILE_SIZE, fs_options=s3_options(s3_server)) as remote:
+        there = remote.lost_ranges()
+        victim = there[0]
+        with pytest.raises(DataLossError, match=f"{victim.topic}/{victim.queue_id} offsets {victim.start}"):
+            list(remote.read_queue(victim.topic, victim.queue_id))
+    assert {(r.topic, r.queue_id): r.count for r in here} == dict(lost)
+
+    def facts(r):
+        return (r.topic, r.queue_id, r.start, r.end, r.phy_offset, r.valid_end, r.file.rsplit("commitlog/", 1)[1])
+
+    assert [facts(r) for r in there] == [facts(r) for r in here]
+    assert all(r.file.startswith(uri) for r in there)
