@@ -95,7 +95,7 @@ class WebHdfsClient:
                        target.path + (f"?{target.query}" if target.query else ""))
                 continue
             if status >= 300:
-                raise _remote_error(status, body, op, path, self.address)
+                raise _remote_error(status, body, op, path, self.address, self.user)
             return body
         raise OSError(f"WebHDFS {op} {path} at {self.address}: more than {MAX_REDIRECTS} redirects")
 
@@ -140,7 +140,7 @@ class WebHdfsClient:
         return connection
 
 
-def _remote_error(status: int, body: bytes, op: str, path: str, address: str) -> OSError:
+def _remote_error(status: int, body: bytes, op: str, path: str, address: str, user: str) -> OSError:
     """The exception of an error answer: the server's RemoteException (Java class and message) when it sent one."""
     try:
         remote = json.loads(body)["RemoteException"]
@@ -154,7 +154,8 @@ def _remote_error(status: int, body: bytes, op: str, path: str, address: str) ->
         return PermissionError(f"{text} (the cluster wants Kerberos authentication, which webhdfs:// does not "
                                "offer: read it through hdfs:// with Hadoop's native client)")
     if status == 403 or exception in ("AccessControlException", "SecurityException"):
-        return PermissionError(f"{text} (permission denied for user.name; set fs.user)")
+        return PermissionError(f"{text} (permission denied to user {user!r}: set fs.user to a user allowed to read "
+                               "the store)")
     return OSError(text)
 
 
