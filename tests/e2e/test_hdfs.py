@@ -22,6 +22,7 @@ from chispa import assert_df_equality
 
 from rocketstore_spark.errors import RemoteReadError, StoreNotFoundError
 from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store.files.webhdfs import WebHdfsClient, WebHdfsFile
 from tests.e2e.services import JARS, free_port
 
 STORE_PATH = "/golden/public-a/store"
@@ -160,3 +161,21 @@ def test_webhdfs_errors_name_the_path_and_the_server(hdfs, hdfs_store):
     with pytest.raises(RemoteReadError, match=f"cannot connect to WebHDFS at http://127.0.0.1:{closed}") as err:
         RocketStore.open(f"webhdfs://127.0.0.1:{closed}{STORE_PATH}", fs_options={"retries": 0})
     assert f"webhdfs://127.0.0.1:{closed}" in str(err.value)
+
+
+def test_webhdfs_ranged_reads_equal_the_bytes_within_and_across_blocks(hdfs):
+    block = 1 << 20  # the NameNode's smallest block size (dfs.namenode.fs-limits.min-block-size)
+    data = bytes(range(256)) * (3 * block // 256 + 100)  # three full blocks and a short fourth
+    hdfs.webhdfs("PUT", "/ranges/blocks.bin", "CREATE", data=data, overwrite="true", blocksize=block)
+    client = WebHdfsClient("127.0.0.1", hdfs.http_port, user=getpass.getuser())
+    status = client.list("/ranges")[0]
+    assert (status["pathSuffix"], status["length"], status["blockSize"]) == ("blocks.bin", len(data), block)
+    ranges = [(0, 100), (5000, 300), (block - 10, 20), (block + 7, 4096), (2 * block - 1, block + 2),
+              (3 * block + 1, 25_600), (len(data) - 5, 100), (12, 34)]  # the last two: past the end, block 0 again
+    for offset, length in ranges:
+        assert client.read("/ranges/blocks.bin", offset, length) == data[offset:offset + length], (offset, length)
+    with WebHdfsFile(client, "/ranges/blocks.bin") as fh:
+        fh.seek(-10, 2)
+        assert fh.read() == data[-10:] and fh.tell() == len(data)
+    with pytest.raises(FileNotFoundError, match="FileNotFoundException"):
+        client.read("/ranges/missing.bin", 0, 10)

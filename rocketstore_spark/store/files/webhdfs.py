@@ -8,8 +8,9 @@ Three operations are used, each one HTTP request on a kept-alive connection (one
 * ``GETFILESTATUS`` (a path's type, size and modification time) and ``LISTSTATUS`` (a directory's entries) on
   the NameNode; a recursive listing asks for each directory of one level in parallel;
 * ``OPEN`` with ``offset`` and ``length``: the NameNode answers with a redirect (307) to a DataNode holding the
-  block, which sends exactly those bytes. A ranged read is therefore two small requests and no more data than
-  asked for; reads never download a file whole.
+  block, which sends exactly those bytes. The DataNode's address is kept for that block of that file (block sizes
+  come from the listings): a later read inside the same block goes to it directly, one request instead of two
+  (should it fail, the read asks the NameNode again). Reads fetch no more than asked for, never a whole file.
 
 Simple authentication only: every request carries ``user.name`` (``fs.user``, else ``HADOOP_USER_NAME``, else
 the OS user, as Hadoop's own clients do). A cluster secured by Kerberos (SPNEGO) answers 401, which is an error
@@ -28,7 +29,7 @@ import ssl
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import pyarrow as pa
 from pyarrow import fs as pafs
@@ -57,6 +58,10 @@ class WebHdfsClient:
         self.user = user or default_user()
         self.connect_timeout, self.request_timeout = connect_timeout, request_timeout
         self._local = threading.local()  # this thread's kept-alive connections by (https, host, port)
+        self._block_sizes: dict[str, int] = {}  # a file's HDFS block size (blockSize), from its status
+        # (file, block number) -> the DataNode URL (scheme, host, port, path, query pairs less offset and length)
+        # the NameNode redirected a read of that block to
+        self._datanodes: dict[tuple[str, int], tuple] = {}
 
     @property
     def address(self) -> str:
@@ -66,22 +71,55 @@ class WebHdfsClient:
         """``path``'s FileStatus (``type`` FILE or DIRECTORY, ``length``, ``modificationTime`` in ms), or None
         when it does not exist."""
         try:
-            return json.loads(self._call(path, "GETFILESTATUS"))["FileStatus"]
+            status = json.loads(self._call(path, "GETFILESTATUS"))["FileStatus"]
         except FileNotFoundError:
             return None
+        self._note_block_size(path, status)
+        return status
 
     def list(self, path: str) -> list[dict]:
         """The FileStatus of each entry of directory ``path`` (``pathSuffix`` its name); FileNotFoundError when
         ``path`` does not exist."""
-        return json.loads(self._call(path, "LISTSTATUS"))["FileStatuses"]["FileStatus"]
+        statuses = json.loads(self._call(path, "LISTSTATUS"))["FileStatuses"]["FileStatus"]
+        for status in statuses:
+            self._note_block_size(f"{path.rstrip('/')}/{status.get('pathSuffix', '')}", status)
+        return statuses
+
+    def _note_block_size(self, path: str, status: dict) -> None:
+        if status.get("type") == "FILE" and int(status.get("blockSize") or 0) > 0:
+            self._block_sizes[path] = int(status["blockSize"])
 
     def read(self, path: str, offset: int, length: int) -> bytes:
         """``length`` bytes of file ``path`` from ``offset`` (fewer at the end of the file)."""
         if length <= 0:
             return b""
-        return self._call(path, "OPEN", offset=offset, length=length)
+        block_size = self._block_sizes.get(path)
+        block = offset // block_size if block_size and offset // block_size == (offset + length - 1) // block_size \
+            else None  # a read that spans blocks asks the NameNode each time
+        datanode = self._datanodes.get((path, block)) if block is not None else None
+        if datanode is not None:
+            scheme, host, port, target, pairs = datanode
+            query = urlencode([*pairs, ("offset", offset), ("length", length)])
+            try:
+                status, _, body = self._request(scheme, host, port, f"{target}?{query}")
+                if status == 200:
+                    return body
+            except OSError:
+                pass
+            self._datanodes.pop((path, block), None)  # gone, or the block moved: ask the NameNode again
+        body, (scheme, host, port, target) = self._call_at(path, "OPEN", offset=offset, length=length)
+        if block is not None and (host, port) != (self.host, self.port):
+            location = urlsplit(target)
+            pairs = tuple((k, v) for k, v in parse_qsl(location.query) if k not in ("offset", "length"))
+            self._datanodes[(path, block)] = (scheme, host, port, location.path, pairs)
+        return body
 
     def _call(self, path: str, op: str, **params) -> bytes:
+        return self._call_at(path, op, **params)[0]
+
+    def _call_at(self, path: str, op: str, **params) -> tuple[bytes, tuple]:
+        """The body of ``op``'s answer, and the URL (scheme, host, port, path and query) that gave it: the
+        NameNode's, or the DataNode's it redirected to."""
         query = urlencode({"op": op, "user.name": self.user, **params})
         url = ("https" if self.tls else "http", self.host, self.port, f"{API_PREFIX}{quote(path)}?{query}")
         for _ in range(MAX_REDIRECTS + 1):
@@ -96,7 +134,7 @@ class WebHdfsClient:
                 continue
             if status >= 300:
                 raise _remote_error(status, body, op, path, self.address, self.user)
-            return body
+            return body, url
         raise OSError(f"WebHDFS {op} {path} at {self.address}: more than {MAX_REDIRECTS} redirects")
 
     def _request(self, scheme: str, host: str, port: int, target: str) -> tuple[int, dict, bytes]:
