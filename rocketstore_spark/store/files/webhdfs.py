@@ -39,7 +39,7 @@ DEFAULT_HTTPS_PORT = 9871  # dfs.namenode.https-address's port
 API_PREFIX = "/webhdfs/v1"
 LIST_THREADS = 8  # directories of one level listed at once by a recursive listing
 MAX_REDIRECTS = 3
-# the status answers a request that can be sent again on a fresh connection (the server closed a kept-alive one)
+# what a request on a kept-alive connection that the server closed meanwhile fails with: sent again on a new one
 _STALE_CONNECTION = (http.client.RemoteDisconnected, http.client.BadStatusLine, ConnectionResetError,
                      BrokenPipeError)
 
@@ -125,7 +125,7 @@ class WebHdfsClient:
         for _ in range(MAX_REDIRECTS + 1):
             status, headers, body = self._request(*url)
             if status in (301, 302, 303, 307, 308):  # OPEN: to the DataNode that holds the block
-                target = urlsplit(headers.get("Location", ""))
+                target = urlsplit(headers.get("location", ""))
                 if not target.hostname:
                     raise OSError(f"WebHDFS {op} {path} at {self.address}: redirect without a location")
                 https = target.scheme == "https"
@@ -139,7 +139,7 @@ class WebHdfsClient:
 
     def _request(self, scheme: str, host: str, port: int, target: str) -> tuple[int, dict, bytes]:
         """One GET on this thread's kept-alive connection to ``host:port`` (a fresh one when the server closed
-        it meanwhile); returns (status, headers, body)."""
+        it meanwhile); returns (status, headers by lower-case name, body)."""
         if not hasattr(self._local, "connections"):
             self._local.connections = {}
         connections, key = self._local.connections, (scheme, host, port)
@@ -161,7 +161,7 @@ class WebHdfsClient:
                 connection.close()
             else:
                 connections[key] = connection
-            return response.status, dict(response.getheaders()), body
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, body
 
     def _connect(self, scheme: str, host: str, port: int) -> http.client.HTTPConnection:
         if scheme == "https":
@@ -172,8 +172,10 @@ class WebHdfsClient:
         try:
             connection.connect()
         except OSError as e:
-            raise ConnectionError(f"cannot connect to WebHDFS at {scheme}://{host}:{port}: {e} (is it the "
-                                  "NameNode's HTTP port, dfs.namenode.http-address, 9870 by default?)") from e
+            hint = ("is it the NameNode's HTTP port, dfs.namenode.http-address, 9870 by default?"
+                    if (host, port) == (self.host, self.port) else
+                    "the DataNode the NameNode redirected the read to: is its HTTP address reachable from here?")
+            raise ConnectionError(f"cannot connect to WebHDFS at {scheme}://{host}:{port}: {e} ({hint})") from e
         connection.sock.settimeout(self.request_timeout)
         return connection
 
