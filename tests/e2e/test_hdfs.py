@@ -47,16 +47,17 @@ def test_golden_store_copied_into_hdfs(hdfs, hdfs_store):
     assert hdfs.webhdfs("GET", f"{STORE_PATH}/commitlog/{commitlog.name}", "OPEN") == commitlog.read_bytes()
 
 
-def libhdfs_dir() -> Path:
-    """Where pyarrow looks for libhdfs.so: ARROW_LIBHDFS_DIR, else HADOOP_HOME/lib/native."""
-    given = os.environ.get("ARROW_LIBHDFS_DIR")
-    return Path(given) if given else Path(os.environ.get("HADOOP_HOME", "/nonexistent-hadoop-home")) / "lib/native"
+def libhdfs_dir():
+    """Where pyarrow looks for libhdfs.so: ARROW_LIBHDFS_DIR, else HADOOP_HOME/lib/native (None: neither is set)."""
+    if os.environ.get("ARROW_LIBHDFS_DIR"):
+        return Path(os.environ["ARROW_LIBHDFS_DIR"])
+    return Path(os.environ["HADOOP_HOME"]) / "lib" / "native" if os.environ.get("HADOOP_HOME") else None
 
 
 def libhdfs_env():
     """The environment pyarrow's HadoopFileSystem needs, or None when libhdfs.so is not on this machine."""
     lib_dir = libhdfs_dir()
-    if not (lib_dir / "libhdfs.so").is_file():
+    if lib_dir is None or not (lib_dir / "libhdfs.so").is_file():
         return None
     java_home = os.environ.get("JAVA_HOME") or str(Path(os.path.realpath("/usr/bin/java")).parents[1])
     jars = os.pathsep.join(str(p) for p in sorted((JARS / "hdfs-lib").glob("*.jar")))  # JNI expands no wildcards
@@ -71,9 +72,9 @@ def remote(request, hdfs, hdfs_store):
         return f"webhdfs://127.0.0.1:{hdfs.http_port}{STORE_PATH}", {"fs.user": getpass.getuser()}, {}
     env = libhdfs_env()
     if env is None:
-        pytest.skip(f"hdfs:// through pyarrow's HadoopFileSystem: libhdfs.so is not in {libhdfs_dir()} (set "
-                    "ARROW_LIBHDFS_DIR to the lib/native directory of a Hadoop binary distribution); the "
-                    "webhdfs:// cases read the same store")
+        where = f"is not in {libhdfs_dir()}" if libhdfs_dir() else "not found: ARROW_LIBHDFS_DIR and HADOOP_HOME unset"
+        pytest.skip(f"hdfs:// needs pyarrow's HadoopFileSystem, whose libhdfs.so {where} (set ARROW_LIBHDFS_DIR to "
+                    "a Hadoop binary distribution's lib/native); the webhdfs:// cases read the same store")
     os.environ.update(env)
     return f"{hdfs.uri}{STORE_PATH}", {}, env
 
