@@ -56,8 +56,8 @@ docs: venv
 # client driven by a small harness, and a real HDFS (Hadoop's MiniDFSCluster), all started by the tests' fixtures.
 # Needs a JDK 17 and Maven: e2e-jars (RocketMQ, ~60 MB) and e2e-hdfs-jars (Hadoop, ~180 MB) resolve the jars from
 # Maven Central into jars/target (git-ignored); the first run downloads, later runs reuse ~/.m2.
-# The hdfs:// reads need libhdfs.so (Hadoop's binary distribution, lib/native): ARROW_LIBHDFS_DIR; without it they
-# are skipped and only the WebHDFS copy of the store is checked.
+# The HDFS store is read through webhdfs:// always, and through hdfs:// where libhdfs.so (Hadoop's binary
+# distribution, lib/native) is found by ARROW_LIBHDFS_DIR or HADOOP_HOME; elsewhere the hdfs:// cases are skipped.
 E2E_MVN ?= mvn -q -B
 
 e2e-jars:

@@ -53,8 +53,9 @@ _FS_SIZES = "the broker's `{}`, for stores where it cannot be detected from the 
 
 #: every read option, once: validation, the CLI's mirrored flags and the documentation's tables come from here
 READ_SPEC = (
-    OptionSpec("path", PATH, "a store directory or URI (`s3://`, `gs://`, `hdfs://`, `abfs://`, `file://`), a "
-               "comma-separated list or a glob; several stores are several brokers. Usually given as `load(path)`"),
+    OptionSpec("path", PATH, "a store directory or URI (`s3://`, `gs://`, `hdfs://`, `webhdfs://`, `abfs://`, "
+               "`file://`), a comma-separated list or a glob; several stores are several brokers. Usually given "
+               "as `load(path)`"),
     OptionSpec("paths", PATH, "the same as `path`"),
     OptionSpec("brokerName", STRING, "the `brokerName` column's value, for a single store",
                shown_default="the store directory's name (its parent's when it is called `store`)"),

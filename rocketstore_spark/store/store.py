@@ -87,7 +87,7 @@ class RocketStore(StoreReader):
         :mod:`.files.known_end`).
 
         ``path`` may be a remote URI (``s3://bucket/archive/broker-a/store``, also ``s3a``, ``gs``, ``hdfs``,
-        ``abfs``), read through ``pyarrow.fs`` with ``fs_options`` such as ``{"endpoint": "host:9000",
+        ``webhdfs``, ``abfs``), read through ``pyarrow.fs`` with ``fs_options`` such as ``{"endpoint": "host:9000",
         "region": "eu-west-1", "anonymous": True}`` (see :class:`FsOptions`); credentials come from the standard
         chain unless given.
 

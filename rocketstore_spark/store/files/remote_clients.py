@@ -1,8 +1,9 @@
 """A remote store's filesystem options (:class:`FsOptions`), the ``pyarrow.fs`` client of each scheme built from
 them, and where in that client's namespace a URI's authority lies.
 
-pyarrow names an object ``bucket/key`` (S3, GCS), ``container/key`` (Azure) or ``/key`` (HDFS); the URI's
-authority is the bucket for S3 and GCS, and for Azure one of::
+pyarrow names an object ``bucket/key`` (S3, GCS), ``container/key`` (Azure) or ``/key`` (HDFS, and HDFS through
+WebHDFS: :mod:`.webhdfs`); the URI's authority is the bucket for S3 and GCS, the NameNode for HDFS (its RPC port,
+8020 by default) and WebHDFS (its HTTP port, 9870 by default, 9871 for ``swebhdfs://``), and for Azure one of::
 
     abfs://container@account.dfs.core.windows.net/path   (Hadoop's ABFS form; .blob. works too)
     abfs://account.dfs.core.windows.net/container/path   (the container is the first part of the path)
@@ -27,8 +28,10 @@ from ...errors import InvalidArgumentError, UnsupportedLocationError
 S3_SCHEMES = ("s3", "s3a", "s3n")
 GCS_SCHEMES = ("gs", "gcs")
 HDFS_SCHEMES = ("hdfs", "viewfs")
+WEBHDFS_SCHEMES = ("webhdfs", "swebhdfs")
+NAMENODE_SCHEMES = HDFS_SCHEMES + WEBHDFS_SCHEMES  # names are absolute paths (/key), the authority a NameNode
 AZURE_SCHEMES = ("abfs", "abfss")
-REMOTE_SCHEMES = S3_SCHEMES + GCS_SCHEMES + HDFS_SCHEMES + AZURE_SCHEMES
+REMOTE_SCHEMES = S3_SCHEMES + GCS_SCHEMES + HDFS_SCHEMES + WEBHDFS_SCHEMES + AZURE_SCHEMES
 
 AZURE_SERVICES = ("dfs", "blob")  # the account host's service label: <account>.dfs.<suffix>, <account>.blob.<suffix>
 SECRET_FIELDS = ("access_key", "secret_key", "session_token", "account_key")
@@ -53,6 +56,7 @@ class FsOptions:
     session_token: Optional[str] = field(default=None, repr=False)
     account_name: Optional[str] = None  # Azure storage account, when the abfs:// URI does not name it
     account_key: Optional[str] = field(default=None, repr=False)  # Azure shared key; else the default chain
+    user: Optional[str] = None  # HDFS user (WebHDFS's user.name); else HADOOP_USER_NAME, else the OS user
     retries: int = DEFAULT_RETRIES
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S  # seconds
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S  # seconds
@@ -63,7 +67,7 @@ class FsOptions:
              "retries": "retries", "connecttimeout": "connect_timeout", "connect_timeout": "connect_timeout",
              "requesttimeout": "request_timeout", "request_timeout": "request_timeout",
              "accountname": "account_name", "account_name": "account_name", "accountkey": "account_key",
-             "account_key": "account_key"}
+             "account_key": "account_key", "user": "user"}
 
     @classmethod
     def parse(cls, given) -> FsOptions:
@@ -79,7 +83,7 @@ class FsOptions:
                 raise InvalidArgumentError(
                     f"unknown filesystem option {key!r}; expected one of fs.endpoint, fs.region, fs.anonymous, "
                     "fs.scheme, fs.accessKey, fs.secretKey, fs.sessionToken, fs.accountName, fs.accountKey, "
-                    "fs.retries, fs.connectTimeout, fs.requestTimeout")
+                    "fs.user, fs.retries, fs.connectTimeout, fs.requestTimeout")
             values[target] = _convert(key, target, value)
         options = cls(**values)
         if options.scheme not in (None, "http", "https"):
@@ -182,6 +186,16 @@ def _check(scheme: str, authority: str, options: FsOptions) -> None:
     """Options that mean nothing to ``scheme``'s client are errors, not silently dropped credentials."""
     if scheme not in AZURE_SCHEMES and (options.account_name or options.account_key):
         raise InvalidArgumentError(f"fs.accountName and fs.accountKey are for abfs:// stores, not {scheme}://")
+    if scheme not in NAMENODE_SCHEMES and options.user:
+        raise InvalidArgumentError(f"fs.user is for hdfs:// and webhdfs:// stores, not {scheme}://")
+    if scheme in NAMENODE_SCHEMES:
+        given = [name for name, value in (("fs.endpoint", options.endpoint), ("fs.accessKey", options.access_key),
+                                          ("fs.anonymous", options.anonymous), ("fs.region", options.region),
+                                          ("fs.scheme", options.scheme)) if value]
+        if given:
+            raise InvalidArgumentError(
+                f"{', '.join(given)} mean nothing to {scheme}:// (the URI names the NameNode; "
+                f"{'swebhdfs:// is WebHDFS over TLS' if scheme in WEBHDFS_SCHEMES else 'the user is fs.user'})")
     if scheme in GCS_SCHEMES and options.access_key:
         raise InvalidArgumentError("gs:// takes no fs.accessKey/fs.secretKey: credentials come from Google's "
                                    "standard chain (GOOGLE_APPLICATION_CREDENTIALS, the metadata server), or pass "
@@ -229,8 +243,15 @@ def connect(scheme: str, authority: str, options: FsOptions):
                           retry_time_limit=timedelta(seconds=options.request_timeout))
             return pafs.GcsFileSystem(**{k: v for k, v in kwargs.items() if v is not None})
         if scheme in HDFS_SCHEMES:
-            host, _, port = authority.partition(":")
-            return pafs.HadoopFileSystem(host or "default", int(port or 0))
+            host, port = namenode_address(scheme, authority)
+            return pafs.HadoopFileSystem(host, port, user=options.user)
+        if scheme in WEBHDFS_SCHEMES:
+            from .webhdfs import webhdfs_filesystem
+
+            host, port = namenode_address(scheme, authority)
+            return webhdfs_filesystem(host, port, tls=scheme == "swebhdfs", user=options.user,
+                                      connect_timeout=options.connect_timeout,
+                                      request_timeout=options.request_timeout)
         kwargs = dict(account_name=location.account, account_key=options.account_key)
         web = endpoint_scheme or "https"
         if endpoint:  # an emulator or a private endpoint: path-style URLs (http://host:port/<account>/<container>)
@@ -241,10 +262,38 @@ def connect(scheme: str, authority: str, options: FsOptions):
         kwargs.update(blob_storage_scheme=web, dfs_storage_scheme=web)
         return pafs.AzureFileSystem(**{k: v for k, v in kwargs.items() if v is not None})
     except (OSError, ValueError, ImportError, AttributeError) as e:
-        needs = (" (pyarrow's HDFS client needs a JVM and libhdfs: set JAVA_HOME, HADOOP_HOME and the Hadoop "
-                 "CLASSPATH, as for any pyarrow HDFS access)") if scheme in HDFS_SCHEMES else ""
-        raise UnsupportedLocationError(f"cannot reach {scheme}://{authority}: {redacted(e, options)}{needs}") from e
+        if scheme in HDFS_SCHEMES:
+            raise UnsupportedLocationError(hdfs_client_missing(scheme, authority, e)) from e
+        raise UnsupportedLocationError(f"cannot reach {scheme}://{authority}: {redacted(e, options)}") from e
 
 
-__all__ = ["FsOptions", "REMOTE_SCHEMES", "S3_SCHEMES", "GCS_SCHEMES", "HDFS_SCHEMES", "AZURE_SCHEMES",
-           "azure_location", "bucket_root", "connect", "redacted"]
+def namenode_address(scheme: str, authority: str) -> tuple[str, int]:
+    """(host, port) of an ``hdfs://`` or ``webhdfs://`` authority; a missing port is the scheme's default (0 for
+    ``hdfs://``: libhdfs takes the cluster's own configuration, fs.defaultFS)."""
+    host, _, port = authority.rpartition("@")[2].partition(":")
+    if port and not port.isdigit():
+        raise InvalidArgumentError(f"{scheme}://{authority}: the port {port!r} is not a number")
+    if scheme in WEBHDFS_SCHEMES:
+        from .webhdfs import DEFAULT_HTTP_PORT, DEFAULT_HTTPS_PORT
+
+        if not host:
+            raise InvalidArgumentError(f"{scheme}://{authority}: expected {scheme}://<namenode>:<http port>/<path>")
+        return host, int(port or (DEFAULT_HTTPS_PORT if scheme == "swebhdfs" else DEFAULT_HTTP_PORT))
+    return host or "default", int(port or 0)
+
+
+def hdfs_client_missing(scheme: str, authority: str, error: Exception) -> str:
+    """Why pyarrow's ``HadoopFileSystem`` could not be built (its first line: the JVM or libhdfs.so it did not
+    find), and what to do: install Hadoop's native client, or read the store through WebHDFS."""
+    lines = str(error).strip().splitlines()
+    first = lines[0] if lines else type(error).__name__
+    host = namenode_address(scheme, authority)[0]
+    return (f"cannot reach {scheme}://{authority}: {first}. pyarrow's HDFS client needs a JVM (JAVA_HOME), "
+            "Hadoop's native client libhdfs.so (ARROW_LIBHDFS_DIR or HADOOP_HOME/lib/native, from Hadoop's binary "
+            "distribution) and Hadoop's jars (CLASSPATH, e.g. `hadoop classpath --glob`). Without them, read the "
+            f"store through WebHDFS, which needs none: webhdfs://{host}:9870/<path> (the NameNode's HTTP port)")
+
+
+__all__ = ["FsOptions", "REMOTE_SCHEMES", "S3_SCHEMES", "GCS_SCHEMES", "HDFS_SCHEMES", "WEBHDFS_SCHEMES",
+           "NAMENODE_SCHEMES", "AZURE_SCHEMES", "azure_location", "bucket_root", "connect", "namenode_address",
+           "redacted"]

@@ -21,7 +21,7 @@ from typing import Optional
 
 from ...errors import RemoteReadError, StoreNotFoundError
 from .file_reads import STATS
-from .remote_clients import GCS_SCHEMES, HDFS_SCHEMES, REMOTE_SCHEMES, FsOptions, bucket_root, connect, redacted
+from .remote_clients import GCS_SCHEMES, NAMENODE_SCHEMES, REMOTE_SCHEMES, FsOptions, bucket_root, connect, redacted
 
 RETRY_BACKOFF_S = 0.2  # first pause between attempts; doubled each time
 
@@ -63,8 +63,8 @@ class RemoteFilesystem:
 
     def object_path(self, key: str) -> str:
         """What pyarrow calls the object: ``bucket/key`` for object stores (``container/key`` on Azure), ``/key``
-        on HDFS."""
-        if self.scheme in HDFS_SCHEMES:
+        on HDFS (and through WebHDFS)."""
+        if self.scheme in NAMENODE_SCHEMES:
             return "/" + key
         return f"{self.root}/{key}".rstrip("/") if self.root else key
 
@@ -173,6 +173,8 @@ class RemoteFilesystem:
 
 
 def _permanent(error: Exception) -> bool:
+    if isinstance(error, PermissionError):
+        return True
     text = str(error).lower()
     return any(s in text for s in ("access denied", "accessdenied", "403", "nosuchbucket", "invalidaccesskey",
                                     "signaturedoesnotmatch", "authenticationfailed", "authorizationfailure",

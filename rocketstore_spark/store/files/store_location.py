@@ -1,6 +1,6 @@
 """Where a store lives: a local (or mounted) directory, given as a path or a ``file://`` URI, or a remote URI
-(``s3://``, ``s3a://``, ``gs://``, ``hdfs://``, ``abfs://``), which is read through ``pyarrow.fs`` (see
-:mod:`.remote_fs`) and never written.
+(``s3://``, ``s3a://``, ``gs://``, ``hdfs://``, ``webhdfs://``, ``abfs://``), which is read through ``pyarrow.fs``
+(see :mod:`.remote_fs`) and never written.
 
 Writers get an error for a remote URI that says why and what to do instead, rather than "no such directory" for
 a path the local filesystem mangled.

@@ -8,7 +8,8 @@ from rocketstore_spark.store import FsOptions, RocketStore, local_store_path
 from rocketstore_spark.store.files.store_location import location_scheme
 
 REMOTE = ["s3://bucket/archive/broker-a/store", "s3a://bucket/store", "gs://bucket/store", "hdfs://nn:8020/store",
-          "abfs://container@account.dfs.core.windows.net/store", "hdfs:/nn/store"]  # the last: a Path-mangled URI
+          "webhdfs://nn:9870/store", "abfs://container@account.dfs.core.windows.net/store",
+          "hdfs:/nn/store"]  # the last: a Path-mangled URI
 
 
 def test_paths_and_file_uris_name_local_directories(tmp_path, monkeypatch):
@@ -82,7 +83,7 @@ def test_every_remote_scheme_has_its_filesystem(monkeypatch):
     assert type(connect("abfs", "container@account.dfs.core.windows.net", Options())).__name__ == \
         "AzureFileSystem"
     monkeypatch.setenv("JAVA_HOME", "/nonexistent-jvm")
-    with pytest.raises(UnsupportedLocationError, match="hdfs://nn:8020.*needs a JVM and libhdfs"):
+    with pytest.raises(UnsupportedLocationError, match="hdfs://nn:8020.*needs a JVM .*libhdfs.so"):
         connect("hdfs", "nn:8020", Options())
 
 
