@@ -365,10 +365,56 @@ def staging(store: Path = typer.Argument(..., metavar="STORE", help="store direc
     console.print(table if jobs else "nothing staged")
 
 
+GROUP_HELP = "consumer group (its committed offsets in the broker's config/consumerOffset.json)"
+
+
+def group_table(rows: list[dict]) -> Table:
+    table = Table("group", "topic", "queue", "committed", "max offset", "lag", "next message stored")
+    for r in rows:
+        table.add_row(r["group"], r["topic"], str(r["queueId"]), f"{r['committedOffset']:,}", f"{r['maxOffset']:,}",
+                      f"{r['lag']:,}", format_ms(r["nextMessageStoreTime"]))
+    return table
+
+
+@app.command()
+def groups(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
+           group: Optional[str] = typer.Option(None, "--group", help="only this consumer group"),
+           topic: Optional[str] = typer.Option(None, "--topic", help="only this topic"),
+           as_json: bool = typer.Option(False, "--json", help="JSON lines, one per group and queue"),
+           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+           variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+    """Consumer groups: each group's committed offset per queue (the broker's config/consumerOffset.json and
+    lmqConsumerOffset.json), the queue's max offset, the lag and the store time of the group's next message."""
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+    with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
+        if group is not None:
+            s.group_starting_offsets(group)  # an unknown group: an error listing the known ones
+        rows = s.consumer_offsets(group, topic)
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r) + "\n")
+        return
+    if not rows:
+        console.print("no committed consumer offsets" + (f" of topic {topic}" if topic else ""))
+        return
+    console.print(group_table(rows))
+    by_group: dict = {}
+    for r in rows:
+        by_group[r["group"]] = by_group.get(r["group"], 0) + r["lag"]
+    console.print("total lag: " + ", ".join(f"{g} {n:,}" for g, n in by_group.items()))
+
+
 @app.command()
 def lag(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
-        offsets: str = typer.Option(..., help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
-                                              'or a streaming checkpoint directory'),
+        offsets: Optional[str] = typer.Option(None, help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
+                                                         'or a streaming checkpoint directory'),
+        group: Optional[str] = typer.Option(None, "--group", help=GROUP_HELP + "; instead of --offsets"),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
@@ -376,13 +422,22 @@ def lag(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
         dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
         dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
-    """How many messages each queue is behind the given committed offsets (a query's progress)."""
+    """How many messages each queue is behind the given committed offsets (a query's progress) or a consumer
+    group's (--group)."""
     from .report import consumer_lag, load_offsets
 
+    if (offsets is None) == (group is None):
+        raise typer.BadParameter("give either --offsets (JSON or a streaming checkpoint) or --group (a consumer "
+                                 "group of the store's broker)")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
-        rows = consumer_lag(s, load_offsets(offsets))
+        if group is not None:
+            s.group_starting_offsets(group)  # an unknown group: an error listing the known ones
+            rows = [{"topic": r["topic"], "queueId": r["queueId"], "committed": r["committedOffset"],
+                     "max": r["maxOffset"], "lag": r["lag"]} for r in s.consumer_offsets(group)]
+        else:
+            rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
     for r in rows:
         table.add_row(r["topic"], str(r["queueId"]), str(r["committed"]), str(r["max"]), f"{r['lag']:,}")

@@ -21,6 +21,7 @@ from ..store import (
     dledger_logs,
     glob_remote,
     is_remote,
+    load_consumer_offsets,
     parse_variant,
     resolve_store_root,
     store_path,
@@ -36,6 +37,7 @@ from .option_spec import (
     TIMESTAMP,
     OptionSpec,
     canonical_names,
+    did_you_mean,
 )
 
 EARLIEST = "earliest"
@@ -45,6 +47,9 @@ SCAN_QUEUE = "queue"  # consume-queue plan
 SCAN_COMMITLOG = "commitlog"  # commit-log-ordered plan: the rows of the queue plan, read in commit-log order
 SCAN_RAW = "raw"  # every record of the commit log, those no consume queue references included
 SCAN_MODES = (SCAN_AUTO, SCAN_QUEUE, SCAN_COMMITLOG, SCAN_RAW)
+TABLE_MESSAGES = "messages"  # the messages of the store (the default)
+TABLE_CONSUMER_OFFSETS = "consumerOffsets"  # the consumer groups' committed offsets, with their lag
+TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS)
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
 MIN_BYTES_PER_PARTITION = 1 << 16
@@ -118,6 +123,15 @@ READ_SPEC = (
     OptionSpec("dledgerPeers", STRING, "`dLegerPeers` (`n0-host:port;n1-host:port`): with several peers only the "
                "entries DLedger's checkpoint marks committed are served", shown_default="one peer",
                cli=("--dledger-peers",)),
+    # consumer groups: the broker's committed offsets (config/consumerOffset.json, lmqConsumerOffset.json)
+    OptionSpec("table", CHOICE, "what a batch read returns: `messages`, or `consumerOffsets`: one row per "
+               "consumer group and queue with the group's committed offset, the queue's min and max offsets, the "
+               "lag and the store time of the group's next message (docs/consumer-groups.md)",
+               default=TABLE_MESSAGES, choices=TABLES, scopes=("read",)),
+    OptionSpec("startingGroup", STRING, "start where a consumer group of the store's broker stands: its "
+               "committed offsets are the starting offsets (queues it has none for start as with JSON "
+               "`startingOffsets`: earliest, streams latest); instead of `startingOffsets`",
+               cli=("--group",)),
     OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
                "to their backlog", minimum=1, scopes=("stream",)),
 )
@@ -167,6 +181,8 @@ class ReadOptions:
     variant: Optional[str] = None  # the storage variant where the files leave it open (None: detected)
     # the broker settings the files leave open (BrokerSettings, as RocketStore.open keyword arguments)
     settings: dict = field(default_factory=dict)
+    table: str = TABLE_MESSAGES
+    starting_group: Optional[str] = None  # startingOffsets were taken from this consumer group's committed ones
 
     def wants_topic(self, topic: str) -> bool:
         """Is ``topic`` selected by topics / topicPattern / the system- and retry-topic defaults?"""
@@ -299,6 +315,12 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         Subscription.parse(tags)
     multi = len(stores) > 1
     starting = parse_offsets("startingOffsets", opts.get("startingOffsets"), multi)
+    table = option(opts, "table")
+    group = opts.get("startingGroup")
+    if group is not None:
+        if "startingOffsets" in opts or "startingTimestamp" in opts:
+            raise InvalidArgumentError("give either startingGroup or startingOffsets/startingTimestamp, not both")
+        starting = group_offsets(group, stores)
     ending = parse_offsets("endingOffsets", opts.get("endingOffsets"), multi)
     if "startingOffsets" in opts and "startingTimestamp" in opts:
         raise InvalidArgumentError("give either startingOffsets or startingTimestamp, not both")
@@ -344,8 +366,28 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         sizes=sizes,
         max_messages_per_trigger=option(opts, "maxMessagesPerTrigger"),
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
-        settings=settings,
+        settings=settings, table=table, starting_group=group,
     )
+
+
+def group_offsets(group: str, stores) -> dict:
+    """The committed offsets of consumer ``group`` as JSON startingOffsets (``{broker: ...}`` for several
+    stores); a group no store's broker knows is an error listing the groups there are."""
+    per_store, known = {}, set()
+    for ref in stores:
+        committed = load_consumer_offsets(resolve_store_root(ref.path, dict(ref.fs_options)))
+        known.update(c.group for c in committed)
+        node: dict = {}
+        for c in committed:
+            if c.group == group:
+                node.setdefault(c.topic, {})[str(c.queue_id)] = c.offset
+        per_store[ref.broker] = node
+    if not any(per_store.values()):
+        raise InvalidArgumentError(f"option startingGroup: consumer group {group!r} has no committed offset in "
+                                   f"config/consumerOffset.json of {', '.join(s.path for s in stores)}"
+                                   f"{did_you_mean(group, known)}; the groups there are "
+                                   f"{', '.join(sorted(known)) or 'none'}")
+    return per_store if len(stores) > 1 else per_store[stores[0].broker]
 
 
 def format_ms(ms: int) -> str:

@@ -15,6 +15,7 @@ from typing import Optional
 
 from ..errors import InvalidArgumentError
 from .files.byte_source import as_path, forget_listings, glob_remote, is_remote, scandir
+from .files.consumer_offsets import CommittedOffset, load_consumer_offsets
 from .files.file_reads import counting
 from .files.locking import StoreLock
 from .files.remote_fs import FsOptions
@@ -41,6 +42,7 @@ from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
 from .format.subscription import Subscription
+from .read.group_offsets import GROUP_OFFSET_FIELDS
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
@@ -126,4 +128,6 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            # the producer's rules: queue selection and body compression
            "select_queues", "flag_compression", "QUEUE_SELECTORS", "COMPRESS_THRESHOLD",
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
-           "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]
+           "load_topic_table", "queue_dir_counts", "register_topics", "topics_path",
+           # consumer groups: the broker's committed offsets
+           "CommittedOffset", "load_consumer_offsets", "GROUP_OFFSET_FIELDS"]

@@ -22,6 +22,7 @@ from typing import Iterator, Optional
 
 import pyarrow as pa
 
+from ...errors import InvalidArgumentError
 from ..files.byte_source import as_path, is_remote
 from ..files.checkpoint import Checkpoint
 from ..files.consume_queue import ConsumeQueue
@@ -32,6 +33,7 @@ from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
 from ..files.variant import ROCKSDB_CQ, BrokerSettings, StoreVariant, commit_log_dir, detect_variant
 from ..format import layout as L
+from .group_offsets import GroupOffsets
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
 from .ordered_scan import DEFAULT_SCAN_ROWS, OrderedScanner
@@ -66,6 +68,7 @@ class StoreReader:
         self.reader = QueueReader(self.store, self.queues, self.planned, self.variants)
         self.scanner = OrderedScanner(self.store, self.queues)
         self.lookups = MessageLookups(self.store, self.queues, self.records, self.reader, self.variants)
+        self.group_offsets = GroupOffsets(self, root)
         self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
         if variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
@@ -330,6 +333,29 @@ class StoreReader:
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
         """See :meth:`.MessageLookups.offset_by_time`."""
         return self.lookups.offset_by_time(topic, queue_id, timestamp_ms, boundary)
+
+    # --- consumer groups --------------------------------------------------------------------------------
+
+    def consumer_groups(self) -> list[str]:
+        """The groups with committed offsets in the broker's ``config/consumerOffset.json`` (and
+        ``lmqConsumerOffset.json``), sorted."""
+        return self.group_offsets.groups()
+
+    def consumer_offsets(self, group: Optional[str] = None, topic: Optional[str] = None) -> list[dict]:
+        """The committed offsets of every group (or of ``group`` / ``topic``), one dict per queue: group, topic,
+        queueId, committedOffset (the next offset the group consumes), minOffset, maxOffset, lag (maxOffset -
+        committedOffset, at least 0), nextMessageStoreTime (epoch ms of the group's next message; None when it
+        is caught up) and source (the file). See :mod:`.group_offsets`."""
+        return self.group_offsets.rows(group, topic)
+
+    def group_starting_offsets(self, group: str) -> dict:
+        """``group``'s committed offsets as ``{topic: {"queueId": offset}}`` (JSON startingOffsets' shape); an
+        unknown group is an error listing the known ones."""
+        if group not in self.consumer_groups():
+            raise InvalidArgumentError(f"consumer group {group!r} has no committed offset in "
+                                       f"{self.root / 'config'} (consumerOffset.json, lmqConsumerOffset.json); its "
+                                       f"groups are {', '.join(self.consumer_groups()) or 'none'}")
+        return self.group_offsets.starting_offsets(group)
 
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]
