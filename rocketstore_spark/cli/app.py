@@ -31,6 +31,7 @@ from .common import (
     BATCH_TOPICS,
     BCQ_SIZE,
     COMMIT_LOG_SIZE,
+    COMMITLOG_PATH,
     CONSUME_QUEUE_SIZE,
     DLEDGER_GROUP,
     DLEDGER_PEERS,
@@ -74,13 +75,15 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
             variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
             bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
             dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-            dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+            dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Storage variant, sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint,
     recovery status."""
     from .report import describe_store
 
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     try:
         s = RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes)
     except UnsupportedVariantError:
@@ -160,14 +163,16 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
          variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
          bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
          dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-         dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+         dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Messages of a topic/queue (or everything) as a table or JSON lines."""
     from .report import iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     start_ms, end_ms = parse_time(since, "--since"), parse_time(until, "--until")
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         check_topic(s, topic, queue)
@@ -212,7 +217,8 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
           variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-          dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+          dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
     A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
@@ -220,7 +226,8 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
 
     as_json = as_json or not sys.stdout.isatty()
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
@@ -279,10 +286,12 @@ def verify(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
            variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
            bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
            dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         tasks = {}
 
@@ -387,11 +396,13 @@ def groups(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
            variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
            bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
            dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Consumer groups: each group's committed offset per queue (the broker's config/consumerOffset.json and
     lmqConsumerOffset.json), the queue's max offset, the lag and the store time of the group's next message."""
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         if group is not None:
             s.group_starting_offsets(group)  # an unknown group: an error listing the known ones
@@ -421,7 +432,8 @@ def lag(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
         bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
         dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-        dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+        dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """How many messages each queue is behind the given committed offsets (a query's progress) or a consumer
     group's (--group)."""
     from .report import consumer_lag, load_offsets
@@ -430,7 +442,8 @@ def lag(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         raise typer.BadParameter("give either --offsets (JSON or a streaming checkpoint) or --group (a consumer "
                                  "group of the store's broker)")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         if group is not None:
             s.group_starting_offsets(group)  # an unknown group: an error listing the known ones

@@ -130,8 +130,11 @@ READ_SPEC = (
                default=TABLE_MESSAGES, choices=TABLES, scopes=("read",)),
     OptionSpec("startingGroup", STRING, "start where a consumer group of the store's broker stands: its "
                "committed offsets are the starting offsets (queues it has none for start as with JSON "
-               "`startingOffsets`: earliest, streams latest); instead of `startingOffsets`",
-               cli=("--group",)),
+               "`startingOffsets`: earliest, streams latest); instead of `startingOffsets`"),
+    OptionSpec("commitLogPath", PATH, "the broker's `storePathCommitLog` when its commit log is not the store's "
+               "`commitlog/`: a directory, or several separated by `,` (a commit log split across disks, read as "
+               "the broker's multi-path queue reads it); the path is then the broker's `storePathRootDir`",
+               shown_default="`<path>/commitlog`", cli=("--commitlog-path",)),
     OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
                "to their backlog", minimum=1, scopes=("stream",)),
 )
@@ -344,7 +347,11 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         batch_topics=opts.get("batchTopics"),
         batch_consume_queue_file_size=option(opts, "batchConsumeQueueFileSize"),
         force_verify_prop_crc=option(opts, "forceVerifyPropCrc"),
-        dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers")).as_options()
+        dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers"),
+        commit_log_path=opts.get("commitLogPath")).as_options()
+    if "commit_log_path" in settings and len(stores) > 1:
+        raise InvalidArgumentError(f"option commitLogPath names one broker's commit-log directories, but the path "
+                                   f"gives {len(stores)} stores; read each store with its own commitLogPath")
     for ref in stores if "dledger_self_id" in settings else ():
         logs = [p.parent.name for p in dledger_logs(ref.path)]
         if f"dledger-{settings['dledger_self_id']}" not in logs:

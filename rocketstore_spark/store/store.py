@@ -76,7 +76,8 @@ class RocketStore(StoreReader):
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
              valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, fs_options=None,
              batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
-             dledger_self_id=None, dledger_peers=None, trust_recorded_end: bool = False, **writer_options):
+             dledger_self_id=None, dledger_peers=None, commit_log_path=None, trust_recorded_end: bool = False,
+             **writer_options):
         """Open the store at ``path`` for reading (``mode="a"`` is :meth:`open_writer`'s earlier spelling and
         forwards to it; new code opens writers there).
 
@@ -97,10 +98,12 @@ class RocketStore(StoreReader):
         ``store.args``): ``batch_topics`` (topics with ``queue.type=BatchCQ``, a list or comma-separated),
         ``batch_consume_queue_file_size`` (``mapperFileSizeBatchConsumeQueue``), ``force_verify_prop_crc``
         (``forceVerifyPropCRC``), ``dledger_self_id`` (the ``dledger-<selfId>`` log to read), ``dledger_peers``
-        (``dLegerPeers``: several peers serve only the committed entries).
+        (``dLegerPeers``: several peers serve only the committed entries), ``commit_log_path`` (the broker's
+        ``storePathCommitLog`` when it is not ``<path>/commitlog``: a directory, or several separated by commas or
+        given as a list, read as one commit log as the broker's multi-path queue reads them).
         """
         settings = BrokerSettings.of(batch_topics, batch_consume_queue_file_size, force_verify_prop_crc,
-                                     dledger_self_id, dledger_peers)
+                                     dledger_self_id, dledger_peers, commit_log_path)
         if mode == MODE_APPEND:
             return cls.open_writer(path, commit_log_file_size=commit_log_file_size,
                                    consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,

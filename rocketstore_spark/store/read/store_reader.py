@@ -22,7 +22,7 @@ from typing import Iterator, Optional
 
 import pyarrow as pa
 
-from ...errors import InvalidArgumentError
+from ...errors import InvalidArgumentError, StoreNotFoundError
 from ..files.byte_source import as_path, is_remote
 from ..files.checkpoint import Checkpoint
 from ..files.consume_queue import ConsumeQueue
@@ -31,7 +31,15 @@ from ..files.known_end import known_end
 from ..files.sizes import StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
-from ..files.variant import ROCKSDB_CQ, BrokerSettings, StoreVariant, commit_log_dir, detect_variant
+from ..files.variant import (
+    DLEDGER,
+    ROCKSDB_CQ,
+    BrokerSettings,
+    StoreVariant,
+    commit_log_dir,
+    commit_log_dirs,
+    detect_variant,
+)
 from ..format import layout as L
 from .group_offsets import GroupOffsets
 from .messages import GetMessageResult, MessageLookups
@@ -105,9 +113,18 @@ class StoreReader:
         lazy = lazy_queues and valid_end is not None and consume_queue_file_size is not None
         strays: list = []  # listed once: size detection and the queues share the listing and what it skipped
         listing = [] if lazy or found.has(ROCKSDB_CQ) else cq_listing(root, strays)
+        if settings.commit_log_paths and not found.has(DLEDGER):
+            log_dir = commit_log_dirs(root, found, settings)
+        elif not found.has(DLEDGER) and not (root / L.COMMITLOG_DIR).is_dir():
+            raise StoreNotFoundError(f"{root} has no {L.COMMITLOG_DIR}/ directory: when the broker keeps its commit "
+                                     "log elsewhere (storePathCommitLog), name its directories with commit_log_path "
+                                     "(the option commitLogPath, the CLI's --commitlog-path), comma-separated")
+        else:
+            log_dir = commit_log_dir(root, found)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries, log_dir=commit_log_dir(root, found), listing=listing)
-        if trust_recorded_end and valid_end is None and found.is_default and not is_remote(root):
+                             index_max_entries, log_dir=log_dir, listing=listing)
+        if trust_recorded_end and valid_end is None and found.is_default and not is_remote(root) \
+                and not settings.commit_log_paths:
             # the end rocketstore's last writer recorded, while nothing recovery looks at changed: no walk
             valid_end = known_end(root, sizes)
         return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays, settings)
