@@ -57,7 +57,7 @@ def test_consumer_offsets_match_the_broker(broker_factory, harness, spark, tmp_p
                     first = next(store.read_queue(TOPIC, qid, row["committedOffset"], row["committedOffset"] + 1,
                                                   columns=["storeTimestamp", "properties"])).to_pylist()[0]
                     assert int(first["storeTimestamp"].timestamp() * 1000) == row["nextMessageStoreTime"]
-                    assert first["properties"]["index"] not in received[group]
+                    assert dict(first["properties"])["index"] not in received[group]
             starting = store.group_starting_offsets(group)
             assert {int(q): o for q, o in starting[TOPIC].items()} == \
                    {k[1]: r["committedOffset"] for k, r in rows.items() if k[0] == TOPIC}

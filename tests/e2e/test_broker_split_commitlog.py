@@ -12,8 +12,8 @@ from rocketstore_spark.store import RocketStore
 from tests.e2e.common import by_index, same_rows, sha256, spark_rows, store_rows
 
 TOPIC = "spread"
-MESSAGES = 1200
-FILE_SIZE = 64 * 1024  # small commit-log files: the messages fill several, spread over both paths
+MESSAGES = 600
+FILE_SIZE = 32 * 1024  # small commit-log files: the messages fill several, spread over both paths
 
 
 def test_split_commit_log_reads_as_sent(broker_factory, harness, spark, tmp_path):
