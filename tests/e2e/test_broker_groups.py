@@ -2,14 +2,16 @@
 commit their offsets; more messages arrive; the broker's admin API (``examineConsumeStats``, what ``mqadmin
 consumerProgress`` shows) says where each group stands. Once the broker is stopped, rocketstore's consumer-offset
 table (store API, CLI, Spark), its lag and a read starting where a group stands (batch and streaming) agree with
-the broker and with what the groups did not consume."""
+the broker and with what the groups did not consume. Both config stores: the JSON files, and RocksDB
+(``storeType=defaultRocksDB``: ``config/consumerOffsets/`` and ``config/topics/`` are RocksDB databases)."""
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from rocketstore_spark.cli.app import app
-from rocketstore_spark.store import RocketStore
+from rocketstore_spark.store import RocketStore, load_topic_table
 from tests.e2e.common import by_index
 
 TOPIC = "orders"
@@ -22,9 +24,10 @@ def broker_progress(harness, group):
     return {(o["topic"], o["queueId"]): (o["consumerOffset"], o["brokerOffset"]) for o in harness("offsets", group)}
 
 
-def test_consumer_offsets_match_the_broker(broker_factory, harness, spark, tmp_path):
+@pytest.mark.parametrize("config_store", ["json", "rocksdb"])
+def test_consumer_offsets_match_the_broker(broker_factory, harness, spark, tmp_path, config_store):
     store_dir = tmp_path / "store"
-    broker = broker_factory(store_dir)
+    broker = broker_factory(store_dir, **({"storeType": "defaultRocksDB"} if config_store == "rocksdb" else {}))
     sent = harness("trickle", TOPIC, 0, FIRST, 0)
     received = {}
     for group, (kind, count) in GROUPS.items():
@@ -36,8 +39,16 @@ def test_consumer_offsets_match_the_broker(broker_factory, harness, spark, tmp_p
     sent = by_index(sent)
     assert len(sent) == FIRST + MORE
 
+    config = store_dir / "config"
+    if config_store == "rocksdb":  # no JSON tables: the broker keeps them in RocksDB
+        assert (config / "consumerOffsets" / "CURRENT").is_file() and (config / "topics" / "CURRENT").is_file()
+        assert not (config / "consumerOffset.json").exists() and not (config / "topics.json").exists()
     with RocketStore.open(store_dir) as store:
         assert set(GROUPS) <= set(store.consumer_groups())
+        sources = {r["source"] for r in store.consumer_offsets()}
+        assert sources == ({"consumerOffsets"} if config_store == "rocksdb" else {"consumerOffset.json"})
+        topic_config = load_topic_table(store_dir)["topicConfigTable"][TOPIC]
+        assert topic_config["readQueueNums"] == len(store.queue_ids(TOPIC))
         for group in GROUPS:
             rows = {(r["topic"], r["queueId"]): r for r in store.consumer_offsets(group)}
             assert {k for k in progress[group] if k[0] == TOPIC} <= set(rows)

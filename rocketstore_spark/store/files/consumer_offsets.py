@@ -17,7 +17,9 @@ which writes the integer keys of the per-queue maps without quotes (so it is not
         "dataVersion":{"counter":7,"stateVersion":0,"timestamp":1717200000000}
     }
 
-Like the topic table, a missing or empty file falls back to ``<name>.bak`` (``ConfigManager.load``).
+Like the topic table, a missing or empty file falls back to ``<name>.bak`` (``ConfigManager.load``). A broker
+with the RocksDB config store keeps the table in the database ``config/consumerOffsets/`` instead
+(:mod:`.rocksdb_config`), which is then read in place of ``consumerOffset.json``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Optional
 
 from ...errors import StoreFormatError
 from .byte_source import as_path
+from .rocksdb_config import CONSUMER_OFFSETS_DB, config_database, read_config_rows
 from .topic_config import BACKUP_SUFFIX, CONFIG_DIR
 
 CONSUMER_OFFSET_FILE = "consumerOffset.json"  # BrokerPathConfigHelper.getConsumerOffsetPath
@@ -94,11 +97,24 @@ def parse_offset_table(text: str, path) -> list[CommittedOffset]:
     return out
 
 
+def rocksdb_offsets(directory) -> list[CommittedOffset]:
+    """The committed offsets of a RocksDB config store's ``consumerOffsets`` database."""
+    rows = read_config_rows(directory)
+    table = {key: value.get(OFFSET_TABLE) if isinstance(value, dict) else value for key, value in rows.items()}
+    return parse_offset_table(json.dumps({OFFSET_TABLE: table}), Path(str(directory)))
+
+
 def load_consumer_offsets(root) -> list[CommittedOffset]:
     """Every committed offset of the store's broker (both files; each missing or empty one falls back to its
-    backup), sorted by group, topic and queue."""
+    backup; the RocksDB database in place of ``consumerOffset.json`` when there is one), sorted by group, topic
+    and queue."""
     out = []
-    for path in consumer_offset_paths(root):
+    paths = consumer_offset_paths(root)
+    database = config_database(as_path(root) / CONFIG_DIR, CONSUMER_OFFSETS_DB)
+    if database is not None:
+        out.extend(rocksdb_offsets(database))
+        paths = paths[1:]
+    for path in paths:
         text = _read_text(path)
         where = path
         if text is None:

@@ -7,13 +7,14 @@ the broker's admin API (``examineConsumeStats``) answered for the two groups jus
 """
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from rocketstore_spark.errors import InvalidArgumentError, StoreFormatError
-from rocketstore_spark.store import RocketStore, load_consumer_offsets
+from rocketstore_spark.store import RocketStore, load_consumer_offsets, load_topic_table
 from rocketstore_spark.store.files.consumer_offsets import parse_offset_table
 from tests.store.write.test_writer import SMALL
 
@@ -100,3 +101,23 @@ def test_a_store_without_offsets_has_no_groups(tmp_path):
     (root / "config" / "consumerOffset.json").unlink()
     with RocketStore.open(root) as store:
         assert store.consumer_groups() == [] and store.consumer_offsets() == []
+
+
+# ``data/rocksdb-config-broker-5.3.3/``: ``config/consumerOffsets`` and ``config/topics`` as a real 5.3.3 broker with
+# ``storeType=defaultRocksDB`` wrote them (the end-to-end harness: 40 messages to ``orders``, ``g-pull`` pulled and
+# committed 36, ``g-push`` consumed them all); ``admin.jsonl``: the broker's ``examineConsumeStats`` answers.
+ROCKSDB_CONFIG = DATA / "rocksdb-config-broker-5.3.3"
+
+
+def test_rocksdb_config_store_reads_what_the_broker_answered(tmp_path):
+    root = tmp_path / "store"
+    shutil.copytree(ROCKSDB_CONFIG, root / "config", ignore=shutil.ignore_patterns("admin.jsonl"))
+    before = sorted((p.name, p.stat().st_size) for p in (root / "config").rglob("*"))
+    admin = [json.loads(line) for line in (ROCKSDB_CONFIG / "admin.jsonl").read_text().splitlines()]
+    committed = {(c.group, c.topic, c.queue_id): c for c in load_consumer_offsets(root)}
+    for o in admin:
+        c = committed[(o["group"], o["topic"], o["queueId"])]
+        assert (c.offset, c.source) == (o["consumerOffset"], "consumerOffsets")
+    table = load_topic_table(root)["topicConfigTable"]
+    assert table["orders"]["readQueueNums"] == len({o["queueId"] for o in admin})
+    assert sorted((p.name, p.stat().st_size) for p in (root / "config").rglob("*")) == before  # nothing written
