@@ -1,5 +1,5 @@
-"""The broker's configuration tables kept in RocksDB (``storeType=defaultRocksDB``, the RocksDB config managers of
-5.2+): ``config/consumerOffsets/`` (``RocksDBConsumerOffsetManager``) and ``config/topics/``
+"""The broker's configuration tables kept in RocksDB (``storeType=defaultRocksDB``: the broker's RocksDB config
+managers, as 5.3.3 writes them): ``config/consumerOffsets/`` (``RocksDBConsumerOffsetManager``) and ``config/topics/``
 (``RocksDBTopicConfigManager``) are RocksDB databases instead of ``consumerOffset.json`` and ``topics.json``.
 
 Both keep one entry per table row in the ``default`` column family (``kvDataVersion`` holds the data version,
