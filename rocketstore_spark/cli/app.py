@@ -31,6 +31,7 @@ from .common import (
     BATCH_TOPICS,
     BCQ_SIZE,
     COMMIT_LOG_SIZE,
+    COMMITLOG_PATH,
     CONSUME_QUEUE_SIZE,
     DLEDGER_GROUP,
     DLEDGER_PEERS,
@@ -74,13 +75,15 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
             variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
             bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
             dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-            dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+            dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Storage variant, sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint,
     recovery status."""
     from .report import describe_store
 
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     try:
         s = RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes)
     except UnsupportedVariantError:
@@ -160,14 +163,16 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
          variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
          bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
          dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-         dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+         dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Messages of a topic/queue (or everything) as a table or JSON lines."""
     from .report import iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     start_ms, end_ms = parse_time(since, "--since"), parse_time(until, "--until")
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         check_topic(s, topic, queue)
@@ -212,7 +217,8 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
           variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-          dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+          dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
     A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
@@ -220,7 +226,8 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
 
     as_json = as_json or not sys.stdout.isatty()
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
@@ -279,10 +286,12 @@ def verify(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
            variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
            bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
            dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
+           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
     """Full structural check (CRC of every record, queues, index, checkpoint); exit 1 on problems."""
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s, progress_bar() as bar:
         tasks = {}
 
@@ -365,24 +374,83 @@ def staging(store: Path = typer.Argument(..., metavar="STORE", help="store direc
     console.print(table if jobs else "nothing staged")
 
 
+GROUP_HELP = "consumer group (its committed offsets in the broker's config/consumerOffset.json)"
+
+
+def group_table(rows: list[dict]) -> Table:
+    table = Table("group", "topic", "queue", "committed", "max offset", "lag", "next message stored")
+    for r in rows:
+        table.add_row(r["group"], r["topic"], str(r["queueId"]), f"{r['committedOffset']:,}", f"{r['maxOffset']:,}",
+                      f"{r['lag']:,}", format_ms(r["nextMessageStoreTime"]))
+    return table
+
+
+@app.command()
+def groups(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
+           group: Optional[str] = typer.Option(None, "--group", help="only this consumer group"),
+           topic: Optional[str] = typer.Option(None, "--topic", help="only this topic"),
+           as_json: bool = typer.Option(False, "--json", help="JSON lines, one per group and queue"),
+           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+           variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
+    """Consumer groups: each group's committed offset per queue (the broker's config/consumerOffset.json and
+    lmqConsumerOffset.json), the queue's max offset, the lag and the store time of the group's next message."""
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
+    with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
+        if group is not None:
+            s.group_starting_offsets(group)  # an unknown group: an error listing the known ones
+        rows = s.consumer_offsets(group, topic)
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r) + "\n")
+        return
+    if not rows:
+        console.print("no committed consumer offsets" + (f" of topic {topic}" if topic else ""))
+        return
+    console.print(group_table(rows))
+    by_group: dict = {}
+    for r in rows:
+        by_group[r["group"]] = by_group.get(r["group"], 0) + r["lag"]
+    console.print("total lag: " + ", ".join(f"{g} {n:,}" for g, n in by_group.items()))
+
+
 @app.command()
 def lag(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
-        offsets: str = typer.Option(..., help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
-                                              'or a streaming checkpoint directory'),
+        offsets: Optional[str] = typer.Option(None, help='committed offsets JSON {"broker": {"topic": {"qid": next}}} '
+                                                         'or a streaming checkpoint directory'),
+        group: Optional[str] = typer.Option(None, "--group", help=GROUP_HELP + "; instead of --offsets"),
         commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
         consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
         index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
         variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
         bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
         dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
-        dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS):
-    """How many messages each queue is behind the given committed offsets (a query's progress)."""
+        dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+        commitlog_path: Optional[str] = COMMITLOG_PATH):
+    """How many messages each queue is behind the given committed offsets (a query's progress) or a consumer
+    group's (--group)."""
     from .report import consumer_lag, load_offsets
 
+    if (offsets is None) == (group is None):
+        raise typer.BadParameter("give either --offsets (JSON or a streaming checkpoint) or --group (a consumer "
+                                 "group of the store's broker)")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
-        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers)
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                       commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
-        rows = consumer_lag(s, load_offsets(offsets))
+        if group is not None:
+            s.group_starting_offsets(group)  # an unknown group: an error listing the known ones
+            rows = [{"topic": r["topic"], "queueId": r["queueId"], "committed": r["committedOffset"],
+                     "max": r["maxOffset"], "lag": r["lag"]} for r in s.consumer_offsets(group)]
+        else:
+            rows = consumer_lag(s, load_offsets(offsets))
     table = Table("topic", "queue", "committed", "max offset", "lag")
     for r in rows:
         table.add_row(r["topic"], str(r["queueId"]), str(r["committed"]), str(r["max"]), f"{r['lag']:,}")

@@ -70,10 +70,12 @@ BCQ_SIZE = mirror("batchConsumeQueueFileSize")
 FORCE_VERIFY = mirror("forceVerifyPropCrc")
 DLEDGER_SELF = mirror("dledgerSelfId")
 DLEDGER_PEERS = mirror("dledgerPeers")
+COMMITLOG_PATH = mirror("commitLogPath")
 DLEDGER_GROUP = typer.Option(None, "--dledger-group", help="DLedger group (accepted, it does not change reads)")
 
 
-def settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers) -> dict:
+def settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
+                   commitlog_path=None) -> dict:
     """The broker-setting options given, as RocketStore.open keyword arguments."""
     force = None
     if force_verify_prop_crc is not None:
@@ -81,7 +83,7 @@ def settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, 
             raise typer.BadParameter(f"--force-verify-prop-crc must be true or false, found {force_verify_prop_crc!r}")
         force = force_verify_prop_crc.strip().lower() == "true"
     given = dict(batch_topics=batch_topics, batch_consume_queue_file_size=bcq_size, force_verify_prop_crc=force,
-                 dledger_self_id=dledger_self, dledger_peers=dledger_peers)
+                 dledger_self_id=dledger_self, dledger_peers=dledger_peers, commit_log_path=commitlog_path)
     return {k: v for k, v in given.items() if v is not None}
 
 

@@ -64,7 +64,8 @@ def describe_store(s: RocketStore) -> dict:
                          "end_phy": f.header.end_phy_offset} for f in index_files],
         "index_problem": index_problem,
         "checkpoint": None if cp is None else cp.__dict__,
-        "disk_bytes": _disk_bytes(s.root),
+        # with the commit-log paths outside the root (storePathCommitLog)
+        "disk_bytes": _disk_bytes(s.root) + sum(_disk_bytes(p) for p in s.settings.commit_log_paths),
         "staging": [j.as_dict() for j in staged_jobs(s.root)],
         "topic_table": topic_table_status(s),
         "stray_files": [str(stray) for stray in s.stray_files],

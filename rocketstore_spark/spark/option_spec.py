@@ -158,8 +158,8 @@ def check_selection(opts, ref, topics: list, queue_ids) -> None:
                                        f"{did_you_mean(name, topics)}; its topics are {listing(topics)}")
     for option_name in ("startingOffsets", "endingOffsets"):
         spec = opts.starting_offsets if option_name == "startingOffsets" else opts.ending_offsets
-        if not isinstance(spec, dict):
-            continue
+        if not isinstance(spec, dict) or (option_name == "startingOffsets" and opts.starting_group):
+            continue  # a group's committed offsets may name queues the store no longer has: they are skipped
         node = spec.get(ref.broker, {}) if len(opts.stores) > 1 else spec
         for topic, queues in node.items():
             if topic not in known:

@@ -21,6 +21,7 @@ from ..store import (
     dledger_logs,
     glob_remote,
     is_remote,
+    load_consumer_offsets,
     parse_variant,
     resolve_store_root,
     store_path,
@@ -36,6 +37,7 @@ from .option_spec import (
     TIMESTAMP,
     OptionSpec,
     canonical_names,
+    did_you_mean,
 )
 
 EARLIEST = "earliest"
@@ -45,6 +47,9 @@ SCAN_QUEUE = "queue"  # consume-queue plan
 SCAN_COMMITLOG = "commitlog"  # commit-log-ordered plan: the rows of the queue plan, read in commit-log order
 SCAN_RAW = "raw"  # every record of the commit log, those no consume queue references included
 SCAN_MODES = (SCAN_AUTO, SCAN_QUEUE, SCAN_COMMITLOG, SCAN_RAW)
+TABLE_MESSAGES = "messages"  # the messages of the store (the default)
+TABLE_CONSUMER_OFFSETS = "consumerOffsets"  # the consumer groups' committed offsets, with their lag
+TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS)
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
 MIN_BYTES_PER_PARTITION = 1 << 16
@@ -119,6 +124,18 @@ READ_SPEC = (
     OptionSpec("dledgerPeers", STRING, "`dLegerPeers` (`n0-host:port;n1-host:port`): with several peers only the "
                "entries DLedger's checkpoint marks committed are served", shown_default="one peer",
                cli=("--dledger-peers",)),
+    # consumer groups: the broker's committed offsets (config/consumerOffset.json, lmqConsumerOffset.json)
+    OptionSpec("table", CHOICE, "what a batch read returns: `messages`, or `consumerOffsets`: one row per "
+               "consumer group and queue with the group's committed offset, the queue's min and max offsets, the "
+               "lag and the store time of the group's next message (docs/consumer-groups.md)",
+               default=TABLE_MESSAGES, choices=TABLES, scopes=("read",)),
+    OptionSpec("startingGroup", STRING, "start where a consumer group of the store's broker stands: its "
+               "committed offsets are the starting offsets (queues it has none for start as with JSON "
+               "`startingOffsets`: earliest, streams latest); instead of `startingOffsets`"),
+    OptionSpec("commitLogPath", PATH, "the broker's `storePathCommitLog` when its commit log is not the store's "
+               "`commitlog/`: a directory, or several separated by `,` (a commit log split across disks, read as "
+               "the broker's multi-path queue reads it); the path is then the broker's `storePathRootDir`",
+               shown_default="`<path>/commitlog`", cli=("--commitlog-path",)),
     OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
                "to their backlog", minimum=1, scopes=("stream",)),
 )
@@ -168,6 +185,8 @@ class ReadOptions:
     variant: Optional[str] = None  # the storage variant where the files leave it open (None: detected)
     # the broker settings the files leave open (BrokerSettings, as RocketStore.open keyword arguments)
     settings: dict = field(default_factory=dict)
+    table: str = TABLE_MESSAGES
+    starting_group: Optional[str] = None  # startingOffsets were taken from this consumer group's committed ones
 
     def wants_topic(self, topic: str) -> bool:
         """Is ``topic`` selected by topics / topicPattern / the system- and retry-topic defaults?"""
@@ -300,6 +319,12 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         Subscription.parse(tags)
     multi = len(stores) > 1
     starting = parse_offsets("startingOffsets", opts.get("startingOffsets"), multi)
+    table = option(opts, "table")
+    group = opts.get("startingGroup")
+    if group is not None:
+        if "startingOffsets" in opts or "startingTimestamp" in opts:
+            raise InvalidArgumentError("give either startingGroup or startingOffsets/startingTimestamp, not both")
+        starting = group_offsets(group, stores)
     ending = parse_offsets("endingOffsets", opts.get("endingOffsets"), multi)
     if "startingOffsets" in opts and "startingTimestamp" in opts:
         raise InvalidArgumentError("give either startingOffsets or startingTimestamp, not both")
@@ -323,7 +348,11 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         batch_topics=opts.get("batchTopics"),
         batch_consume_queue_file_size=option(opts, "batchConsumeQueueFileSize"),
         force_verify_prop_crc=option(opts, "forceVerifyPropCrc"),
-        dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers")).as_options()
+        dledger_self_id=opts.get("dledgerSelfId"), dledger_peers=opts.get("dledgerPeers"),
+        commit_log_path=opts.get("commitLogPath")).as_options()
+    if "commit_log_path" in settings and len(stores) > 1:
+        raise InvalidArgumentError(f"option commitLogPath names one broker's commit-log directories, but the path "
+                                   f"gives {len(stores)} stores; read each store with its own commitLogPath")
     for ref in stores if "dledger_self_id" in settings else ():
         logs = [p.parent.name for p in dledger_logs(ref.path)]
         if f"dledger-{settings['dledger_self_id']}" not in logs:
@@ -345,8 +374,28 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         sizes=sizes,
         max_messages_per_trigger=option(opts, "maxMessagesPerTrigger"),
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
-        settings=settings,
+        settings=settings, table=table, starting_group=group,
     )
+
+
+def group_offsets(group: str, stores) -> dict:
+    """The committed offsets of consumer ``group`` as JSON startingOffsets (``{broker: ...}`` for several
+    stores); a group no store's broker knows is an error listing the groups there are."""
+    per_store, known = {}, set()
+    for ref in stores:
+        committed = load_consumer_offsets(resolve_store_root(ref.path, dict(ref.fs_options)))
+        known.update(c.group for c in committed)
+        node: dict = {}
+        for c in committed:
+            if c.group == group:
+                node.setdefault(c.topic, {})[str(c.queue_id)] = c.offset
+        per_store[ref.broker] = node
+    if not any(per_store.values()):
+        raise InvalidArgumentError(f"option startingGroup: consumer group {group!r} has no committed offset in "
+                                   f"config/consumerOffset.json of {', '.join(s.path for s in stores)}"
+                                   f"{did_you_mean(group, known)}; the groups there are "
+                                   f"{', '.join(sorted(known)) or 'none'}")
+    return per_store if len(stores) > 1 else per_store[stores[0].broker]
 
 
 def format_ms(ms: int) -> str:

@@ -53,21 +53,29 @@ class RocketStoreDataSource(DataSource):
 
     @message_first
     def schema(self):
-        from .options import parse_read_options
+        from .options import TABLE_CONSUMER_OFFSETS, parse_read_options
         from .schema import SCHEMA
 
         # called at load() when no schema is given: validate the options now so mistakes surface early
-        parse_read_options(self.options, stream=True)  # the superset: readStream options are valid here too
+        opts = parse_read_options(self.options, stream=True)  # the superset: readStream options are valid here too
+        if opts.table == TABLE_CONSUMER_OFFSETS:
+            from .group_reader import CONSUMER_OFFSETS_SCHEMA
+
+            return CONSUMER_OFFSETS_SCHEMA
         return SCHEMA
 
     @message_first
     def reader(self, schema: StructType) -> RocketStoreReader:
-        from .options import parse_read_options
+        from .options import TABLE_CONSUMER_OFFSETS, parse_read_options
         from .reader import RocketStorePushdownReader, RocketStoreReader
         from .schema import SPARK_COLUMNS, validate_user_schema
 
-        columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         opts = parse_read_options(self.options)
+        if opts.table == TABLE_CONSUMER_OFFSETS:
+            from .group_reader import ConsumerOffsetsReader
+
+            return ConsumerOffsetsReader(opts)
+        columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         cls = RocketStorePushdownReader if called_from_pushdown_worker() else RocketStoreReader
         return cls(opts, columns)
 
@@ -87,12 +95,17 @@ class RocketStoreDataSource(DataSource):
 
     @message_first
     def streamReader(self, schema: StructType):
-        from .options import parse_read_options
+        from ..errors import InvalidArgumentError
+        from .options import TABLE_CONSUMER_OFFSETS, parse_read_options
         from .schema import SPARK_COLUMNS, validate_user_schema
         from .stream_reader import RocketStoreStreamReader
 
+        opts = parse_read_options(self.options, stream=True)
+        if opts.table == TABLE_CONSUMER_OFFSETS:
+            raise InvalidArgumentError("option table=consumerOffsets is a batch table: read it with spark.read, "
+                                       "not spark.readStream")
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
-        return RocketStoreStreamReader(parse_read_options(self.options, stream=True), columns)
+        return RocketStoreStreamReader(opts, columns)
 
     @message_first
     def streamWriter(self, schema: StructType, overwrite: bool):

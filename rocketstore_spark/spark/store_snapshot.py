@@ -33,7 +33,8 @@ class StoreSnapshot:
         """The snapshot of ``store`` (opened from ``path`` at ``opened_at_ns``, ``time.time_ns()``)."""
         root = os.fspath(path)
         paths = [root, os.path.join(root, L.ABORT_FILE), os.path.join(root, L.CHECKPOINT_FILE)]
-        for directory in [os.path.join(root, L.COMMITLOG_DIR), os.path.join(root, L.INDEX_DIR)] + \
+        split = [os.fspath(d) for d in store.settings.commit_log_paths]  # a commit log elsewhere (storePathCommitLog)
+        for directory in [os.path.join(root, L.COMMITLOG_DIR), os.path.join(root, L.INDEX_DIR)] + split + \
                 [os.fspath(d) for d in dledger_logs(root)]:
             paths.append(directory)
             if os.path.isdir(directory):

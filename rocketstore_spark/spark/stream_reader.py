@@ -111,12 +111,15 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _tail(self, ref: StoreRef) -> Optional[LiveTail]:
         """The broker's LiveTail; None for storage variants whose queues it does not follow (DLedger's log,
-        RocksDB or batch consume queues, LMQ's extra units): those re-check every queue per trigger."""
+        RocksDB or batch consume queues, LMQ's extra units) and split commit logs: those re-check every queue per
+        trigger."""
         if ref.broker not in self._tails:
             variant = detect_variant(resolve_store_root(ref.path, dict(ref.fs_options)), self.opts.variant,
                                      self.opts.settings.get("dledger_self_id"),
                                      self.opts.settings.get("batch_topics"))
-            self._tails[ref.broker] = None if variant.features else \
+            # a commit log split across paths is re-checked per trigger as well
+            split = "commit_log_path" in self.opts.settings
+            self._tails[ref.broker] = None if variant.features or split else \
                 LiveTail.open(ref.path, self.opts.wants_topic, fs_options=dict(ref.fs_options), **self.opts.sizes)
         return self._tails[ref.broker]
 

@@ -15,6 +15,7 @@ from typing import Optional
 
 from ..errors import InvalidArgumentError
 from .files.byte_source import as_path, forget_listings, glob_remote, is_remote, scandir
+from .files.consumer_offsets import CommittedOffset, load_consumer_offsets
 from .files.file_reads import counting
 from .files.locking import StoreLock, store_lock_held
 from .files.remote_fs import FsOptions
@@ -41,6 +42,7 @@ from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
 from .format.subscription import Subscription
+from .read.group_offsets import GROUP_OFFSET_FIELDS
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
@@ -74,7 +76,8 @@ class RocketStore(StoreReader):
              index_hash_slots=None, index_max_entries=None, check_crc_on_recover: bool = True,
              valid_end: Optional[int] = None, variant=None, lazy_queues: bool = False, fs_options=None,
              batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
-             dledger_self_id=None, dledger_peers=None, trust_recorded_end: bool = False, **writer_options):
+             dledger_self_id=None, dledger_peers=None, commit_log_path=None, trust_recorded_end: bool = False,
+             **writer_options):
         """Open the store at ``path`` for reading (``mode="a"`` is :meth:`open_writer`'s earlier spelling and
         forwards to it; new code opens writers there).
 
@@ -95,10 +98,12 @@ class RocketStore(StoreReader):
         ``store.args``): ``batch_topics`` (topics with ``queue.type=BatchCQ``, a list or comma-separated),
         ``batch_consume_queue_file_size`` (``mapperFileSizeBatchConsumeQueue``), ``force_verify_prop_crc``
         (``forceVerifyPropCRC``), ``dledger_self_id`` (the ``dledger-<selfId>`` log to read), ``dledger_peers``
-        (``dLegerPeers``: several peers serve only the committed entries).
+        (``dLegerPeers``: several peers serve only the committed entries), ``commit_log_path`` (the broker's
+        ``storePathCommitLog`` when it is not ``<path>/commitlog``: a directory, or several separated by commas or
+        given as a list, read as one commit log as the broker's multi-path queue reads them).
         """
         settings = BrokerSettings.of(batch_topics, batch_consume_queue_file_size, force_verify_prop_crc,
-                                     dledger_self_id, dledger_peers)
+                                     dledger_self_id, dledger_peers, commit_log_path)
         if mode == MODE_APPEND:
             return cls.open_writer(path, commit_log_file_size=commit_log_file_size,
                                    consume_queue_file_size=consume_queue_file_size, index_hash_slots=index_hash_slots,
@@ -127,4 +132,6 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            # the producer's rules: queue selection and body compression
            "select_queues", "flag_compression", "QUEUE_SELECTORS", "COMPRESS_THRESHOLD",
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
-           "load_topic_table", "queue_dir_counts", "register_topics", "topics_path"]
+           "load_topic_table", "queue_dir_counts", "register_topics", "topics_path",
+           # consumer groups: the broker's committed offsets
+           "CommittedOffset", "load_consumer_offsets", "GROUP_OFFSET_FIELDS"]

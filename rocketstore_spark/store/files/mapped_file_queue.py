@@ -72,6 +72,26 @@ def list_offset_files(directory: Path, strays: Optional[list] = None) -> list[Ma
     return infos
 
 
+def list_offset_files_in(directories, strays: Optional[list] = None) -> list[MappedFileInfo]:
+    """The files of several directories of one queue (a commit log split across paths, as a broker's
+    ``MultiPathMappedFileQueue`` loads it) sorted by start offset; one offset in two directories is an error."""
+    if len(directories) == 1:
+        return list_offset_files(directories[0], strays)
+    by_offset: dict = {}
+    for directory in directories:
+        for f in list_offset_files(directory, strays):
+            if f.from_offset in by_offset:
+                raise StoreFormatError(f"commit-log file {f.path.name} is in two of the commit-log paths "
+                                       f"({by_offset[f.from_offset].location} and {f.location}); keep one copy",
+                                       f.path)
+            by_offset[f.from_offset] = f
+    infos = [by_offset[k] for k in sorted(by_offset)]
+    while infos and infos[-1].length == 0:
+        note(strays, infos[-1].path, "zero-length file at the end of the queue (a broker deletes it on loading)")
+        infos.pop()
+    return infos
+
+
 def detect_file_size(files: list[MappedFileInfo], configured: Optional[int], what: str,
                      option: str, cut_last: bool = False) -> Optional[int]:
     """The common length of ``files``: every file of a MappedFileQueue has the configured size.

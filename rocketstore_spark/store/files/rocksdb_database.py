@@ -86,6 +86,19 @@ def check_not_locked(directory: Path) -> None:
         fcntl.lockf(fh.fileno(), fcntl.LOCK_UN)
 
 
+def link_database(directory: Path, shadow: Path) -> None:
+    """Fill the empty directory ``shadow`` with links to the files of the database ``directory`` (copies for a
+    remote one: RocksDB reads local files), its lock file left out, so that opening ``shadow`` touches nothing of
+    the store."""
+    for entry in scandir(directory):
+        if entry.is_file() and entry.name != LOCK_FILE:
+            if is_remote(directory):
+                with (directory / entry.name).open("rb") as src, open(shadow / entry.name, "wb") as out:
+                    shutil.copyfileobj(src, out, 8 << 20)
+            else:
+                os.symlink(os.path.abspath(entry.path), shadow / entry.name)  # a relative store path too
+
+
 class RocksDBConsumeQueueStore:
     """The ``consumequeue/`` database, opened read-only through a directory of links to its files."""
 
@@ -100,13 +113,7 @@ class RocksDBConsumeQueueStore:
         self._shadow = Path(tempfile.mkdtemp(prefix="rocketstore-rocksdb-"))
         # removed on close, or when the reader is collected or the process exits (executors cache open stores)
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._shadow), True)
-        for entry in scandir(self.directory):
-            if entry.is_file() and entry.name != LOCK_FILE:
-                if is_remote(self.directory):  # RocksDB reads local files: the database is copied (read-only)
-                    with (self.directory / entry.name).open("rb") as src, open(self._shadow / entry.name, "wb") as out:
-                        shutil.copyfileobj(src, out, 8 << 20)
-                else:
-                    os.symlink(os.path.abspath(entry.path), self._shadow / entry.name)  # a relative store path too
+        link_database(self.directory, self._shadow)
         try:
             families = Rdict.list_cf(str(self._shadow), Options(raw_mode=True))
             self.db = Rdict(str(self._shadow), Options(raw_mode=True),
@@ -199,4 +206,4 @@ class RocksDBConsumeQueueStore:
         self._cleanup()
 
 
-__all__ = ["RocksDBConsumeQueueStore", "check_not_locked"]
+__all__ = ["RocksDBConsumeQueueStore", "check_not_locked", "link_database"]

@@ -11,7 +11,7 @@ from ...errors import IndexSizesAmbiguousError, StoreConfigError
 from ..format import layout as L
 from .byte_source import as_path, scandir
 from .index_file import detect_index_sizes, list_index_files
-from .mapped_file_queue import MappedFileInfo, detect_file_size, list_offset_files
+from .mapped_file_queue import MappedFileInfo, detect_file_size, list_offset_files, list_offset_files_in
 from .strays import note
 
 log = logging.getLogger("rocketstore_spark")
@@ -137,7 +137,8 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
                  index_max_entries=None, *, defaults_when_empty: bool = True, log_dir: Optional[Path] = None,
                  listing=None) -> StoreSizes:
     """Sizes from the files; options must agree with them; defaults where a store has no such files.
-    ``log_dir``: where the records are when not in ``commitlog/`` (a DLedger log); ``listing``: the store's
+    ``log_dir``: where the records are when not in ``commitlog/`` (a DLedger log; a list: a commit log split
+    across paths); ``listing``: the store's
     :func:`cq_listing` when the caller already has it."""
     commit_log_file_size = _positive("commit_log_file_size", commit_log_file_size)
     consume_queue_file_size = _positive("consume_queue_file_size", consume_queue_file_size)
@@ -147,9 +148,10 @@ def detect_sizes(root: Path, commit_log_file_size=None, consume_queue_file_size=
     index_max_entries = _positive("index_max_entries", index_max_entries)
 
     root = as_path(root)
-    cl = detect_file_size(list_offset_files(log_dir or root / L.COMMITLOG_DIR), commit_log_file_size,
-                          "commit-log", "commit_log_file_size",
-                          cut_last=log_dir is None or as_path(log_dir).name == L.COMMITLOG_DIR)
+    log_dirs = log_dir if isinstance(log_dir, (list, tuple)) else [log_dir or root / L.COMMITLOG_DIR]
+    cl = detect_file_size(list_offset_files_in(log_dirs), commit_log_file_size, "commit-log", "commit_log_file_size",
+                          cut_last=log_dir is None or isinstance(log_dir, (list, tuple))
+                          or as_path(log_dir).name == L.COMMITLOG_DIR)
     cq = detect_cq_file_size(cq_listing(root) if listing is None else listing, consume_queue_file_size)
     index_dir = root / L.INDEX_DIR
     index_paths = list_index_files(index_dir)

@@ -84,7 +84,9 @@ def resolve_store_root(path, fs_options=None) -> Path:
     if not root.is_dir():
         raise StoreNotFoundError(f"store path {root} is a file; expected a RocketMQ store directory holding "
                                  "commitlog/ and consumequeue/")
-    has_log = lambda d: (d / L.COMMITLOG_DIR).is_dir() or bool(dledger_logs(d))  # noqa: E731
+    # a store whose commit log is elsewhere (storePathCommitLog) still has its queues or checkpoint here
+    has_log = lambda d: ((d / L.COMMITLOG_DIR).is_dir() or bool(dledger_logs(d))  # noqa: E731
+                         or (d / L.CONSUMEQUEUE_DIR).is_dir() or (d / L.CHECKPOINT_FILE).is_file())
     if not has_log(root) and has_log(root / "store"):
         root = root / "store"
     if not has_log(root):

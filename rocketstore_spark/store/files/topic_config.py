@@ -34,6 +34,7 @@ from typing import Mapping, Optional
 from ...errors import StoreFormatError
 from ..format import layout as L
 from .byte_source import as_path
+from .rocksdb_config import TOPICS_DB, config_database, read_config_rows
 from .store_files import write_text_atomically
 
 CONFIG_DIR = "config"
@@ -69,7 +70,11 @@ def _read_table(path: Path) -> Optional[dict]:
 
 
 def load_topic_table(root) -> dict:
-    """The whole ``TopicConfigSerializeWrapper`` (an empty one when the store has no topic table)."""
+    """The whole ``TopicConfigSerializeWrapper`` (an empty one when the store has no topic table); a broker with
+    the RocksDB config store keeps it in the database ``config/topics/`` (:mod:`.rocksdb_config`)."""
+    database = config_database(as_path(root) / CONFIG_DIR, TOPICS_DB)
+    if database is not None:
+        return {"topicConfigTable": read_config_rows(database)}
     path = topics_path(root)
     payload = _read_table(path)
     if payload is None:

@@ -52,6 +52,27 @@ DLEDGER_ENTRY_HEADER_SIZE = 48  # DLedgerEntry.BODY_OFFSET: magic, size, index, 
 ROCKSDB_MARKERS = ("CURRENT", "IDENTITY")  # files every RocksDB database directory holds
 
 
+MULTI_PATH_SPLITTER = ","  # MixAll.MULTI_PATH_SPLITTER: storePathCommitLog lists several paths with it
+
+
+def parse_commit_log_paths(value) -> tuple:
+    """``storePathCommitLog``'s paths (a comma-separated text or a list) as a tuple of path texts; each must be an
+    existing directory."""
+    if value is None:
+        return ()
+    parts = value.split(MULTI_PATH_SPLITTER) if isinstance(value, str) else list(value)
+    paths = tuple(dict.fromkeys(str(p).strip() for p in parts if str(p).strip()))
+    if not paths:
+        raise InvalidArgumentError(f"commit-log path must name at least one directory (storePathCommitLog, several "
+                                   f"separated by '{MULTI_PATH_SPLITTER}'), found {value!r}")
+    for path in paths:
+        if not as_path(path).is_dir():
+            raise InvalidArgumentError(f"commit-log path {path!r} is not an existing directory; give the broker's "
+                                       f"storePathCommitLog directories (separated by '{MULTI_PATH_SPLITTER}'), "
+                                       "each holding commit-log files named by their offsets")
+    return paths
+
+
 @dataclass(frozen=True)
 class BrokerSettings:
     """The broker settings that change how a store is read where its files leave them open (the variant
@@ -69,6 +90,12 @@ class BrokerSettings:
     * ``dledger_peers`` (``--dledger-peers``, ``dLegerPeers``): with several peers only the entries the group
       committed (the checkpoint's ``committedIndex``) are served, as such a broker serves them; one peer (or
       none given) serves every entry, as a one-node group's leader commits them all.
+    * ``commit_log_paths`` (``--commitlog-path``, ``storePathCommitLog`` with its ``readOnlyCommitLogStorePaths``):
+      the directories of the commit-log files when they are not ``<root>/commitlog``. A broker given several
+      (comma-separated, ``MixAll.MULTI_PATH_SPLITTER``) uses a ``MultiPathMappedFileQueue``: each new file goes to
+      one of the writable paths (the file's index modulo their number, over the sorted paths, skipping full
+      disks), and loading lists the files of every path, read-only ones included, in offset order. Readers do
+      the same: the commit log is the files of all the paths.
     """
 
     batch_topics: frozenset = frozenset()
@@ -76,10 +103,11 @@ class BrokerSettings:
     force_verify_prop_crc: Optional[bool] = None
     dledger_self_id: Optional[str] = None
     dledger_peers: Optional[str] = None
+    commit_log_paths: tuple = ()
 
     @staticmethod
     def of(batch_topics=None, batch_consume_queue_file_size=None, force_verify_prop_crc=None,
-           dledger_self_id=None, dledger_peers=None) -> "BrokerSettings":
+           dledger_self_id=None, dledger_peers=None, commit_log_path=None) -> "BrokerSettings":
         """Checked values: topics as a comma-separated text or a list, a positive multiple of 46 bytes."""
         if isinstance(batch_topics, str):
             batch_topics = batch_topics.split(",")
@@ -99,14 +127,16 @@ class BrokerSettings:
                                        "found an empty text")
         return BrokerSettings(topics, None if size is None else int(size), force_verify_prop_crc,
                               None if dledger_self_id is None else str(dledger_self_id).strip(),
-                              None if dledger_peers is None else str(dledger_peers).strip())
+                              None if dledger_peers is None else str(dledger_peers).strip(),
+                              parse_commit_log_paths(commit_log_path))
 
     def as_options(self) -> dict:
         """The settings given, as keyword arguments of ``RocketStore.open``."""
         out = {"batch_topics": ",".join(sorted(self.batch_topics)) or None,
                "batch_consume_queue_file_size": self.batch_consume_queue_file_size,
                "force_verify_prop_crc": self.force_verify_prop_crc, "dledger_self_id": self.dledger_self_id,
-               "dledger_peers": self.dledger_peers}
+               "dledger_peers": self.dledger_peers,
+               "commit_log_path": MULTI_PATH_SPLITTER.join(self.commit_log_paths) or None}
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -271,6 +301,15 @@ def commit_log_dir(root: Path, variant: StoreVariant) -> Path:
     return variant.dledger_data if variant.has(DLEDGER) else as_path(root) / L.COMMITLOG_DIR
 
 
+def commit_log_dirs(root: Path, variant: StoreVariant, settings: BrokerSettings) -> list:
+    """Every directory of the store's commit-log files: the given ``commit_log_paths`` (a split commit log), else
+    :func:`commit_log_dir`."""
+    if settings.commit_log_paths and not variant.has(DLEDGER):
+        return [as_path(p) for p in settings.commit_log_paths]
+    return [commit_log_dir(root, variant)]
+
+
 __all__ = ["BrokerSettings", "StoreVariant", "detect_variant", "parse_variant", "FEATURES", "DEFAULT", "LMQ_PREFIX",
-           "DLEDGER", "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "commit_log_dir", "dledger_logs",
+           "DLEDGER", "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "commit_log_dir", "commit_log_dirs", "dledger_logs",
+           "MULTI_PATH_SPLITTER", "parse_commit_log_paths",
            "refuse_variant_writes"]

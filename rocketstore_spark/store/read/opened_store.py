@@ -16,10 +16,10 @@ from ..files.checkpoint import Checkpoint, read_checkpoint
 from ..files.commitlog import CommitLog
 from ..files.dledger_checkpoint import peer_count
 from ..files.dledger_log import DLedgerLog
-from ..files.mapped_file_queue import MappedFileQueue
+from ..files.mapped_file_queue import MappedFileQueue, list_offset_files_in
 from ..files.sizes import StoreSizes
 from ..files.strays import StrayFile
-from ..files.variant import DLEDGER, PROP_CRC, BrokerSettings, StoreVariant, commit_log_dir
+from ..files.variant import DLEDGER, PROP_CRC, BrokerSettings, StoreVariant, commit_log_dirs
 from ..format import layout as L
 from .recovery import RecoveryResult
 
@@ -28,8 +28,10 @@ def open_commit_log(root: Path, sizes: StoreSizes, variant: StoreVariant, settin
                     strays: list) -> CommitLog:
     """The commit log of a store: a DLedger store's is read through its entry headers, a prop-CRC store's
     checks each record's ``__CRC32#`` property wherever it checks CRCs."""
-    files = MappedFileQueue(commit_log_dir(root, variant), sizes.commit_log_file_size, strays=strays,
-                            cut_last=not variant.has(DLEDGER))  # a copy's last file may be cut short
+    directories = commit_log_dirs(root, variant, settings)  # several: a commit log split across paths
+    files = MappedFileQueue(directories[0], sizes.commit_log_file_size,
+                            files=list_offset_files_in(directories, strays) if len(directories) > 1 else None,
+                            strays=strays, cut_last=not variant.has(DLEDGER))  # a copy's last file may be cut short
     if variant.has(DLEDGER):
         return DLedgerLog(files, prop_crc_required=variant.has(PROP_CRC),
                           force_verify_prop_crc=settings.force_verify_prop_crc,

@@ -22,6 +22,7 @@ from typing import Iterator, Optional
 
 import pyarrow as pa
 
+from ...errors import InvalidArgumentError, StoreNotFoundError
 from ..files.byte_source import as_path, is_remote
 from ..files.checkpoint import Checkpoint
 from ..files.consume_queue import ConsumeQueue
@@ -30,8 +31,17 @@ from ..files.known_end import known_end
 from ..files.sizes import StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
-from ..files.variant import ROCKSDB_CQ, BrokerSettings, StoreVariant, commit_log_dir, detect_variant
+from ..files.variant import (
+    DLEDGER,
+    ROCKSDB_CQ,
+    BrokerSettings,
+    StoreVariant,
+    commit_log_dir,
+    commit_log_dirs,
+    detect_variant,
+)
 from ..format import layout as L
+from .group_offsets import GroupOffsets
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
 from .ordered_scan import DEFAULT_SCAN_ROWS, OrderedScanner
@@ -66,6 +76,7 @@ class StoreReader:
         self.reader = QueueReader(self.store, self.queues, self.planned, self.variants)
         self.scanner = OrderedScanner(self.store, self.queues)
         self.lookups = MessageLookups(self.store, self.queues, self.records, self.reader, self.variants)
+        self.group_offsets = GroupOffsets(self, root)
         self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
         if variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
@@ -102,9 +113,18 @@ class StoreReader:
         lazy = lazy_queues and valid_end is not None and consume_queue_file_size is not None
         strays: list = []  # listed once: size detection and the queues share the listing and what it skipped
         listing = [] if lazy or found.has(ROCKSDB_CQ) else cq_listing(root, strays)
+        if settings.commit_log_paths and not found.has(DLEDGER):
+            log_dir = commit_log_dirs(root, found, settings)
+        elif not found.has(DLEDGER) and not (root / L.COMMITLOG_DIR).is_dir():
+            raise StoreNotFoundError(f"{root} has no {L.COMMITLOG_DIR}/ directory: when the broker keeps its commit "
+                                     "log elsewhere (storePathCommitLog), name its directories with commit_log_path "
+                                     "(the option commitLogPath, the CLI's --commitlog-path), comma-separated")
+        else:
+            log_dir = commit_log_dir(root, found)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries, log_dir=commit_log_dir(root, found), listing=listing)
-        if trust_recorded_end and valid_end is None and found.is_default and not is_remote(root):
+                             index_max_entries, log_dir=log_dir, listing=listing)
+        if trust_recorded_end and valid_end is None and found.is_default and not is_remote(root) \
+                and not settings.commit_log_paths:
             # the end rocketstore's last writer recorded, while nothing recovery looks at changed: no walk
             valid_end = known_end(root, sizes)
         return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays, settings)
@@ -330,6 +350,29 @@ class StoreReader:
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
         """See :meth:`.MessageLookups.offset_by_time`."""
         return self.lookups.offset_by_time(topic, queue_id, timestamp_ms, boundary)
+
+    # --- consumer groups --------------------------------------------------------------------------------
+
+    def consumer_groups(self) -> list[str]:
+        """The groups with committed offsets in the broker's ``config/consumerOffset.json`` (and
+        ``lmqConsumerOffset.json``), sorted."""
+        return self.group_offsets.groups()
+
+    def consumer_offsets(self, group: Optional[str] = None, topic: Optional[str] = None) -> list[dict]:
+        """The committed offsets of every group (or of ``group`` / ``topic``), one dict per queue: group, topic,
+        queueId, committedOffset (the next offset the group consumes), minOffset, maxOffset, lag (maxOffset -
+        committedOffset, at least 0), nextMessageStoreTime (epoch ms of the group's next message; None when it
+        is caught up) and source (the file). See :mod:`.group_offsets`."""
+        return self.group_offsets.rows(group, topic)
+
+    def group_starting_offsets(self, group: str) -> dict:
+        """``group``'s committed offsets as ``{topic: {"queueId": offset}}`` (JSON startingOffsets' shape); an
+        unknown group is an error listing the known ones."""
+        if group not in self.consumer_groups():
+            raise InvalidArgumentError(f"consumer group {group!r} has no committed offset in "
+                                       f"{self.root / 'config'} (consumerOffset.json, lmqConsumerOffset.json); its "
+                                       f"groups are {', '.join(self.consumer_groups()) or 'none'}")
+        return self.group_offsets.starting_offsets(group)
 
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]
