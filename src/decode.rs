@@ -256,16 +256,25 @@ pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Count
     if let Some(keys) = out.keys.as_mut() {
         *keys.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
     }
+    // the places read ahead: a body is copied in order (the CPU prefetches it), the other fields are scattered
+    let wants_header = out.msg_id.is_some() || out.born_host.is_some() || out.store_host.is_some();
+    let scattered = [
+        (wants_header, born_pos, 0),
+        (out.topic.is_some(), topic_pos, 0),
+        (wants_properties, props_pos, 0),
+        (wants_properties, props_pos, 64),
+    ];
+    let scattered: Vec<(&[i64], i64)> = scattered
+        .into_iter()
+        .filter(|&(wanted, _, _)| wanted)
+        .map(|(_, column, shift)| (column, shift))
+        .collect();
     for i in 0..n {
-        if i % READ_AHEAD == 0 {
+        if i % READ_AHEAD == 0 && !scattered.is_empty() {
             let ahead = (i + READ_AHEAD..n.min(i + 2 * READ_AHEAD)).flat_map(|k| {
-                let at = |c: &[i64]| c.get(k).copied().unwrap_or(-1);
-                [
-                    at(born_pos),
-                    at(topic_pos),
-                    at(props_pos),
-                    at(props_pos) + 64,
-                ]
+                scattered
+                    .iter()
+                    .map(move |&(column, shift)| column.get(k).map_or(-1, |&p| p + shift))
             });
             load_lines(buf, ahead);
         }
