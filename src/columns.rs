@@ -30,7 +30,7 @@ pub enum GatherError {
 
 /// The bytes `buf[pos .. pos + len]`, or None when they do not lie inside `buf`.
 #[inline]
-fn span(buf: &[u8], pos: i64, len: i64) -> Option<&[u8]> {
+pub(crate) fn span(buf: &[u8], pos: i64, len: i64) -> Option<&[u8]> {
     let start = usize::try_from(pos).ok()?;
     let end = start.checked_add(usize::try_from(len).ok()?)?;
     buf.get(start..end)
@@ -98,19 +98,21 @@ pub fn gather(
 /// Where `string2messageProperties(properties).get(name)` lies in `properties`: the value's start and length,
 /// or None when the name has no pair with a non-empty value.
 pub fn property_value(properties: &[u8], name: &[u8]) -> Option<(usize, usize)> {
-    let mut found = None;
-    let mut start = 0usize;
-    for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
-        let value_at = name.len() + 1;
-        if segment.len() > value_at
-            && segment.starts_with(name)
-            && segment.get(name.len()) == Some(&NAME_VALUE_SEPARATOR)
-        {
-            found = Some((start + value_at, segment.len() - value_at));
-        }
-        start += segment.len() + 1;
-    }
-    found
+    let mut pairs = Vec::new();
+    kept_pairs(properties, &mut pairs);
+    pair_value(properties, &pairs, name)
+}
+
+/// The value (start and length) of the pair named `name` among the [`kept_pairs`] of `properties`.
+pub fn pair_value(
+    properties: &[u8],
+    pairs: &[(usize, usize, usize, usize)],
+    name: &[u8],
+) -> Option<(usize, usize)> {
+    pairs
+        .iter()
+        .find(|&&(at, len, _, _)| properties.get(at..at + len) == Some(name))
+        .map(|&(_, _, value_at, value_len)| (value_at, value_len))
 }
 
 /// For each row's properties string `buf[pos[i] .. pos[i] + len[i]]`, the place of `name`'s value (see
@@ -131,9 +133,11 @@ pub fn property_values(
         .iter()
         .zip(len)
         .zip(out_pos.iter_mut().zip(out_len.iter_mut()));
+    let mut pairs = Vec::new();
     for (i, ((&p, &l), (op, ol))) in rows.enumerate() {
         let properties = span(buf, p, l).ok_or(GatherError::OutOfRange(i))?;
-        match property_value(properties, name) {
+        kept_pairs(properties, &mut pairs);
+        match pair_value(properties, &pairs, name) {
             Some((at, n)) => {
                 *op = p + at as i64;
                 *ol = n as i64;
@@ -151,6 +155,41 @@ pub fn property_values(
 /// least 3 bytes, `k \u0001 v`, and all but a row's last a separator more).
 pub fn max_property_pairs(bytes: usize, rows: usize) -> usize {
     (bytes + rows) / 4 + rows
+}
+
+/// The pairs `string2messageProperties(properties)` keeps, in the string's order, a repeated name only at its
+/// last pair: (name start, name length, value start, value length) into `properties`, in `out` (cleared first).
+pub fn kept_pairs(properties: &[u8], out: &mut Vec<(usize, usize, usize, usize)>) {
+    out.clear();
+    let mut start = 0usize;
+    let ends = memchr::memchr_iter(PROPERTY_SEPARATOR, properties).chain([properties.len()]);
+    for end in ends {
+        let segment = properties.get(start..end).unwrap_or_default();
+        if let Some(cut) = memchr::memchr(NAME_VALUE_SEPARATOR, segment) {
+            let value_len = segment.len() - cut - 1;
+            if cut > 0 && value_len > 0 {
+                out.push((start, cut, start + cut + 1, value_len));
+            }
+        }
+        start = end + 1;
+    }
+    // HashMap.put: a later pair of the same name replaces an earlier one's value
+    let name = |&(at, len, _, _): &(usize, usize, usize, usize)| properties.get(at..at + len);
+    let mut kept = 0;
+    for k in 0..out.len() {
+        let Some(&pair) = out.get(k) else { break };
+        let later = out.get(k + 1..).unwrap_or_default();
+        if !later
+            .iter()
+            .any(|l| l.1 == pair.1 && name(l) == name(&pair))
+        {
+            if let Some(slot) = out.get_mut(kept) {
+                *slot = pair;
+            }
+            kept += 1;
+        }
+    }
+    out.truncate(kept);
 }
 
 /// `string2messageProperties` for each row's properties string `data[pos[i] .. pos[i] + len[i]]`: the places
@@ -174,7 +213,7 @@ pub fn property_pairs(
     let (names_at, rest) = pairs.split_at_mut(capacity);
     let (names_len, rest) = rest.split_at_mut(capacity);
     let (values_at, values_len) = rest.split_at_mut(capacity);
-    let mut row_pairs: Vec<(usize, &[u8], usize, usize)> = Vec::new();
+    let mut row_pairs = Vec::new();
     let mut count = 0usize;
     if let Some(first) = map_offsets.first_mut() {
         *first = 0;
@@ -187,29 +226,9 @@ pub fn property_pairs(
     {
         let properties = span(data, p, l).ok_or(GatherError::OutOfRange(i))?;
         let base = usize::try_from(p).map_err(|_| GatherError::OutOfRange(i))?;
-        row_pairs.clear();
-        let mut start = 0usize;
-        for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
-            if let Some(cut) = segment.iter().position(|&b| b == NAME_VALUE_SEPARATOR) {
-                let (name, value_len) = (
-                    segment.get(..cut).unwrap_or_default(),
-                    segment.len() - cut - 1,
-                );
-                if !name.is_empty() && value_len > 0 {
-                    row_pairs.push((base + start, name, base + start + cut + 1, value_len));
-                }
-            }
-            start += segment.len() + 1;
-        }
-        for (k, &(name_at, name, value_at, value_len)) in row_pairs.iter().enumerate() {
-            let repeated = row_pairs
-                .get(k + 1..)
-                .unwrap_or_default()
-                .iter()
-                .any(|later| later.1 == name);
-            if repeated {
-                continue; // HashMap.put: the later pair's value wins
-            }
+        kept_pairs(properties, &mut row_pairs);
+        for &(name_at, name_len, value_at, value_len) in &row_pairs {
+            let (name_at, value_at) = (base + name_at, base + value_at);
             let slot = (
                 names_at.get_mut(count),
                 names_len.get_mut(count),
@@ -221,7 +240,7 @@ pub fn property_pairs(
             };
             (*na, *nl, *va, *vl) = (
                 name_at as i64,
-                name.len() as i64,
+                name_len as i64,
                 value_at as i64,
                 value_len as i64,
             );
@@ -380,7 +399,7 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u32) {
 
 /// Appends a host field (`address ‖ port`: 4 or 16 address bytes) as Java's `InetSocketAddress` prints it
 /// here: `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` with unpadded lowercase groups. None for another width.
-fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
+pub(crate) fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
     let (address, port) = host.split_at_checked(host.len().checked_sub(4)?)?;
     let port = u32::from_be_bytes(port.try_into().ok()?);
     match address.len() {
@@ -413,138 +432,54 @@ fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
     Some(())
 }
 
-/// Formats rows into Arrow `offsets` and `data` through `row(i, out)`, which appends row `i`'s text or returns
-/// false when its fields lie outside the buffer. Returns the bytes of `data` used.
-fn format_rows(
-    n: usize,
-    offsets: &mut [i32],
-    data: &mut [u8],
-    mut row: impl FnMut(usize, &mut Vec<u8>) -> bool,
-) -> Result<usize, GatherError> {
-    if offsets.len() != n + 1 {
-        return Err(GatherError::Shape);
-    }
-    let mut text = Vec::with_capacity(MAX_HOST_TEXT.max(MAX_MSG_ID_TEXT));
-    let mut at = 0usize;
-    if let Some(first) = offsets.first_mut() {
-        *first = 0;
-    }
-    for (i, offset) in offsets.iter_mut().skip(1).enumerate() {
-        text.clear();
-        if !row(i, &mut text) {
-            return Err(GatherError::OutOfRange(i));
-        }
-        let end = at + text.len();
-        data.get_mut(at..end)
-            .ok_or(GatherError::Shape)?
-            .copy_from_slice(&text);
-        at = end;
-        *offset = i32::try_from(at).map_err(|_| GatherError::Shape)?;
-    }
-    Ok(at)
-}
-
 /// The host field at `pos` of a record with `sysflag`: 20 bytes when `v6_flag` is set, else 8.
-fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Option<&[u8]> {
+pub(crate) fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Option<&[u8]> {
     let width = crate::layout::host_length(sysflag as i32, v6_flag) as i64;
     span(buf, pos, width)
 }
 
-/// The hosts at `host_pos` (IPv6 where `sysflag` has `v6_flag`) as text into Arrow `offsets` and `data`
-/// (`data` holds at least [`MAX_HOST_TEXT`] bytes a row). Returns the bytes of `data` used.
-pub fn host_strings(
-    buf: &[u8],
-    host_pos: &[i64],
-    sysflag: &[i64],
-    v6_flag: i32,
-    offsets: &mut [i32],
-    data: &mut [u8],
-) -> Result<usize, GatherError> {
-    if sysflag.len() != host_pos.len() {
-        return Err(GatherError::Shape);
+/// Appends `MessageDecoder.createMessageId` of a store host field and a physical offset: uppercase hex.
+pub(crate) fn push_msg_id(out: &mut Vec<u8>, store_host: &[u8], phy_offset: i64) {
+    for &b in store_host.iter().chain(&phy_offset.to_be_bytes()) {
+        out.push(HEX_UPPER[usize::from(b >> 4)]);
+        out.push(HEX_UPPER[usize::from(b & 0xF)]);
     }
-    format_rows(host_pos.len(), offsets, data, |i, out| {
-        let host = host_pos
-            .get(i)
-            .zip(sysflag.get(i))
-            .and_then(|(&p, &f)| host_at(buf, p, f, v6_flag));
-        host.and_then(|h| push_host(out, h)).is_some()
-    })
-}
-
-/// `MessageDecoder.createMessageId` per row: uppercase hex of the store host's address ‖ port ‖ the physical
-/// offset (32 or 56 characters) into Arrow `offsets` and `data` (at least [`MAX_MSG_ID_TEXT`] bytes a row).
-/// Returns the bytes of `data` used.
-pub fn msg_ids(
-    buf: &[u8],
-    store_host_pos: &[i64],
-    sysflag: &[i64],
-    phy_offset: &[i64],
-    offsets: &mut [i32],
-    data: &mut [u8],
-) -> Result<usize, GatherError> {
-    let n = store_host_pos.len();
-    if sysflag.len() != n || phy_offset.len() != n {
-        return Err(GatherError::Shape);
-    }
-    let v6 = crate::layout::STOREHOSTADDRESS_V6_FLAG;
-    format_rows(n, offsets, data, |i, out| {
-        let host = store_host_pos
-            .get(i)
-            .zip(sysflag.get(i))
-            .and_then(|(&p, &f)| host_at(buf, p, f, v6));
-        let (Some(host), Some(phy)) = (host, phy_offset.get(i)) else {
-            return false;
-        };
-        for &b in host.iter().chain(&phy.to_be_bytes()) {
-            out.push(HEX_UPPER[usize::from(b >> 4)]);
-            out.push(HEX_UPPER[usize::from(b & 0xF)]);
-        }
-        true
-    })
 }
 
 #[cfg(test)]
 mod text_tests {
     use super::*;
 
-    fn texts(offsets: &[i32], data: &[u8]) -> Vec<String> {
-        offsets
-            .windows(2)
-            .map(|w| String::from_utf8(data[w[0] as usize..w[1] as usize].to_vec()).unwrap())
-            .collect()
+    fn host_text(host: &[u8]) -> String {
+        let mut out = Vec::new();
+        push_host(&mut out, host).unwrap();
+        assert!(out.len() <= MAX_HOST_TEXT);
+        String::from_utf8(out).unwrap()
     }
 
     #[test]
     fn hosts_print_as_java_prints_them() {
-        let mut buf = vec![10, 0, 0, 255, 0, 0, 0x2A, 0x6F]; // 10.0.0.255:10863
-        buf.extend([
-            0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0, 1,
-        ]);
-        buf.extend(u32::MAX.to_be_bytes());
-        let (pos, flags) = ([0i64, 8], [0i64, 0x10]);
-        let mut offsets = [0i32; 3];
-        let mut data = vec![0u8; 2 * MAX_HOST_TEXT];
-        let used = host_strings(&buf, &pos, &flags, 0x10, &mut offsets, &mut data).unwrap();
         assert_eq!(
-            texts(&offsets, &data[..used]),
-            ["10.0.0.255:10863", "[2001:db8:0:0:0:0:a:1]:4294967295"]
+            host_text(&[10, 0, 0, 255, 0, 0, 0x2A, 0x6F]),
+            "10.0.0.255:10863"
         );
-        let far = host_strings(&buf, &[20], &[0x10], 0x10, &mut offsets[..2], &mut data);
-        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+        let mut v6 = vec![
+            0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0, 1,
+        ];
+        v6.extend(u32::MAX.to_be_bytes());
+        assert_eq!(host_text(&v6), "[2001:db8:0:0:0:0:a:1]:4294967295");
+        let widest = [0xFFu8; 20];
+        assert_eq!(host_text(&widest).len(), MAX_HOST_TEXT);
+        assert_eq!(push_host(&mut Vec::new(), &[1, 2, 3]), None);
     }
 
     #[test]
     fn msg_ids_are_upper_hex_of_store_host_and_offset() {
-        let buf = [127, 0, 0, 1, 0, 0, 0x2A, 0x9F];
-        let mut offsets = [0i32; 2];
-        let mut data = vec![0u8; MAX_MSG_ID_TEXT];
-        let used = msg_ids(&buf, &[0], &[0], &[0x1234], &mut offsets, &mut data).unwrap();
-        assert_eq!(
-            texts(&offsets, &data[..used]),
-            ["7F00000100002A9F0000000000001234"]
-        );
-        let far = msg_ids(&buf, &[0], &[0x20], &[1], &mut offsets, &mut data);
-        assert_eq!(far, Err(GatherError::OutOfRange(0)));
+        let mut out = Vec::new();
+        push_msg_id(&mut out, &[127, 0, 0, 1, 0, 0, 0x2A, 0x9F], 0x1234);
+        assert_eq!(out, b"7F00000100002A9F0000000000001234");
+        out.clear();
+        push_msg_id(&mut out, &[0xAB; 20], -1);
+        assert_eq!(out.len(), MAX_MSG_ID_TEXT);
     }
 }

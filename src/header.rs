@@ -2,12 +2,13 @@
 //! record checks (`CommitLog.checkMessageAndReturnSize`), one record at a time into preallocated columns.
 
 use crate::layout::{
-    be_i16, be_i32, be_i64, be_i8, host_length, is_message_magic, BODY_CRC_POSITION,
+    be_i16, be_i32, be_i64, be_i8, host_length, is_message_magic, load_lines, BODY_CRC_POSITION,
     BORNHOST_V6_FLAG, BORN_HOST_POSITION, BORN_TIMESTAMP_POSITION, FIXED_PREFIX, FLAG_POSITION,
     IPV4_HOST_LENGTH, MAGIC_CODE_POSITION, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION,
-    QUEUE_ID_POSITION, QUEUE_OFFSET_POSITION, STOREHOSTADDRESS_V6_FLAG, SYSFLAG_POSITION,
-    TOTALSIZE_POSITION,
+    QUEUE_ID_POSITION, QUEUE_OFFSET_POSITION, READ_AHEAD, STOREHOSTADDRESS_V6_FLAG,
+    SYSFLAG_POSITION, TOTALSIZE_POSITION,
 };
+use crate::record_crc;
 
 /// Why a record failed its checks (0: it passed); the first failing check wins.
 pub const PROBLEM_NONE: i8 = 0;
@@ -19,6 +20,10 @@ pub const PROBLEM_TRUNCATED: i8 = 2;
 pub const PROBLEM_NEGATIVE_LENGTH: i8 = 3;
 /// TOTALSIZE differs from the length the field lengths imply (`MessageExtEncoder.calMsgLength`).
 pub const PROBLEM_LENGTH_MISMATCH: i8 = 4;
+/// The body's CRC32 differs from BODYCRC (with [`crate::record_crc::CHECK_BODY_CRC`]).
+pub const PROBLEM_CRC: i8 = 5;
+/// The record's CRC32 differs from its `__CRC32#` property, or a required one is missing.
+pub const PROBLEM_PROP_CRC: i8 = 6;
 
 /// The output columns, one row of a `COLUMNS × n` matrix each (all i64), in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,13 +228,15 @@ fn zero_places(mut row: [i64; COLUMNS]) -> [i64; COLUMNS] {
 }
 
 /// Parses the records starting at `positions` into `columns` (row-major `COLUMNS × n`, see [`Column`]) and
-/// `problems` (`n`). Returns the number of records that failed a check, or None when an output's length does
-/// not match `positions`.
+/// `problems` (`n`), running the CRC checks of `crc_mode` (flags of [`crate::record_crc`]; 0: none) on every
+/// record that passed the others. Returns the number of records that failed a check, or None when an output's
+/// length does not match `positions`.
 pub fn parse_records(
     buf: &[u8],
     positions: &[i64],
     columns: &mut [i64],
     problems: &mut [i8],
+    crc_mode: u8,
 ) -> Option<usize> {
     let n = positions.len();
     if COLUMNS.checked_mul(n) != Some(columns.len()) || problems.len() != n {
@@ -237,7 +244,14 @@ pub fn parse_records(
     }
     let mut failed = 0;
     for (i, (&pos, problem)) in positions.iter().zip(problems.iter_mut()).enumerate() {
-        let (row, code) = parse_record(buf, pos);
+        if i % READ_AHEAD == 0 {
+            let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
+            load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
+        }
+        let (row, mut code) = parse_record(buf, pos);
+        if code == PROBLEM_NONE && crc_mode != 0 {
+            code = crc_problem(buf, pos, &row, crc_mode);
+        }
         for (c, value) in row.into_iter().enumerate() {
             // in range: c < COLUMNS and i < n, and columns holds COLUMNS × n
             if let Some(cell) = columns.get_mut(c * n + i) {
@@ -248,6 +262,29 @@ pub fn parse_records(
         failed += usize::from(code != PROBLEM_NONE);
     }
     Some(failed)
+}
+
+/// The CRC checks' problem code of a sound record at `pos` (its parsed `row` places every field inside `buf`).
+fn crc_problem(buf: &[u8], pos: i64, row: &[i64; COLUMNS], mode: u8) -> i8 {
+    let part = |at: i64, len: i64| -> &[u8] {
+        let start = usize::try_from(at).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(len).unwrap_or(0));
+        buf.get(start..end).unwrap_or_default()
+    };
+    let spans = record_crc::RecordSpans {
+        record: part(pos, row[Column::TotalSize as usize]),
+        body: part(row[Column::BodyPos as usize], row[Column::BodyLen as usize]),
+        properties: part(
+            row[Column::PropsPos as usize],
+            row[Column::PropsLen as usize],
+        ),
+        body_crc: row[Column::BodyCrc as usize],
+    };
+    match record_crc::check_record(&spans, mode) {
+        Ok(()) => PROBLEM_NONE,
+        Err(record_crc::CrcFailure::Body) => PROBLEM_CRC,
+        Err(record_crc::CrcFailure::Property) => PROBLEM_PROP_CRC,
+    }
 }
 
 #[cfg(test)]
@@ -425,7 +462,7 @@ mod tests {
         let mut columns = vec![-1i64; COLUMNS * 3];
         let mut problems = vec![-1i8; 3];
         assert_eq!(
-            parse_records(&buf, &positions, &mut columns, &mut problems),
+            parse_records(&buf, &positions, &mut columns, &mut problems, 0),
             Some(1)
         );
         assert_eq!(problems, vec![PROBLEM_NONE, PROBLEM_NONE, PROBLEM_MAGIC]);
@@ -435,7 +472,7 @@ mod tests {
             assert_eq!(got, row.to_vec());
         }
         assert_eq!(
-            parse_records(&buf, &positions, &mut columns[1..], &mut problems),
+            parse_records(&buf, &positions, &mut columns[1..], &mut problems, 0),
             None
         );
     }
@@ -555,10 +592,11 @@ mod tests {
         fn arbitrary_bytes_never_panic_and_stay_in_range(
             buf in proptest::collection::vec(any::<u8>(), 0..400),
             positions in proptest::collection::vec(-8i64..420, 0..8),
+            mode in 0u8..8,
         ) {
             let mut columns = vec![0i64; COLUMNS * positions.len()];
             let mut problems = vec![0i8; positions.len()];
-            parse_records(&buf, &positions, &mut columns, &mut problems);
+            parse_records(&buf, &positions, &mut columns, &mut problems, mode);
             for (i, &code) in problems.iter().enumerate() {
                 if code == PROBLEM_NONE {
                     let (row, _) = parse_record(&buf, positions[i]);

@@ -6,9 +6,11 @@
 
 pub mod columns;
 pub mod consume_queue;
+pub mod decode;
 pub mod header;
 pub mod layout;
 pub mod record_chain;
+pub mod record_crc;
 
 #[cfg(feature = "python")]
 mod python;

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
 
-use crate::{columns, consume_queue, header, record_chain};
+use crate::{columns, consume_queue, decode, header, record_chain, record_crc};
 use buffers::View;
 
 /// A list of positions as the bytes of native-endian int64s (numpy wraps them without a copy).
@@ -59,16 +59,19 @@ fn magic_candidates<'py>(
     positions_bytearray(py, &positions)
 }
 
-/// parse_records(buf, positions, columns, problems) -> number of records that failed a check
+/// parse_records(buf, positions, columns, problems, crc_mode=0) -> number of records that failed a check
 ///
-/// `columns`: a C-contiguous int64 array of HEADER_COLUMNS × len(positions); `problems`: int8 of len(positions).
+/// `columns`: a C-contiguous int64 array of HEADER_COLUMNS × len(positions); `problems`: int8 of len(positions);
+/// `crc_mode`: the CRC checks to run (CHECK_BODY_CRC | CHECK_PROP_CRC | REQUIRE_PROP_CRC).
 #[pyfunction]
+#[pyo3(signature = (buf, positions, columns, problems, crc_mode=0))]
 fn parse_records(
     py: Python<'_>,
     buf: &Bound<'_, PyAny>,
     positions: &Bound<'_, PyAny>,
     columns: &Bound<'_, PyAny>,
     problems: &Bound<'_, PyAny>,
+    crc_mode: u8,
 ) -> PyResult<usize> {
     let buf = View::<u8>::read(buf)?;
     let positions = View::<i64>::read(positions)?;
@@ -78,7 +81,7 @@ fn parse_records(
         View::<i8>::write(problems, &[buf.span(), positions.span(), columns.span()])?;
     let (bytes, pos) = (buf.slice(), positions.slice());
     let (cols, probs) = (columns.slice_mut(), problems.slice_mut());
-    py.detach(|| header::parse_records(bytes, pos, cols, probs))
+    py.detach(|| header::parse_records(bytes, pos, cols, probs, crc_mode))
         .ok_or_else(|| {
             PyValueError::new_err("parse_records: the output arrays do not match the positions")
         })
@@ -154,57 +157,6 @@ fn property_values(
     gather_result(result.map(|()| 0))
 }
 
-/// host_strings(buf, host_pos, sysflag, v6_flag, offsets, data) -> bytes used, or -(row + 1)
-#[pyfunction]
-fn host_strings(
-    py: Python<'_>,
-    buf: &Bound<'_, PyAny>,
-    host_pos: &Bound<'_, PyAny>,
-    sysflag: &Bound<'_, PyAny>,
-    v6_flag: i32,
-    offsets: &Bound<'_, PyAny>,
-    data: &Bound<'_, PyAny>,
-) -> PyResult<i64> {
-    let (buf, pos, flags) = (
-        View::<u8>::read(buf)?,
-        View::<i64>::read(host_pos)?,
-        View::<i64>::read(sysflag)?,
-    );
-    let mut inputs = vec![buf.span(), pos.span(), flags.span()];
-    let mut offsets = View::<i32>::write(offsets, &inputs)?;
-    inputs.push(offsets.span());
-    let mut data = View::<u8>::write(data, &inputs)?;
-    let (bytes, p, f) = (buf.slice(), pos.slice(), flags.slice());
-    let (o, d) = (offsets.slice_mut(), data.slice_mut());
-    gather_result(py.detach(|| columns::host_strings(bytes, p, f, v6_flag, o, d)))
-}
-
-/// msg_ids(buf, store_host_pos, sysflag, phy_offset, offsets, data) -> bytes used, or -(row + 1)
-#[pyfunction]
-fn msg_ids(
-    py: Python<'_>,
-    buf: &Bound<'_, PyAny>,
-    store_host_pos: &Bound<'_, PyAny>,
-    sysflag: &Bound<'_, PyAny>,
-    phy_offset: &Bound<'_, PyAny>,
-    offsets: &Bound<'_, PyAny>,
-    data: &Bound<'_, PyAny>,
-) -> PyResult<i64> {
-    let buf = View::<u8>::read(buf)?;
-    let (pos, flags) = (
-        View::<i64>::read(store_host_pos)?,
-        View::<i64>::read(sysflag)?,
-    );
-    let phy = View::<i64>::read(phy_offset)?;
-    let mut inputs = vec![buf.span(), pos.span(), flags.span(), phy.span()];
-    let mut offsets = View::<i32>::write(offsets, &inputs)?;
-    inputs.push(offsets.span());
-    let mut data = View::<u8>::write(data, &inputs)?;
-    let (bytes, p, f, ph) = (buf.slice(), pos.slice(), flags.slice(), phy.slice());
-    let (o, d) = (offsets.slice_mut(), data.slice_mut());
-    gather_result(py.detach(|| columns::msg_ids(bytes, p, f, ph, o, d)))
-}
-
 /// property_pairs(data, pos, len, map_offsets, pairs) -> pairs found, or -(row + 1)
 #[pyfunction]
 fn property_pairs(
@@ -260,6 +212,201 @@ fn units_matching_tags(
         })
 }
 
+/// The buffers of `decode_columns`' `outputs` list, in order (`...offsets` slots are int32, the others uint8).
+const DECODE_OUTPUTS: [&str; 26] = [
+    "topic.offsets",
+    "topic.data",
+    "body.offsets",
+    "body.data",
+    "propertiesString.offsets",
+    "propertiesString.data",
+    "properties.offsets",
+    "properties.name_offsets",
+    "properties.names",
+    "properties.value_offsets",
+    "properties.values",
+    "tags.offsets",
+    "tags.data",
+    "tags.validity",
+    "uniqKey.offsets",
+    "uniqKey.data",
+    "uniqKey.validity",
+    "keys.offsets",
+    "keys.token_offsets",
+    "keys.tokens",
+    "msgId.offsets",
+    "msgId.data",
+    "bornHost.offsets",
+    "bornHost.data",
+    "storeHost.offsets",
+    "storeHost.data",
+];
+
+/// One output buffer of `decode_columns`.
+enum DecodeSlot {
+    Offsets(View<i32>),
+    Bytes(View<u8>),
+}
+
+/// The next slot's int32 buffer (None when not given).
+fn next_offsets<'a>(
+    slots: &mut impl Iterator<Item = &'a mut Option<DecodeSlot>>,
+) -> PyResult<Option<&'a mut [i32]>> {
+    match slots.next() {
+        Some(Some(DecodeSlot::Offsets(v))) => Ok(Some(v.slice_mut())),
+        Some(None) => Ok(None),
+        _ => Err(PyValueError::new_err(
+            "decode_columns: an offsets buffer is not int32",
+        )),
+    }
+}
+
+/// The next slot's uint8 buffer (None when not given).
+fn next_bytes<'a>(
+    slots: &mut impl Iterator<Item = &'a mut Option<DecodeSlot>>,
+) -> PyResult<Option<&'a mut [u8]>> {
+    match slots.next() {
+        Some(Some(DecodeSlot::Bytes(v))) => Ok(Some(v.slice_mut())),
+        Some(None) => Ok(None),
+        _ => Err(PyValueError::new_err(
+            "decode_columns: a data buffer is not uint8",
+        )),
+    }
+}
+
+/// A column of binary values from its next `with_validity` + 2 slots: all given, or none (not decoded).
+fn next_binary<'a>(
+    slots: &mut impl Iterator<Item = &'a mut Option<DecodeSlot>>,
+    with_validity: bool,
+) -> PyResult<Option<decode::BinaryOut<'a>>> {
+    let (offsets, data) = (next_offsets(slots)?, next_bytes(slots)?);
+    let validity = if with_validity {
+        next_bytes(slots)?
+    } else {
+        None
+    };
+    match (offsets, data) {
+        (Some(o), Some(d)) if with_validity == validity.is_some() => {
+            Ok(Some(decode::BinaryOut::new(o, d, validity)))
+        }
+        (None, None) if validity.is_none() => Ok(None),
+        _ => Err(PyValueError::new_err(
+            "decode_columns: a column needs all of its buffers or none",
+        )),
+    }
+}
+
+/// decode_columns(buf, inputs, outputs) -> [bad row or -1, pairs, tokens, then the bytes used and the nulls of
+/// topic, body, propertiesString, the properties' names, their values, tags, uniqKey, keys' tokens, msgId,
+/// bornHost, storeHost]
+///
+/// `inputs`: int64 DECODE_INPUTS × n; `outputs`: one buffer or None per DECODE_OUTPUTS name (a column is decoded
+/// when its buffers are given). A bad row's fields do not lie inside `buf`.
+#[pyfunction]
+fn decode_columns(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyAny>,
+    outputs: Vec<Option<Bound<'_, PyAny>>>,
+) -> PyResult<Vec<i64>> {
+    if outputs.len() != DECODE_OUTPUTS.len() {
+        return Err(PyValueError::new_err(
+            "decode_columns: one output (or None) per DECODE_OUTPUTS name",
+        ));
+    }
+    let (buf, inputs) = (View::<u8>::read(buf)?, View::<i64>::read(inputs)?);
+    let mut taken = vec![buf.span(), inputs.span()];
+    let mut slots = Vec::with_capacity(outputs.len());
+    for (name, output) in DECODE_OUTPUTS.iter().zip(&outputs) {
+        let slot = match output {
+            None => None,
+            Some(obj) if name.ends_with("offsets") => {
+                Some(DecodeSlot::Offsets(View::write(obj, &taken)?))
+            }
+            Some(obj) => Some(DecodeSlot::Bytes(View::write(obj, &taken)?)),
+        };
+        match &slot {
+            Some(DecodeSlot::Offsets(v)) => taken.push(v.span()),
+            Some(DecodeSlot::Bytes(v)) => taken.push(v.span()),
+            None => {}
+        }
+        slots.push(slot);
+    }
+    let mut it = slots.iter_mut();
+    let topic = next_binary(&mut it, false)?;
+    let body = next_binary(&mut it, false)?;
+    let properties_string = next_binary(&mut it, false)?;
+    let map_offsets = next_offsets(&mut it)?;
+    let (names, values) = (next_binary(&mut it, false)?, next_binary(&mut it, false)?);
+    let properties = match (map_offsets, names, values) {
+        (Some(offsets), Some(names), Some(values)) => Some(decode::MapOut {
+            offsets,
+            names,
+            values,
+        }),
+        (None, None, None) => None,
+        _ => {
+            return Err(PyValueError::new_err(
+                "decode_columns: the properties map needs all of its buffers or none",
+            ))
+        }
+    };
+    let tags = next_binary(&mut it, true)?;
+    let uniq_key = next_binary(&mut it, true)?;
+    let keys = match (next_offsets(&mut it)?, next_binary(&mut it, false)?) {
+        (Some(offsets), Some(tokens)) => Some(decode::ListOut { offsets, tokens }),
+        (None, None) => None,
+        _ => {
+            return Err(PyValueError::new_err(
+                "decode_columns: keys need all of their buffers or none",
+            ))
+        }
+    };
+    let mut out = decode::Outputs {
+        topic,
+        body,
+        properties_string,
+        properties,
+        tags,
+        uniq_key,
+        keys,
+        msg_id: next_binary(&mut it, false)?,
+        born_host: next_binary(&mut it, false)?,
+        store_host: next_binary(&mut it, false)?,
+    };
+    let (bytes, rows) = (buf.slice(), inputs.slice());
+    let result = py.detach(|| decode::decode(bytes, rows, &mut out));
+    let counts = match result {
+        Ok(counts) => counts,
+        Err(columns::GatherError::OutOfRange(row)) => return Ok(vec![row as i64]),
+        Err(columns::GatherError::Shape) => {
+            return Err(PyValueError::new_err(
+                "decode_columns: the output buffers do not match the rows",
+            ))
+        }
+    };
+    let mut report = vec![-1, counts.pairs as i64, counts.tokens as i64];
+    let map_parts = out.properties.as_ref().map(|m| (&m.names, &m.values));
+    let columns = [
+        out.topic.as_ref(),
+        out.body.as_ref(),
+        out.properties_string.as_ref(),
+        map_parts.map(|m| m.0),
+        map_parts.map(|m| m.1),
+        out.tags.as_ref(),
+        out.uniq_key.as_ref(),
+        out.keys.as_ref().map(|k| &k.tokens),
+        out.msg_id.as_ref(),
+        out.born_host.as_ref(),
+        out.store_host.as_ref(),
+    ];
+    for column in columns {
+        let (used, nulls) = column.map_or((0, 0), |c| (c.used(), c.nulls()));
+        report.extend([used as i64, nulls as i64]);
+    }
+    Ok(report)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
@@ -267,11 +414,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_records, m)?)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(property_values, m)?)?;
-    m.add_function(wrap_pyfunction!(host_strings, m)?)?;
-    m.add_function(wrap_pyfunction!(msg_ids, m)?)?;
     m.add_function(wrap_pyfunction!(property_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(valid_units, m)?)?;
     m.add_function(wrap_pyfunction!(units_matching_tags, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_columns, m)?)?;
+    m.add("DECODE_INPUTS", decode::DECODE_INPUTS.to_vec())?;
+    m.add("DECODE_OUTPUTS", DECODE_OUTPUTS.to_vec())?;
     m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;
     m.add("MAX_MSG_ID_TEXT", columns::MAX_MSG_ID_TEXT)?;
     m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;
@@ -284,5 +432,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PROBLEM_TRUNCATED", header::PROBLEM_TRUNCATED)?;
     m.add("PROBLEM_NEGATIVE_LENGTH", header::PROBLEM_NEGATIVE_LENGTH)?;
     m.add("PROBLEM_LENGTH_MISMATCH", header::PROBLEM_LENGTH_MISMATCH)?;
+    m.add("PROBLEM_CRC", header::PROBLEM_CRC)?;
+    m.add("PROBLEM_PROP_CRC", header::PROBLEM_PROP_CRC)?;
+    m.add("CHECK_BODY_CRC", record_crc::CHECK_BODY_CRC)?;
+    m.add("CHECK_PROP_CRC", record_crc::CHECK_PROP_CRC)?;
+    m.add("REQUIRE_PROP_CRC", record_crc::REQUIRE_PROP_CRC)?;
     Ok(())
 }

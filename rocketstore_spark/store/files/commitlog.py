@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import CorruptRecordError
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, RecordBatchFields, parse_records, read_be
-from ..format.prop_crc import check_record_crcs
+from ..format.prop_crc import check_record_crcs, crc_mode
 from .mapped_file_queue import MappedFileQueue
 
 _HEAD = struct.Struct(">ii")  # TOTALSIZE, MAGICCODE
@@ -90,6 +90,7 @@ class CommitLog:
         # when given, decides instead (see check_record_crcs)
         self.prop_crc_required = prop_crc_required
         self.force_verify_prop_crc = force_verify_prop_crc
+        self.crc_mode = crc_mode(prop_crc_required, force_verify_prop_crc)
 
     def redispatch_from(self, abnormal: bool) -> Optional[int]:
         """From which commit-log offset opening dispatches recovered records into the queues that lack them
@@ -102,7 +103,7 @@ class CommitLog:
 
     def check_crcs(self, buf: np.ndarray, fields: RecordBatchFields) -> np.ndarray:
         """Body CRCs, and the ``__CRC32#`` property CRCs (see :mod:`..format.prop_crc`); the failure mask."""
-        return check_record_crcs(buf, fields, self.prop_crc_required, self.force_verify_prop_crc)
+        return check_record_crcs(buf, fields, self.crc_mode)
 
     def walk_file(self, index: int, start: int = 0, check_crc: bool = True,
                   hints: Optional[np.ndarray] = None) -> FileWalk:
@@ -162,9 +163,7 @@ class CommitLog:
         problem, released = "", start
         for a in range(0, len(positions), WALK_CHUNK):
             chunk = positions[a:a + WALK_CHUNK]
-            fields = parse_records(buf, chunk)
-            if check_crc:
-                self.check_crcs(buf, fields)
+            fields = parse_records(buf, chunk, crc_mode=self.crc_mode if check_crc else 0)
             bad = np.flatnonzero(~fields.valid)
             released = self._release(index, released, int(chunk[-1]))
             if len(bad):
@@ -250,11 +249,7 @@ class CommitLog:
         else:
             sizes = np.asarray(expected_sizes, dtype=np.int64)
             buf, at = copied, np.cumsum(sizes) - sizes
-        if check_crc and fixed is not None:
-            fixed = tuple(fixed) + ("body_crc",)
-        fields = parse_records(buf, at, fixed)
-        if check_crc:
-            self.check_crcs(buf, fields)
+        fields = parse_records(buf, at, fixed, crc_mode=self.crc_mode if check_crc else 0)
         if copied is not None:
             fields.position = np.asarray(positions, dtype=np.int64)
         bad = ~fields.valid

@@ -167,9 +167,7 @@ class DLedgerLog(CommitLog):
         if len(records):  # the records (the entries' bodies) are parsed below
             fetch.need(max(pos, int(records[-1]) + 8))
             self.queue.ensure_records(index, records[-1:])
-        fields = parse_records(buf, records)
-        if check_crc:
-            self.check_crcs(buf, fields)
+        fields = parse_records(buf, records, crc_mode=self.crc_mode if check_crc else 0)
         # a record must fill its entry's body exactly (DLedgerCommitLog appends one record per entry)
         mismatch = fields.valid & (fields.total_size != read_be(buf, records - 4, 4))  # the entry's body length
         bad = np.flatnonzero(~fields.valid | mismatch)

@@ -79,14 +79,14 @@ class RecordBatchFields:
         return RecordBatchFields(**{k: None if v is None else v[idx] for k, v in self.__dict__.items()})
 
 
-# the record checks' codes, declared by the native kernel that applies them; 5 and 6 are the CRC checks' here
+# the record checks' codes, declared by the native kernel that applies them
 PROBLEM_NONE = _native.PROBLEM_NONE
 PROBLEM_MAGIC = _native.PROBLEM_MAGIC
 PROBLEM_TRUNCATED = _native.PROBLEM_TRUNCATED
 PROBLEM_NEGATIVE_LENGTH = _native.PROBLEM_NEGATIVE_LENGTH
 PROBLEM_LENGTH_MISMATCH = _native.PROBLEM_LENGTH_MISMATCH
-PROBLEM_CRC = 5
-PROBLEM_PROP_CRC = 6
+PROBLEM_CRC = _native.PROBLEM_CRC
+PROBLEM_PROP_CRC = _native.PROBLEM_PROP_CRC
 PROBLEM_DESCRIPTIONS = {
     PROBLEM_MAGIC: "magic code is neither MESSAGE_MAGIC_CODE (0xDAA320A7) nor MESSAGE_MAGIC_CODE_V2 (0xDAA320AB)",
     PROBLEM_TRUNCATED: "record fields run past the end of the file",
@@ -109,11 +109,12 @@ _OPTIONAL_FIELD = {"body_crc": "body_crc", "queue_id": "queue_id", "flag": "flag
                    "reconsume": "reconsume_times", "prepared": "prepared_offset"}
 
 
-def parse_records(buf: np.ndarray, positions: np.ndarray, fixed=None) -> RecordBatchFields:
+def parse_records(buf: np.ndarray, positions: np.ndarray, fixed=None, crc_mode: int = 0) -> RecordBatchFields:
     """Parse the records starting at ``positions`` of ``buf``; never reads outside ``buf``.
 
     Records that fail a check get ``valid=False`` and a ``problem`` code; their later fields are zero.
     ``fixed`` names the :data:`OPTIONAL_FIXED` fields to return (None: all); the others are left None.
+    ``crc_mode`` adds CRC checks to the others (see :func:`.prop_crc.crc_mode`; 0: none).
     One native kernel reads and checks every record, the way ``CommitLog.checkMessageAndReturnSize`` walks one.
     """
     if fixed is not None:
@@ -124,7 +125,7 @@ def parse_records(buf: np.ndarray, positions: np.ndarray, fixed=None) -> RecordB
     n = len(pos)
     columns = np.empty((len(_native.HEADER_COLUMNS), n), dtype=np.int64)
     problem = np.empty(n, dtype=np.int8)
-    _native.parse_records(native_bytes(buf), pos, columns, problem)
+    _native.parse_records(native_bytes(buf), pos, columns, problem, crc_mode)
     fields = dict(zip(_native.HEADER_COLUMNS, columns))
     if fixed is not None:
         for name in set(OPTIONAL_FIXED) - set(fixed):
@@ -132,32 +133,9 @@ def parse_records(buf: np.ndarray, positions: np.ndarray, fixed=None) -> RecordB
     return RecordBatchFields(position=pos, valid=problem == 0, problem=problem, **fields)
 
 
-try:  # ISA-L's CRC-32 is zlib's polynomial (java.util.zip.CRC32), about 2.5x faster per body
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:  # pragma: no cover - isal is a dependency; zlib gives identical values
-    _crc32 = zlib.crc32
-
-
 def body_crc32(data) -> int:
     """``UtilAll.crc32``: java.util.zip.CRC32 of the bytes, masked to a non-negative int."""
     return zlib.crc32(data) & 0x7FFFFFFF
-
-
-def check_body_crcs(buf: np.ndarray, fields: RecordBatchFields) -> np.ndarray:
-    """Mark records whose stored BODYCRC differs from the body's CRC32 (only bodies longer than 0 are checked,
-    as in ``checkMessageAndReturnSize``). Returns the boolean mask of CRC failures."""
-    bad = np.zeros(len(fields), dtype=bool)
-    mv = memoryview(buf)
-    idx = np.flatnonzero(fields.valid & (fields.body_len > 0))
-    if len(idx):
-        # plain ints and ISA-L's CRC in one comprehension: the per-record cost is the CRC, not numpy scalars
-        starts = fields.body_pos[idx].tolist()
-        ends = (fields.body_pos[idx] + fields.body_len[idx]).tolist()
-        crcs = np.fromiter((_crc32(mv[a:b]) for a, b in zip(starts, ends)), dtype=np.int64, count=len(idx))
-        bad[idx] = (crcs & 0x7FFFFFFF) != fields.body_crc[idx]
-    fields.problem[bad & (fields.problem == 0)] = PROBLEM_CRC
-    fields.valid &= ~bad
-    return bad
 
 
 # --- ids and hosts ---------------------------------------------------------------------------------------------

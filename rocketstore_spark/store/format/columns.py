@@ -95,34 +95,6 @@ def to_strings(binary: pa.Array) -> pa.Array:
                         type=pa.string())
 
 
-def _formatted(kernel, n: int, width: int, *args) -> pa.Array:
-    """A ``string`` array of ``n`` rows that ``kernel`` formats into Arrow buffers (at most ``width`` bytes a row)."""
-    offsets = np.empty(n + 1, dtype=np.int32)
-    data = np.empty(n * width, dtype=np.uint8)
-    used = kernel(*args, offsets, data)
-    if used < 0:
-        from ...errors import CorruptRecordError
-
-        raise CorruptRecordError("a host field runs outside the buffer", None, int(args[1][-used - 1]))
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data[:used])])
-
-
-def _int64(values: np.ndarray) -> np.ndarray:
-    return np.require(values, dtype=np.int64, requirements=["C", "A"])
-
-
-def host_strings(buf: np.ndarray, host_pos: np.ndarray, is_v6: np.ndarray) -> pa.Array:
-    """Hosts as Java prints them: ``a.b.c.d:port`` and ``[x:x:x:x:x:x:x:x]:port`` (groups unpadded)."""
-    return _formatted(_native.host_strings, len(host_pos), _native.MAX_HOST_TEXT, native_bytes(buf),
-                      _int64(host_pos), np.asarray(is_v6, dtype=np.int64), 1)
-
-
-def msg_ids(buf: np.ndarray, fields: RecordBatchFields) -> pa.Array:
-    """offsetMsgId per record: uppercase hex of store address ‖ port ‖ physical offset (32 or 56 chars)."""
-    return _formatted(_native.msg_ids, len(fields), _native.MAX_MSG_ID_TEXT, native_bytes(buf),
-                      _int64(fields.store_host_pos), _int64(fields.sysflag), _int64(fields.phy_offset))
-
-
 def parse_properties(props: pa.Array) -> pa.MapArray:
     """``MessageDecoder.string2messageProperties`` for a whole column of strings.
 
@@ -214,58 +186,118 @@ def decompress_body(data: bytes, sysflag: int) -> bytes:
     return zlib.decompress(data)
 
 
+#: The variable-length columns one native pass decodes (``_native.decode_columns``), each with its buffers there.
+DECODED_COLUMNS = ("topic", "body", "propertiesString", "properties", "tags", "uniqKey", "keys", "msgId",
+                   "bornHost", "storeHost")
+#: The most bytes a text value takes per byte of its source: an ill-formed byte becomes U+FFFD's three.
+_TEXT_GROWTH = 3
+
+
+def _decode_buffers(fields: RecordBatchFields, wanted) -> dict:
+    """The output buffers ``decode_columns`` fills for the ``wanted`` decoded columns (names of
+    ``_native.DECODE_OUTPUTS``), sized for the records of ``fields``, from Arrow's memory pool."""
+    n = len(fields)
+    props = int(fields.props_len.sum()) if wanted & {"propertiesString", "properties", "tags", "uniqKey", "keys"} else 0
+    text = _TEXT_GROWTH * props
+    pairs = (props + n) // 4 + n  # columns::max_property_pairs
+    tokens = props // 2 + n  # decode::max_key_tokens
+    sizes = {
+        "topic": {"offsets": n + 1, "data": _TEXT_GROWTH * int(fields.topic_len.sum())},
+        "body": {"offsets": n + 1, "data": int(fields.body_len.sum())},
+        "propertiesString": {"offsets": n + 1, "data": text},
+        "properties": {"offsets": n + 1, "name_offsets": pairs + 1, "names": text, "value_offsets": pairs + 1,
+                       "values": text},
+        "tags": {"offsets": n + 1, "data": text, "validity": (n + 7) // 8},
+        "uniqKey": {"offsets": n + 1, "data": text, "validity": (n + 7) // 8},
+        "keys": {"offsets": n + 1, "token_offsets": tokens + 1, "tokens": text},
+        "msgId": {"offsets": n + 1, "data": n * _native.MAX_MSG_ID_TEXT},
+        "bornHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
+        "storeHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
+    }
+    out = {}
+    for slot in _native.DECODE_OUTPUTS:
+        column, part = slot.split(".")
+        if column in wanted:
+            out[slot] = pa.allocate_buffer(sizes[column][part] * (4 if part.endswith("offsets") else 1))
+    return out
+
+
+def _arrow_binary(kind: pa.DataType, rows: int, offsets: pa.Buffer, data: pa.Buffer, used: int,
+                  validity=None, nulls: int = 0) -> pa.Array:
+    """An Arrow binary or string array wrapping the filled buffers without a copy."""
+    return pa.Array.from_buffers(kind, rows, [validity if nulls else None, offsets.slice(0, 4 * (rows + 1)),
+                                              data.slice(0, used)], null_count=nulls)
+
+
+def decode_columns(buf, fields: RecordBatchFields, wanted, where: str = "") -> dict[str, pa.Array]:
+    """The ``wanted`` :data:`DECODED_COLUMNS` of the (valid) records of ``fields``, in one native pass over them:
+    bodies as stored (still compressed), text as Java decodes UTF-8, the properties as
+    ``string2messageProperties`` reads them."""
+    wanted = set(wanted) & set(DECODED_COLUMNS)
+    n = len(fields)
+    inputs = np.empty((len(_native.DECODE_INPUTS), n), dtype=np.int64)
+    for row, name in zip(inputs, _native.DECODE_INPUTS):
+        value = getattr(fields, name)
+        row[:] = 0 if value is None else value  # phy_offset is parsed where msgId is wanted
+    # Arrow's memory pool hands back the pages of earlier batches: no fresh pages to fault in per batch
+    buffers = _decode_buffers(fields, wanted)
+    views = [None if s not in buffers else np.frombuffer(buffers[s], dtype=np.int32 if s.endswith("offsets")
+                                                         else np.uint8) for s in _native.DECODE_OUTPUTS]
+    report = _native.decode_columns(native_bytes(buf), inputs, views)
+    if report[0] >= 0:
+        from ...errors import CorruptRecordError
+
+        raise CorruptRecordError("record fields run outside the buffer", where or None,
+                                 int(fields.position[report[0]]))
+    pairs, tokens = report[1], report[2]
+    used = dict(zip(("topic", "body", "propertiesString", "names", "values", "tags", "uniqKey", "tokens", "msgId",
+                     "bornHost", "storeHost"), zip(report[3::2], report[4::2])))
+    out = {}
+    for name in wanted & {"topic", "body", "propertiesString", "tags", "uniqKey", "msgId", "bornHost", "storeHost"}:
+        kind = pa.binary() if name == "body" else pa.string()
+        size, nulls = used[name]
+        out[name] = _arrow_binary(kind, n, buffers[f"{name}.offsets"], buffers[f"{name}.data"], size,
+                                  buffers.get(f"{name}.validity"), nulls)
+    if "properties" in wanted:
+        names = _arrow_binary(pa.string(), pairs, buffers["properties.name_offsets"], buffers["properties.names"],
+                              used["names"][0])
+        values = _arrow_binary(pa.string(), pairs, buffers["properties.value_offsets"],
+                               buffers["properties.values"], used["values"][0])
+        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, buffers["properties.offsets"]])
+        out["properties"] = pa.MapArray.from_arrays(offsets, names, values)
+    if "keys" in wanted:
+        tokens_array = _arrow_binary(pa.string(), tokens, buffers["keys.token_offsets"], buffers["keys.tokens"],
+                                     used["tokens"][0])
+        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, buffers["keys.offsets"]])
+        out["keys"] = pa.ListArray.from_arrays(offsets, tokens_array, type=FIELD_TYPES["keys"])
+    return out
+
+
 def build_batch(buf: np.ndarray, fields: RecordBatchFields, columns=COLUMNS, where: str = "") -> pa.RecordBatch:
     """One ``RecordBatch`` of ``columns`` for the (valid) records described by ``fields``."""
     from ...errors import CorruptRecordError
 
-    out: dict[str, pa.Array] = {}
     wanted = set(columns)
-    props_map = None
-    if wanted & {"properties", "propertiesString"}:
-        props_str = to_strings(view_array(buf, fields.props_pos, fields.props_len, pa.binary()))
-        if "propertiesString" in wanted:
-            out["propertiesString"] = props_str
-        if "properties" in wanted:
-            props_map = parse_properties(props_str)
-
-    def one_property(name):
-        # found in the record bytes even with the map at hand: one native pass beats a lookup in the map
-        return property_of(buf, fields.props_pos, fields.props_len, name)
+    decoded = {"body" if c == "rawBody" else c for c in wanted}
+    out: dict[str, pa.Array] = decode_columns(buf, fields, decoded, where)
+    if "rawBody" in wanted:
+        out["rawBody"] = out["body"]
+    if "body" in wanted:
+        compressed = (fields.sysflag & L.COMPRESSED_FLAG) != 0
+        if compressed.any():
+            body = out["body"]
+            rows = np.flatnonzero(compressed)
+            plain = []
+            for i in rows:
+                try:
+                    plain.append(decompress_body(body[int(i)].as_py(), int(fields.sysflag[i])))
+                except Exception as e:  # zlib.error, lz4/zstd errors: all mean the same to the reader
+                    raise CorruptRecordError(
+                        f"compressed body (sysflag 0x{int(fields.sysflag[i]):x}) does not decompress: {e}",
+                        where, int(fields.position[i])) from e
+            out["body"] = pc.replace_with_mask(body, pa.array(compressed), pa.array(plain, type=pa.binary()))
     for name in columns:
-        if name in out:
-            continue
-        if name == "topic":
-            out[name] = to_strings(view_array(buf, fields.topic_pos, fields.topic_len, pa.binary()))
-        elif name in ("body", "rawBody"):
-            body = view_array(buf, fields.body_pos, fields.body_len, pa.binary())
-            compressed = (fields.sysflag & L.COMPRESSED_FLAG) != 0
-            if name == "body" and compressed.any():
-                rows = np.flatnonzero(compressed)
-                plain = []
-                for i in rows:
-                    try:
-                        plain.append(decompress_body(body[int(i)].as_py(), int(fields.sysflag[i])))
-                    except Exception as e:  # zlib.error, lz4/zstd errors: all mean the same to the reader
-                        raise CorruptRecordError(
-                            f"compressed body (sysflag 0x{int(fields.sysflag[i]):x}) does not decompress: {e}",
-                            where, int(fields.position[i])) from e
-                body = pc.replace_with_mask(body, pa.array(compressed), pa.array(plain, type=pa.binary()))
-            out[name] = body
-        elif name == "properties":
-            out[name] = props_map
-        elif name == "tags":
-            out[name] = one_property(L.PROPERTY_TAGS)
-        elif name == "uniqKey":
-            out[name] = one_property(L.PROPERTY_UNIQ_KEY)
-        elif name == "keys":
-            out[name] = split_keys(one_property(L.PROPERTY_KEYS))
-        elif name == "msgId":
-            out[name] = msg_ids(buf, fields)
-        elif name in ("bornHost", "storeHost"):
-            pos = fields.born_host_pos if name == "bornHost" else fields.store_host_pos
-            bit = L.BORNHOST_V6_FLAG if name == "bornHost" else L.STOREHOSTADDRESS_V6_FLAG
-            out[name] = host_strings(buf, pos, (fields.sysflag & bit) != 0)
-        else:
+        if name not in out:
             out[name] = pa.array(_NUMERIC[name](fields), type=FIELD_TYPES[name])
     return pa.RecordBatch.from_arrays([out[c] for c in columns], schema=arrow_schema(columns))
 

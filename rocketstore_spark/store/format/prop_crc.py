@@ -15,17 +15,17 @@ offset   bytes  content
 The CRC is computed after QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP are filled in, so it covers the record
 exactly as stored. ``checkMessageAndReturnSize`` verifies it instead of the body CRC when the broker runs with
 ``forceVerifyPropCRC``; a record without the property then fails. RocketMQ's decoder keeps the pair in the
-property map, so the ``properties`` column does too.
+property map, so the ``properties`` column does too. The checks themselves are the native record checks'
+(``src/record_crc.rs``); this module chooses them and finds the property for variant detection.
 """
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 
+from ... import _native
 from . import layout as L
-from .codec import PROBLEM_PROP_CRC, RecordBatchFields, check_body_crcs
+from .codec import RecordBatchFields, parse_records
 
 #: The 9 bytes that open the reserved tail: name and separator.
 _PREFIX = np.frombuffer((L.PROPERTY_CRC32 + L.NAME_VALUE_SEPARATOR).encode(), dtype=np.uint8)
@@ -53,46 +53,30 @@ def has_prop_crc(buf: np.ndarray, fields: RecordBatchFields) -> np.ndarray:
     return out
 
 
-def stored_prop_crcs(buf: np.ndarray, fields: RecordBatchFields, rows: np.ndarray) -> np.ndarray:
-    """The CRC the digits of ``rows`` encode (read last digit first, as ``checkMessageAndReturnSize`` does)."""
-    start = crc_tail_positions(fields)[rows] + len(_PREFIX)
-    digits = (buf[start[:, None] + np.arange(_DIGITS)].astype(np.int64) - ord("0"))
-    weights = 10 ** np.arange(_DIGITS, dtype=np.int64)  # digit i (first = least significant) weighs 10**i
-    return (digits * weights).sum(axis=1)
-
-
-def record_crc(buf: np.ndarray, position: int, total_size: int) -> int:
-    """``UtilAll.crc32`` of a record's bytes before its reserved CRC tail."""
-    return zlib.crc32(memoryview(buf)[position:position + total_size - L.CRC32_RESERVED_LEN]) & 0x7FFFFFFF
-
-
-def check_prop_crcs(buf: np.ndarray, fields: RecordBatchFields, required: bool = False) -> np.ndarray:
-    """Mark records whose ``__CRC32#`` digits differ from the CRC of their bytes (and, with ``required`` — the
-    broker's ``forceVerifyPropCRC`` — records that lack the property). Returns the mask of failures."""
-    present = has_prop_crc(buf, fields)
-    bad = fields.valid & ~present if required else np.zeros(len(fields), dtype=bool)
-    rows = np.flatnonzero(present)
-    if len(rows):
-        stored = stored_prop_crcs(buf, fields, rows)
-        for row, expected in zip(rows.tolist(), stored.tolist()):
-            if record_crc(buf, int(fields.position[row]), int(fields.total_size[row])) != expected:
-                bad[row] = True
-    fields.problem[bad & (fields.problem == 0)] = PROBLEM_PROP_CRC
-    fields.valid &= ~bad
-    return bad
-
-
-def check_record_crcs(buf: np.ndarray, fields: RecordBatchFields, prop_crc_required: bool = False,
-                      force_verify_prop_crc=None) -> np.ndarray:
-    """The body CRC of every record and the property CRC of those that carry one; the mask of failures. With
-    ``force_verify_prop_crc`` given, as ``checkMessageAndReturnSize`` checks: True the property CRC only (every
-    record must carry one), False the body CRC only."""
+def crc_mode(prop_crc_required: bool = False, force_verify_prop_crc=None) -> int:
+    """The native record checks' CRC flags as ``checkMessageAndReturnSize`` checks: the body CRC of every record
+    and the property CRC of those that carry one (``prop_crc_required``: every record must); with
+    ``force_verify_prop_crc`` given, True the property CRC only (every record must carry one), False the body
+    CRC only."""
     if force_verify_prop_crc is not None:
-        if force_verify_prop_crc:
-            return check_prop_crcs(buf, fields, True)
-        return check_body_crcs(buf, fields)
-    bad = check_body_crcs(buf, fields)
-    return bad | check_prop_crcs(buf, fields, prop_crc_required)
+        return _native.CHECK_PROP_CRC | _native.REQUIRE_PROP_CRC if force_verify_prop_crc else _native.CHECK_BODY_CRC
+    mode = _native.CHECK_BODY_CRC | _native.CHECK_PROP_CRC
+    return mode | _native.REQUIRE_PROP_CRC if prop_crc_required else mode
+
+
+def check_record_crcs(buf: np.ndarray, fields: RecordBatchFields, mode: int) -> np.ndarray:
+    """Run the CRC checks of ``mode`` (:func:`crc_mode`) on the valid records of ``fields`` (parsed from ``buf``
+    without them), marking the failures' ``problem`` and ``valid``; the mask of failures. A walk that checks
+    CRCs passes the mode to :func:`~.codec.parse_records` instead, checking each record as it parses it."""
+    rows = np.flatnonzero(fields.valid)
+    bad = np.zeros(len(fields), dtype=bool)
+    if len(rows) and mode:
+        checked = parse_records(buf, fields.position[rows], crc_mode=mode)
+        failed = rows[~checked.valid]
+        fields.problem[failed] = checked.problem[~checked.valid]
+        bad[failed] = True
+        fields.valid &= ~bad
+    return bad
 
 
 def encode_prop_crc(crc: int) -> bytes:

@@ -1,0 +1,647 @@
+//! A batch's variable-length columns in one pass over its records: every requested column's Arrow buffers are
+//! filled record by record, so each record's bytes are read once while they are in the cache.
+//!
+//! The input is the header columns of [`crate::header::parse_records`] for records that passed its checks (the
+//! places and lengths of their fields), as the rows of a `DECODE_INPUTS × n` i64 matrix. Each output column is
+//! Arrow's binary/string layout (see [`crate::columns`]) in buffers the caller allocated:
+//!
+//! | column             | buffers                                                     | data bytes at most     |
+//! |--------------------|-------------------------------------------------------------|------------------------|
+//! | topic              | offsets (n + 1), data                                       | 3 × the topics' bytes  |
+//! | body               | offsets (n + 1), data                                       | the bodies' bytes      |
+//! | properties string  | offsets (n + 1), data                                       | 3 × the properties'    |
+//! | properties map     | map offsets (n + 1), name offsets (p + 1), names, value offsets (p + 1), values | 3 × the properties' each |
+//! | tags, uniqKey      | offsets (n + 1), data, validity (n.div_ceil(8))             | 3 × the properties'    |
+//! | keys               | list offsets (n + 1), token offsets (p + 1), data           | 3 × the properties'    |
+//! | msgId              | offsets (n + 1), data                                       | n × [`MAX_MSG_ID_TEXT`] |
+//! | bornHost, storeHost| offsets (n + 1), data                                       | n × [`MAX_HOST_TEXT`]  |
+//!
+//! `p` is [`crate::columns::max_property_pairs`] of the properties' bytes (for keys [`max_key_tokens`]). Text columns are UTF-8 as Java's
+//! `new String(bytes, UTF_8)` makes it: each maximal ill-formed subsequence becomes U+FFFD (3 bytes), hence the
+//! 3 × bounds. The properties map, tags, uniqKey and keys follow `MessageDecoder.string2messageProperties`.
+
+use crate::columns::{
+    host_at, kept_pairs, pair_value, push_host, push_msg_id, span, GatherError, MAX_HOST_TEXT,
+    MAX_MSG_ID_TEXT,
+};
+use crate::layout::{load_lines, BORNHOST_V6_FLAG, READ_AHEAD, STOREHOSTADDRESS_V6_FLAG};
+
+/// The input rows, in the order of [`DECODE_INPUTS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Input {
+    Sysflag,
+    PhyOffset,
+    BornHostPos,
+    StoreHostPos,
+    BodyPos,
+    BodyLen,
+    TopicPos,
+    TopicLen,
+    PropsPos,
+    PropsLen,
+}
+
+/// The header columns (names of [`crate::header::COLUMN_NAMES`]) the decode reads, in [`Input`] order.
+pub const DECODE_INPUTS: [&str; 10] = [
+    "sysflag",
+    "phy_offset",
+    "born_host_pos",
+    "store_host_pos",
+    "body_pos",
+    "body_len",
+    "topic_pos",
+    "topic_len",
+    "props_pos",
+    "props_len",
+];
+
+/// `MessageConst.PROPERTY_TAGS`
+pub const PROPERTY_TAGS: &[u8] = b"TAGS";
+/// `MessageConst.PROPERTY_KEYS`
+pub const PROPERTY_KEYS: &[u8] = b"KEYS";
+/// `MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX`
+pub const PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: &[u8] = b"UNIQ_KEY";
+/// `MessageConst.KEY_SEPARATOR`
+pub const KEY_SEPARATOR: u8 = b' ';
+
+/// U+FFFD REPLACEMENT CHARACTER in UTF-8.
+const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
+/// An Arrow binary or string column being filled row by row into caller-allocated buffers.
+pub struct BinaryOut<'a> {
+    offsets: &'a mut [i32],
+    data: &'a mut [u8],
+    validity: Option<&'a mut [u8]>,
+    rows: usize,
+    used: usize,
+    nulls: usize,
+}
+
+impl<'a> BinaryOut<'a> {
+    /// A column over `offsets` (one more than its rows), `data` and, for a nullable one, `validity`.
+    pub fn new(
+        offsets: &'a mut [i32],
+        data: &'a mut [u8],
+        mut validity: Option<&'a mut [u8]>,
+    ) -> Self {
+        if let Some(first) = offsets.first_mut() {
+            *first = 0;
+        }
+        if let Some(v) = validity.as_deref_mut() {
+            v.fill(0);
+        }
+        Self {
+            offsets,
+            data,
+            validity,
+            rows: 0,
+            used: 0,
+            nulls: 0,
+        }
+    }
+
+    /// Bytes of data written.
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Null rows written.
+    pub fn nulls(&self) -> usize {
+        self.nulls
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> Result<(), GatherError> {
+        let end = self
+            .used
+            .checked_add(bytes.len())
+            .ok_or(GatherError::Shape)?;
+        self.data
+            .get_mut(self.used..end)
+            .ok_or(GatherError::Shape)?
+            .copy_from_slice(bytes);
+        self.used = end;
+        Ok(())
+    }
+
+    fn end_row(&mut self, valid: bool) -> Result<(), GatherError> {
+        let at = i32::try_from(self.used).map_err(|_| GatherError::Shape)?;
+        *self
+            .offsets
+            .get_mut(self.rows + 1)
+            .ok_or(GatherError::Shape)? = at;
+        if valid {
+            if let Some(bits) = self.validity.as_deref_mut() {
+                *bits.get_mut(self.rows / 8).ok_or(GatherError::Shape)? |= 1 << (self.rows % 8);
+            }
+        } else {
+            self.nulls += 1;
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// A row of the bytes as they are.
+    pub fn push(&mut self, value: &[u8]) -> Result<(), GatherError> {
+        self.append(value)?;
+        self.end_row(true)
+    }
+
+    /// A row of the bytes as UTF-8 text, ill-formed sequences replaced by U+FFFD.
+    pub fn push_text(&mut self, value: &[u8]) -> Result<(), GatherError> {
+        self.append_text(value)?;
+        self.end_row(true)
+    }
+
+    fn append_text(&mut self, value: &[u8]) -> Result<(), GatherError> {
+        if value.is_ascii() || std::str::from_utf8(value).is_ok() {
+            return self.append(value);
+        }
+        for chunk in value.utf8_chunks() {
+            self.append(chunk.valid().as_bytes())?;
+            if !chunk.invalid().is_empty() {
+                self.append(REPLACEMENT)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A null row (no bytes; it needs a validity bitmap).
+    pub fn push_null(&mut self) -> Result<(), GatherError> {
+        if self.validity.is_none() {
+            return Err(GatherError::Shape);
+        }
+        self.end_row(false)
+    }
+
+    /// Every row written: the offsets are full.
+    fn finish(&self) -> Result<(), GatherError> {
+        if self.rows + 1 == self.offsets.len() {
+            Ok(())
+        } else {
+            Err(GatherError::Shape)
+        }
+    }
+}
+
+/// The properties map column: per row its pairs' range (map offsets), and the names and values as strings.
+pub struct MapOut<'a> {
+    pub offsets: &'a mut [i32],
+    pub names: BinaryOut<'a>,
+    pub values: BinaryOut<'a>,
+}
+
+/// The keys column: per row the range of its tokens (list offsets), and the tokens as strings.
+pub struct ListOut<'a> {
+    pub offsets: &'a mut [i32],
+    pub tokens: BinaryOut<'a>,
+}
+
+/// The columns a decode fills: those left None are not requested.
+#[derive(Default)]
+pub struct Outputs<'a> {
+    pub topic: Option<BinaryOut<'a>>,
+    pub body: Option<BinaryOut<'a>>,
+    pub properties_string: Option<BinaryOut<'a>>,
+    pub properties: Option<MapOut<'a>>,
+    pub tags: Option<BinaryOut<'a>>,
+    pub uniq_key: Option<BinaryOut<'a>>,
+    pub keys: Option<ListOut<'a>>,
+    pub msg_id: Option<BinaryOut<'a>>,
+    pub born_host: Option<BinaryOut<'a>>,
+    pub store_host: Option<BinaryOut<'a>>,
+}
+
+/// A nullable string row: the value of `name` in `properties`, or null.
+fn push_property(
+    out: &mut BinaryOut<'_>,
+    properties: &[u8],
+    found: Option<(usize, usize)>,
+) -> Result<(), GatherError> {
+    match found.and_then(|(at, len)| properties.get(at..at + len)) {
+        Some(value) => out.push_text(value),
+        None => out.push_null(),
+    }
+}
+
+/// Fills every column of `out` for the `n` records described by `inputs` (`DECODE_INPUTS × n`, row-major).
+/// A record whose fields do not lie inside `buf` is `OutOfRange(row)`; outputs of the wrong sizes are `Shape`.
+pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Counts, GatherError> {
+    if inputs.len() % DECODE_INPUTS.len() != 0 {
+        return Err(GatherError::Shape);
+    }
+    let n = inputs.len() / DECODE_INPUTS.len();
+    let column = |c: Input| {
+        inputs
+            .get(c as usize * n..(c as usize + 1) * n)
+            .unwrap_or_default()
+    };
+    let (sysflag, phy) = (column(Input::Sysflag), column(Input::PhyOffset));
+    let (born_pos, store_pos) = (column(Input::BornHostPos), column(Input::StoreHostPos));
+    let (body_pos, body_len) = (column(Input::BodyPos), column(Input::BodyLen));
+    let (topic_pos, topic_len) = (column(Input::TopicPos), column(Input::TopicLen));
+    let (props_pos, props_len) = (column(Input::PropsPos), column(Input::PropsLen));
+    let wants_pairs = out.properties.is_some()
+        || out.tags.is_some()
+        || out.uniq_key.is_some()
+        || out.keys.is_some();
+    let wants_properties = wants_pairs || out.properties_string.is_some();
+    let mut pairs = Vec::new();
+    let mut text = Vec::with_capacity(MAX_HOST_TEXT.max(MAX_MSG_ID_TEXT));
+    let mut map_count = 0usize;
+    let mut token_count = 0usize;
+    if let Some(map) = out.properties.as_mut() {
+        *map.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
+    }
+    if let Some(keys) = out.keys.as_mut() {
+        *keys.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
+    }
+    // the places read ahead: a body is copied in order (the CPU prefetches it), the other fields are scattered
+    let wants_header = out.msg_id.is_some() || out.born_host.is_some() || out.store_host.is_some();
+    let scattered = [
+        (wants_header, born_pos, 0),
+        (out.topic.is_some(), topic_pos, 0),
+        (wants_properties, props_pos, 0),
+        (wants_properties, props_pos, 64),
+    ];
+    let scattered: Vec<(&[i64], i64)> = scattered
+        .into_iter()
+        .filter(|&(wanted, _, _)| wanted)
+        .map(|(_, column, shift)| (column, shift))
+        .collect();
+    for i in 0..n {
+        if i % READ_AHEAD == 0 && !scattered.is_empty() {
+            let ahead = (i + READ_AHEAD..n.min(i + 2 * READ_AHEAD)).flat_map(|k| {
+                scattered
+                    .iter()
+                    .map(move |&(column, shift)| column.get(k).map_or(-1, |&p| p + shift))
+            });
+            load_lines(buf, ahead);
+        }
+        let at = |c: &[i64]| c.get(i).copied().unwrap_or(-1);
+        let part = |pos: &[i64], len: &[i64]| {
+            span(buf, at(pos), at(len)).ok_or(GatherError::OutOfRange(i))
+        };
+        if let Some(topic) = out.topic.as_mut() {
+            topic.push_text(part(topic_pos, topic_len)?)?;
+        }
+        if let Some(body) = out.body.as_mut() {
+            body.push(part(body_pos, body_len)?)?;
+        }
+        if wants_properties {
+            let properties = part(props_pos, props_len)?;
+            if let Some(string) = out.properties_string.as_mut() {
+                string.push_text(properties)?;
+            }
+            if wants_pairs {
+                kept_pairs(properties, &mut pairs);
+                let text_of =
+                    |at: usize, len: usize| properties.get(at..at + len).unwrap_or_default();
+                if let Some(map) = out.properties.as_mut() {
+                    for &(name_at, name_len, value_at, value_len) in &pairs {
+                        map.names.push_text(text_of(name_at, name_len))?;
+                        map.values.push_text(text_of(value_at, value_len))?;
+                    }
+                    map_count += pairs.len();
+                    let end = i32::try_from(map_count).map_err(|_| GatherError::Shape)?;
+                    *map.offsets.get_mut(i + 1).ok_or(GatherError::Shape)? = end;
+                }
+                if let Some(tags) = out.tags.as_mut() {
+                    push_property(
+                        tags,
+                        properties,
+                        pair_value(properties, &pairs, PROPERTY_TAGS),
+                    )?;
+                }
+                if let Some(uniq) = out.uniq_key.as_mut() {
+                    let found =
+                        pair_value(properties, &pairs, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
+                    push_property(uniq, properties, found)?;
+                }
+                if let Some(keys) = out.keys.as_mut() {
+                    if let Some((value_at, value_len)) =
+                        pair_value(properties, &pairs, PROPERTY_KEYS)
+                    {
+                        let tokens = text_of(value_at, value_len).split(|&b| b == KEY_SEPARATOR);
+                        for token in tokens.filter(|t| !t.is_empty()) {
+                            keys.tokens.push_text(token)?;
+                            token_count += 1;
+                        }
+                    }
+                    let end = i32::try_from(token_count).map_err(|_| GatherError::Shape)?;
+                    *keys.offsets.get_mut(i + 1).ok_or(GatherError::Shape)? = end;
+                }
+            }
+        }
+        let flags = at(sysflag);
+        if let Some(msg_id) = out.msg_id.as_mut() {
+            let host = host_at(buf, at(store_pos), flags, STOREHOSTADDRESS_V6_FLAG)
+                .ok_or(GatherError::OutOfRange(i))?;
+            text.clear();
+            push_msg_id(&mut text, host, at(phy));
+            msg_id.push(&text)?;
+        }
+        for (host_out, pos, v6) in [
+            (out.born_host.as_mut(), born_pos, BORNHOST_V6_FLAG),
+            (out.store_host.as_mut(), store_pos, STOREHOSTADDRESS_V6_FLAG),
+        ] {
+            if let Some(host_out) = host_out {
+                let host = host_at(buf, at(pos), flags, v6).ok_or(GatherError::OutOfRange(i))?;
+                text.clear();
+                push_host(&mut text, host).ok_or(GatherError::OutOfRange(i))?;
+                host_out.push(&text)?;
+            }
+        }
+    }
+    for column in [
+        &out.topic,
+        &out.body,
+        &out.properties_string,
+        &out.tags,
+        &out.uniq_key,
+        &out.msg_id,
+        &out.born_host,
+        &out.store_host,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        column.finish()?;
+    }
+    // the names, values and tokens fill only part of their room: the caller reads their counts
+    let whole = |offsets: &[i32]| offsets.len() == n + 1;
+    if out.properties.as_ref().is_some_and(|m| !whole(m.offsets))
+        || out.keys.as_ref().is_some_and(|k| !whole(k.offsets))
+    {
+        return Err(GatherError::Shape);
+    }
+    Ok(Counts {
+        pairs: map_count,
+        tokens: token_count,
+    })
+}
+
+/// What a decode wrote besides each column's bytes: the properties map's pairs and the keys' tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub pairs: usize,
+    pub tokens: usize,
+}
+
+/// The most keys tokens the properties of `props_bytes` total bytes in `rows` rows can hold (a token and its
+/// separator take at least 2 bytes).
+pub fn max_key_tokens(props_bytes: usize, rows: usize) -> usize {
+    props_bytes / 2 + rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Owned buffers of one binary column.
+    struct Col {
+        offsets: Vec<i32>,
+        data: Vec<u8>,
+        validity: Option<Vec<u8>>,
+    }
+
+    impl Col {
+        fn new(rows: usize, bytes: usize, nullable: bool) -> Self {
+            Col {
+                offsets: vec![-7; rows + 1],
+                data: vec![0xEE; bytes],
+                validity: nullable.then(|| vec![0xFF; rows.div_ceil(8)]),
+            }
+        }
+
+        fn out(&mut self) -> BinaryOut<'_> {
+            BinaryOut::new(
+                &mut self.offsets,
+                &mut self.data,
+                self.validity.as_deref_mut(),
+            )
+        }
+
+        fn values(&self, rows: usize) -> Vec<Option<Vec<u8>>> {
+            (0..rows)
+                .map(|i| {
+                    let valid = self
+                        .validity
+                        .as_ref()
+                        .is_none_or(|v| v[i / 8] & (1 << (i % 8)) != 0);
+                    let (a, b) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
+                    valid.then(|| self.data[a..b].to_vec())
+                })
+                .collect()
+        }
+    }
+
+    /// Two records' variable fields laid out in one buffer, and their input rows.
+    fn sample() -> (Vec<u8>, Vec<i64>) {
+        let mut buf = Vec::new();
+        let mut put = |bytes: &[u8]| {
+            let at = buf.len() as i64;
+            buf.extend_from_slice(bytes);
+            (at, bytes.len() as i64)
+        };
+        let born0 = put(&[10, 0, 0, 1, 0, 0, 0x2A, 0x6F]);
+        let store0 = put(&[127, 0, 0, 1, 0, 0, 0x2A, 0x9F]);
+        let mut v6 = vec![
+            0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0, 1,
+        ];
+        v6.extend(9876u32.to_be_bytes());
+        let born1 = put(&v6);
+        let store1 = put(&v6);
+        let body0 = put(b"hello");
+        let body1 = put(b"");
+        let topic0 = put(b"T\xFFopic"); // an ill-formed byte
+        let topic1 = put("тема".as_bytes());
+        let props0 =
+            put(b"TAGS\x01a\x02KEYS\x01k1  k2 \x02EMPTY\x01\x02TAGS\x01b\x02UNIQ_KEY\x01U1");
+        let props1 = put(b"");
+        let rows: [[i64; 10]; 2] = [
+            [
+                0, 0x1234, born0.0, store0.0, body0.0, body0.1, topic0.0, topic0.1, props0.0,
+                props0.1,
+            ],
+            [
+                0x30, 7, born1.0, store1.0, body1.0, body1.1, topic1.0, topic1.1, props1.0,
+                props1.1,
+            ],
+        ];
+        let inputs = (0..10)
+            .flat_map(|c| rows.iter().map(move |r| r[c]))
+            .collect();
+        (buf, inputs)
+    }
+
+    fn text(values: &[Option<Vec<u8>>]) -> Vec<Option<String>> {
+        values
+            .iter()
+            .map(|v| v.as_ref().map(|b| String::from_utf8(b.clone()).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn one_pass_fills_every_column() {
+        let (buf, inputs) = sample();
+        let props = 80;
+        let mut cols: Vec<Col> = (0..8).map(|_| Col::new(2, 3 * props, false)).collect();
+        let (mut tags, mut uniq) = (Col::new(2, 3 * props, true), Col::new(2, 3 * props, true));
+        let (mut names, mut values, mut tokens) = (
+            Col::new(40, 3 * props, false),
+            Col::new(40, 3 * props, false),
+            Col::new(60, 3 * props, false),
+        );
+        let (mut map_offsets, mut key_offsets) = (vec![0i32; 3], vec![0i32; 3]);
+        let [topic, body, string, msg_id, born, store, ..] = &mut cols[..] else {
+            unreachable!()
+        };
+        let mut out = Outputs {
+            topic: Some(topic.out()),
+            body: Some(body.out()),
+            properties_string: Some(string.out()),
+            properties: Some(MapOut {
+                offsets: &mut map_offsets,
+                names: names.out(),
+                values: values.out(),
+            }),
+            tags: Some(tags.out()),
+            uniq_key: Some(uniq.out()),
+            keys: Some(ListOut {
+                offsets: &mut key_offsets,
+                tokens: tokens.out(),
+            }),
+            msg_id: Some(msg_id.out()),
+            born_host: Some(born.out()),
+            store_host: Some(store.out()),
+        };
+        let counts = decode(&buf, &inputs, &mut out).unwrap();
+        assert_eq!(
+            counts,
+            Counts {
+                pairs: 3,
+                tokens: 2
+            }
+        );
+        assert_eq!(
+            text(&topic.values(2)),
+            [Some("T\u{FFFD}opic".into()), Some("тема".into())]
+        );
+        assert_eq!(body.values(2), [Some(b"hello".to_vec()), Some(vec![])]);
+        assert_eq!(map_offsets, [0, 3, 3]);
+        assert_eq!(
+            text(&names.values(3)),
+            [
+                Some("KEYS".into()),
+                Some("TAGS".into()),
+                Some("UNIQ_KEY".into())
+            ]
+        );
+        assert_eq!(
+            text(&values.values(3)),
+            [Some("k1  k2 ".into()), Some("b".into()), Some("U1".into())]
+        );
+        assert_eq!(text(&tags.values(2)), [Some("b".into()), None]);
+        assert_eq!(text(&uniq.values(2)), [Some("U1".into()), None]);
+        assert_eq!(key_offsets, [0, 2, 2]);
+        assert_eq!(
+            text(&tokens.values(2)),
+            [Some("k1".into()), Some("k2".into())]
+        );
+        assert_eq!(
+            text(&msg_id.values(2)),
+            [
+                Some("7F00000100002A9F0000000000001234".into()),
+                Some("20010DB80000000000000000000A000100002694".to_string() + "0000000000000007"),
+            ]
+        );
+        assert_eq!(
+            text(&born.values(2)),
+            [
+                Some("10.0.0.1:10863".into()),
+                Some("[2001:db8:0:0:0:0:a:1]:9876".into())
+            ]
+        );
+        assert_eq!(
+            text(&store.values(2))[1],
+            Some("[2001:db8:0:0:0:0:a:1]:9876".into())
+        );
+        assert_eq!(string.values(2)[1], Some(vec![]));
+    }
+
+    #[test]
+    fn fields_outside_the_buffer_and_wrong_outputs_fail() {
+        let (buf, mut inputs) = sample();
+        let mut body = Col::new(2, 5, false);
+        let mut out = Outputs {
+            body: Some(body.out()),
+            ..Outputs::default()
+        };
+        assert_eq!(decode(&buf, &inputs, &mut out), Ok(Counts::default()));
+        inputs[Input::BodyLen as usize * 2 + 1] = 1 << 40; // the second record's body runs past the buffer
+        let mut body = Col::new(2, 5, false);
+        let mut out = Outputs {
+            body: Some(body.out()),
+            ..Outputs::default()
+        };
+        assert_eq!(
+            decode(&buf, &inputs, &mut out),
+            Err(GatherError::OutOfRange(1))
+        );
+        let (buf, inputs) = sample();
+        let mut small = Col::new(2, 4, false);
+        let mut out = Outputs {
+            body: Some(small.out()),
+            ..Outputs::default()
+        };
+        assert_eq!(decode(&buf, &inputs, &mut out), Err(GatherError::Shape));
+        let mut short = Col::new(1, 5, false);
+        let mut out = Outputs {
+            body: Some(short.out()),
+            ..Outputs::default()
+        };
+        assert_eq!(decode(&buf, &inputs, &mut out), Err(GatherError::Shape));
+        let mut tags = Col::new(2, 10, false); // a nullable column without its validity
+        let mut out = Outputs {
+            tags: Some(tags.out()),
+            ..Outputs::default()
+        };
+        assert_eq!(decode(&buf, &inputs, &mut out), Err(GatherError::Shape));
+        assert_eq!(
+            decode(&buf, &inputs[1..], &mut Outputs::default()),
+            Err(GatherError::Shape)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_inputs_never_panic(
+            buf in proptest::collection::vec(any::<u8>(), 0..300),
+            rows in proptest::collection::vec(proptest::collection::vec(-4i64..320, 10), 0..6),
+            room in 0usize..2000,
+        ) {
+            let n = rows.len();
+            let inputs: Vec<i64> = (0..10).flat_map(|c| rows.iter().map(move |r| r[c])).collect();
+            let mut cols: Vec<Col> = (0..8).map(|_| Col::new(n, room, false)).collect();
+            let (mut tags, mut uniq) = (Col::new(n, room, true), Col::new(n, room, true));
+            let (mut names, mut values, mut tokens) = (Col::new(room / 4, room, false), Col::new(room / 4, room, false), Col::new(room / 4, room, false));
+            let (mut map_offsets, mut key_offsets) = (vec![0i32; n + 1], vec![0i32; n + 1]);
+            let [topic, body, string, msg_id, born, store, ..] = &mut cols[..] else { unreachable!() };
+            let mut out = Outputs {
+                topic: Some(topic.out()),
+                body: Some(body.out()),
+                properties_string: Some(string.out()),
+                properties: Some(MapOut { offsets: &mut map_offsets, names: names.out(), values: values.out() }),
+                tags: Some(tags.out()),
+                uniq_key: Some(uniq.out()),
+                keys: Some(ListOut { offsets: &mut key_offsets, tokens: tokens.out() }),
+                msg_id: Some(msg_id.out()),
+                born_host: Some(born.out()),
+                store_host: Some(store.out()),
+            };
+            let _ = decode(&buf, &inputs, &mut out);
+        }
+    }
+}
