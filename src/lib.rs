@@ -6,7 +6,9 @@
 
 pub mod columns;
 pub mod consume_queue;
+pub mod encode;
 pub mod header;
+pub mod java_hash;
 pub mod layout;
 pub mod record_chain;
 
