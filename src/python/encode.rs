@@ -1,4 +1,5 @@
-//! The write half of `rocketstore_spark._native`: record encoding and Java string hashes.
+//! The write half of `rocketstore_spark._native`: record encoding, Java string hashes, index keys,
+//! consume-queue units.
 //!
 //! Each function views its buffers, releases the GIL and runs one kernel. Rows a kernel cannot handle come back
 //! as `(problem, row)` codes (see [`ENCODE_OK`] …), so that Python raises its own errors naming the row.
@@ -8,7 +9,9 @@ use pyo3::prelude::*;
 
 use super::buffers::View;
 use crate::encode::{self, EncodeError, RecordColumns, Strings};
+use crate::index::{self, IndexError};
 use crate::java_hash::{self, HashError};
+use crate::queue_units::{self, UnitsError};
 
 /// Every row was encoded (or hashed).
 const ENCODE_OK: i64 = 0;
@@ -16,6 +19,11 @@ const ENCODE_OK: i64 = 0;
 const ENCODE_BAD_OFFSETS: i64 = 1;
 /// A row does not fit a record (topic, properties or the whole record too long for its length field).
 const ENCODE_TOO_LONG: i64 = 2;
+
+/// An index file's header is damaged (indexCount negative or beyond the file's entries).
+const INDEX_BAD_HEADER: i64 = 3;
+/// A key's hash is not an `indexKeyHashMethod` value.
+const INDEX_BAD_HASH: i64 = 4;
 
 /// The fixed columns, in the order Python passes them.
 const INT_COLUMNS: [&str; 11] = [
@@ -211,11 +219,79 @@ fn java_hashes(
     }
 }
 
+/// put_index_keys(file, slots, max_entries, hashes, phy_offsets, store_timestamps) -> (problem, keys put or row)
+///
+/// `file`: the index file's writable bytes (its memory map); `hashes`, `phy_offsets`, `store_timestamps`: int64,
+/// one per key. Keys are put in order while the file has room; the header is updated in `file`.
+#[pyfunction]
+fn put_index_keys(
+    py: Python<'_>,
+    file: &Bound<'_, PyAny>,
+    slots: usize,
+    max_entries: usize,
+    hashes: &Bound<'_, PyAny>,
+    phy_offsets: &Bound<'_, PyAny>,
+    store_timestamps: &Bound<'_, PyAny>,
+) -> PyResult<(i64, i64)> {
+    let hashes = View::<i64>::read(hashes)?;
+    let phy = View::<i64>::read(phy_offsets)?;
+    let ts = View::<i64>::read(store_timestamps)?;
+    let mut file = View::<u8>::write(file, &[hashes.span(), phy.span(), ts.span()])?;
+    let (h, p, t, bytes) = (hashes.slice(), phy.slice(), ts.slice(), file.slice_mut());
+    match py.detach(|| index::put_keys(bytes, slots, max_entries, h, p, t)) {
+        Ok(put) => Ok((ENCODE_OK, put as i64)),
+        Err(IndexError::BadHeader) => Ok((INDEX_BAD_HEADER, -1)),
+        Err(IndexError::BadHash(row)) => Ok((INDEX_BAD_HASH, row as i64)),
+        Err(IndexError::Shape) => Err(PyValueError::new_err(
+            "put_index_keys: the key columns differ in length or the file's size does not match its slots and entries",
+        )),
+    }
+}
+
+/// consume_queue_units(rows, phy_offsets, sizes, tags_codes, out) -> (problem, row)
+///
+/// `rows`: int64, the records whose units are written, in order; `phy_offsets`, `sizes`, `tags_codes`: int64, one
+/// per record; `out`: uint8, 20 bytes per row of `rows`.
+#[pyfunction]
+fn consume_queue_units(
+    py: Python<'_>,
+    rows: &Bound<'_, PyAny>,
+    phy_offsets: &Bound<'_, PyAny>,
+    sizes: &Bound<'_, PyAny>,
+    tags_codes: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<(i64, i64)> {
+    let rows = View::<i64>::read(rows)?;
+    let phy = View::<i64>::read(phy_offsets)?;
+    let sizes = View::<i64>::read(sizes)?;
+    let tags = View::<i64>::read(tags_codes)?;
+    let inputs = [rows.span(), phy.span(), sizes.span(), tags.span()];
+    let mut out = View::<u8>::write(out, &inputs)?;
+    let (r, p, s, t, bytes) = (
+        rows.slice(),
+        phy.slice(),
+        sizes.slice(),
+        tags.slice(),
+        out.slice_mut(),
+    );
+    match py.detach(|| queue_units::put_units(r, p, s, t, bytes)) {
+        Ok(()) => Ok((ENCODE_OK, -1)),
+        Err(UnitsError::Row(k)) => Ok((ENCODE_BAD_OFFSETS, k as i64)),
+        Err(UnitsError::Shape) => Err(PyValueError::new_err(
+            "consume_queue_units: the record columns differ in length or the output is not 20 bytes a row",
+        )),
+    }
+}
+
 /// Adds the write half's functions and constants to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record_sizes, m)?)?;
     m.add_function(wrap_pyfunction!(encode_records, m)?)?;
     m.add_function(wrap_pyfunction!(java_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(put_index_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(consume_queue_units, m)?)?;
+    m.add("INDEX_BAD_HEADER", INDEX_BAD_HEADER)?;
+    m.add("INDEX_BAD_HASH", INDEX_BAD_HASH)?;
     m.add("ENCODE_OK", ENCODE_OK)?;
     m.add("ENCODE_BAD_OFFSETS", ENCODE_BAD_OFFSETS)?;
     m.add("ENCODE_TOO_LONG", ENCODE_TOO_LONG)?;

@@ -70,6 +70,7 @@ def native_strings(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     buffers = arr.buffers()
     offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4) if n else \
         np.zeros(1, dtype=np.int32)
+    offsets = np.require(offsets, requirements=["A"])  # copied only when a foreign buffer is misaligned
     data = np.frombuffer(buffers[2], dtype=np.uint8) if n and buffers[2] is not None else np.zeros(0, np.uint8)
     return offsets, data
 
@@ -80,7 +81,7 @@ def _native_inputs(enc: EncodeInput, phy_offsets: np.ndarray) -> tuple:
             "sysflag": enc.sysflag, "born_timestamp": enc.born_timestamp, "born_port": enc.born_port,
             "store_timestamp": enc.store_timestamp, "store_port": enc.store_port,
             "reconsume_times": enc.reconsume_times, "prepared_offset": enc.prepared_offset}
-    columns = [np.ascontiguousarray(ints[name], dtype=np.int64) for name in _native.ENCODE_INT_COLUMNS]
+    columns = [np.require(ints[name], dtype=np.int64, requirements=["C", "A"]) for name in _native.ENCODE_INT_COLUMNS]
     return (native_strings(enc.topic), native_strings(enc.body), native_strings(enc.properties), columns,
             _addresses(enc.born_addr), _addresses(enc.store_addr))
 

@@ -30,7 +30,7 @@ def java_string_hashes(texts, seeds: np.ndarray | None = None) -> np.ndarray:
     arr = pa.array(texts, type=pa.string()) if not isinstance(texts, (pa.Array, pa.ChunkedArray)) else texts
     offsets, data = native_strings(arr)
     n = len(offsets) - 1
-    seeds = np.zeros(0, np.int32) if seeds is None else np.ascontiguousarray(seeds, dtype=np.int64).astype(np.int32)
+    seeds = np.zeros(0, np.int32) if seeds is None else np.asarray(seeds, dtype=np.int64).astype(np.int32)
     out = np.empty(n, dtype=np.int32)
     problem, row = _native.java_hashes((offsets, data), seeds, out)
     if problem != _native.ENCODE_OK:
