@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from ... import _native
 from ...errors import MessageValidationError
 from . import layout as L
+from .arrow_buffers import native_strings
 from .codec import body_crc32
 
 
@@ -55,24 +56,6 @@ def value_offsets(arr: pa.Array) -> np.ndarray:
     """The n + 1 value offsets of a binary/string array into its data buffer (slices respected)."""
     n = len(arr)
     return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
-
-
-def native_strings(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """A string or binary array as the native kernels take it: (int32 offsets, n + 1, into the uint8 data);
-    null values count as empty. Views of the array's buffers, no copy (large types are cast first)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.binary())
-    if arr.null_count:
-        arr = pc.fill_null(arr, pa.scalar(b"" if pa.types.is_binary(arr.type) else "", arr.type))
-    n = len(arr)
-    buffers = arr.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4) if n else \
-        np.zeros(1, dtype=np.int32)
-    offsets = np.require(offsets, requirements=["A"])  # copied only when a foreign buffer is misaligned
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if n and buffers[2] is not None else np.zeros(0, np.uint8)
-    return offsets, data
 
 
 def _native_inputs(enc: EncodeInput, phy_offsets: np.ndarray) -> tuple:
@@ -212,5 +195,5 @@ def compress_body(data: bytes, sysflag: int) -> bytes:
 COMPRESS_LEVEL = 5  # DefaultMQProducer.compressLevel (rocketmq.message.compressLevel)
 
 
-__all__ = ["EncodeInput", "encode_records", "record_lengths", "native_strings", "serialize_properties",
+__all__ = ["EncodeInput", "encode_records", "record_lengths", "serialize_properties",
            "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]

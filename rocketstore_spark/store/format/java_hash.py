@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from ... import _native
 from ...errors import MessageValidationError
+from .arrow_buffers import native_strings
 
 
 def java_string_hash(text: str) -> int:
@@ -25,8 +26,6 @@ def java_string_hashes(texts, seeds: np.ndarray | None = None) -> np.ndarray:
 
     With ``seeds`` (one 32-bit hash per string), each hash continues from its seed: the hash of the seed's
     string followed by this one."""
-    from .encoder import native_strings
-
     arr = pa.array(texts, type=pa.string()) if not isinstance(texts, (pa.Array, pa.ChunkedArray)) else texts
     offsets, data = native_strings(arr)
     n = len(offsets) - 1
