@@ -219,6 +219,13 @@ fn java_hashes(
     }
 }
 
+/// java_string_hash(text, seed=0) -> int: the hash of one UTF-8 string (`bytes`), continued from `seed`.
+#[pyfunction]
+#[pyo3(signature = (text, seed=0))]
+fn java_string_hash(py: Python<'_>, text: &[u8], seed: i32) -> i32 {
+    py.detach(|| java_hash::java_hash(seed, text))
+}
+
 /// put_index_keys(file, slots, max_entries, hashes, phy_offsets, store_timestamps) -> (problem, keys put or row)
 ///
 /// `file`: the index file's writable bytes (its memory map); `hashes`, `phy_offsets`, `store_timestamps`: int64,
@@ -288,6 +295,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record_sizes, m)?)?;
     m.add_function(wrap_pyfunction!(encode_records, m)?)?;
     m.add_function(wrap_pyfunction!(java_hashes, m)?)?;
+    m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;
     m.add_function(wrap_pyfunction!(put_index_keys, m)?)?;
     m.add_function(wrap_pyfunction!(consume_queue_units, m)?)?;
     m.add("INDEX_BAD_HEADER", INDEX_BAD_HEADER)?;

@@ -18,7 +18,7 @@ from .arrow_buffers import native_strings
 
 def java_string_hash(text: str) -> int:
     """Java ``String.hashCode()`` (over UTF-16 code units) as a signed 32-bit int."""
-    return int(java_string_hashes([text])[0])
+    return _native.java_string_hash(text.encode("utf-8"))
 
 
 def java_string_hashes(texts, seeds: np.ndarray | None = None) -> np.ndarray:
