@@ -7,8 +7,12 @@
 pub mod columns;
 pub mod consume_queue;
 pub mod decode;
+pub mod encode;
 pub mod header;
+pub mod index;
+pub mod java_hash;
 pub mod layout;
+pub mod queue_units;
 pub mod record_chain;
 pub mod record_crc;
 

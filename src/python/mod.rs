@@ -2,6 +2,7 @@
 //! kernel, and hands back what Python turns into arrays and errors.
 
 mod buffers;
+mod encode;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -409,6 +410,7 @@ fn decode_columns(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    encode::register(m)?;
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
     m.add_function(wrap_pyfunction!(magic_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(parse_records, m)?)?;

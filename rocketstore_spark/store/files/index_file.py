@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from ... import _native
 from ...errors import IndexSizesAmbiguousError, StoreConfigError, StoreFormatError
 from ..format import layout as L
 from ..format.codec import read_be
@@ -39,6 +40,26 @@ class IndexHeader:
 def index_file_size(slots: int, max_entries: int) -> int:
     """``IndexFile`` size: header + slots × 4 + entries × 20."""
     return L.INDEX_HEADER_SIZE + slots * L.INDEX_SLOT_SIZE + max_entries * L.INDEX_ENTRY_SIZE
+
+
+def put_keys(file, slots: int, max_entries: int, key_hashes: np.ndarray, phy_offsets: np.ndarray,
+             store_timestamps: np.ndarray, path: Path) -> tuple[int, IndexHeader]:
+    """``IndexFile.putKey`` for each key in order while the file has room: entries, bucket slots and header
+    written into ``file`` (the writable map of the index file at ``path``) by the native kernel. Returns how
+    many keys were put and the new header."""
+    def column(values):  # aligned too: a staged batch's columns are views of a memory-mapped file
+        return np.require(values, dtype=np.int64, requirements=["C", "A"])
+
+    hashes = column(key_hashes)
+    problem, value = _native.put_index_keys(file, slots, max_entries, hashes, column(phy_offsets),
+                                            column(store_timestamps))
+    if problem == _native.INDEX_BAD_HEADER:
+        raise StoreFormatError(f"index header's indexCount is outside 0..{max_entries}; the file is damaged: move "
+                               "it out of index/ (the broker rebuilds what it needs)", str(path), 36)
+    if problem == _native.INDEX_BAD_HASH:
+        raise StoreFormatError(f"key {value}: expected an indexKeyHashMethod value (0 ..= 2^31-1), found "
+                               f"{int(hashes[value])}", str(path))
+    return value, IndexHeader(*L.INDEX_HEADER.unpack_from(file, 0))
 
 
 def index_key(topic: str, key: str) -> str:

@@ -1,8 +1,8 @@
 """Encoding commit-log records, many at a time (``MessageExtEncoder.encode`` for whole columns).
 
 The caller supplies fully resolved fields (hosts as bytes, properties serialised, bodies as stored) and the
-physical offsets the records will occupy; :func:`encode_records` returns one Arrow ``binary`` array whose
-data buffer is the records laid end to end. Arrow's ``binary_join_element_wise`` does the byte copying.
+physical offsets the records will occupy; :func:`encode_records` hands the columns' Arrow buffers to the native
+encoder (``_native.encode_records``, the body CRCs included), which lays the records end to end in one buffer.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ... import _native
+from ...errors import MessageValidationError
 from . import layout as L
+from .arrow_buffers import native_strings
 from .codec import body_crc32
-
-MAX_HEADER = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 20 + 8 + 20 + 4 + 8 + 4  # fixed part incl. BODYLEN, v6 hosts
 
 
 @dataclass
@@ -51,166 +52,57 @@ def binary_lengths(arr: pa.Array) -> np.ndarray:
     return np.asarray(pc.fill_null(pc.binary_length(arr), 0), dtype=np.int64)
 
 
-def topic_magic(topic_lengths: np.ndarray) -> np.ndarray:
-    """v2 records for topics longer than 127 (``autoMessageVersionOnTopicLen``), v1 otherwise."""
-    return np.where(topic_lengths > L.MAX_TOPIC_LENGTH_V1, L.MESSAGE_MAGIC_CODE_V2, L.MESSAGE_MAGIC_CODE)
-
-
-def record_lengths(enc: EncodeInput) -> np.ndarray:
-    """``calMsgLength`` per record."""
-    return _record_lengths(enc.sysflag, binary_lengths(enc.topic), binary_lengths(enc.body),
-                           binary_lengths(enc.properties))
-
-
-def _record_lengths(sysflag: np.ndarray, topic_len: np.ndarray, body_len: np.ndarray, props_len: np.ndarray):
-    v6_born = (sysflag & L.BORNHOST_V6_FLAG) != 0
-    v6_store = (sysflag & L.STOREHOSTADDRESS_V6_FLAG) != 0
-    return (4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + np.where(v6_born, 20, 8) + 8 + np.where(v6_store, 20, 8)
-            + 4 + 8 + 4 + body_len + np.where(topic_len > L.MAX_TOPIC_LENGTH_V1, 2, 1)
-            + topic_len + 2 + props_len)
-
-
-def _put(matrix: np.ndarray, col: np.ndarray, values: np.ndarray, width: int) -> None:
-    """Write big-endian ``values`` of ``width`` bytes at per-row column ``col`` of ``matrix``."""
-    raw = values.astype(_BE[width]).view(np.uint8).reshape(len(values), width)
-    rows = np.arange(len(values))[:, None]
-    matrix[rows, col[:, None] + np.arange(width)] = raw
-
-
-_BE = {1: ">i1", 2: ">i2", 4: ">i4", 8: ">i8"}
-
-
-def _variable_binary(matrix: np.ndarray, widths: np.ndarray) -> pa.Array:
-    """Rows of ``matrix`` cut to ``widths`` bytes, as a binary array."""
-    data = matrix[np.arange(matrix.shape[1]) < widths[:, None]]
-    offsets = np.zeros(len(widths) + 1, dtype=np.int32)
-    np.cumsum(widths, out=offsets[1:])
-    return pa.Array.from_buffers(pa.binary(), len(widths), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _fixed_width_binary(raw: np.ndarray) -> pa.Array:
-    """Each row of the (n, width) byte matrix ``raw`` as one binary value (the matrix is the data buffer)."""
-    n, width = raw.shape
-    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets),
-                                                  pa.py_buffer(np.ascontiguousarray(raw))])
-
-
 def value_offsets(arr: pa.Array) -> np.ndarray:
     """The n + 1 value offsets of a binary/string array into its data buffer (slices respected)."""
     n = len(arr)
     return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
 
 
-def body_crcs(body: pa.Array) -> np.ndarray:
-    """``UtilAll.crc32`` of each stored body (the record's BODYCRC)."""
-    offsets = value_offsets(body).tolist()
-    data = body.buffers()[2]
-    mv = memoryview(data) if data is not None else memoryview(b"")
-    crcs = [_crc32(mv[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
-    return np.array(crcs, dtype=np.int64) & 0x7FFFFFFF
+def _native_inputs(enc: EncodeInput, phy_offsets: np.ndarray) -> tuple:
+    """The record kernels' arguments but the output: string columns, int64 columns, host addresses."""
+    ints = {"queue_id": enc.queue_id, "flag": enc.flag, "queue_offset": enc.queue_offset, "phy_offset": phy_offsets,
+            "sysflag": enc.sysflag, "born_timestamp": enc.born_timestamp, "born_port": enc.born_port,
+            "store_timestamp": enc.store_timestamp, "store_port": enc.store_port,
+            "reconsume_times": enc.reconsume_times, "prepared_offset": enc.prepared_offset}
+    columns = [np.require(ints[name], dtype=np.int64, requirements=["C", "A"]) for name in _native.ENCODE_INT_COLUMNS]
+    return (native_strings(enc.topic), native_strings(enc.body), native_strings(enc.properties), columns,
+            _addresses(enc.born_addr), _addresses(enc.store_addr))
 
 
-try:  # ISA-L's CRC-32 is the same polynomial as zlib's (java.util.zip.CRC32), about 2.5x faster per body
-    from isal.isal_zlib import crc32 as _crc32
-except ImportError:  # pragma: no cover - isal is a dependency; zlib gives identical values
-    _crc32 = zlib.crc32
+def _addresses(addr: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(addr, dtype=np.uint8).reshape(-1)
 
 
-#: TOTALSIZE … BODYLEN of a record whose hosts are both IPv4, as one numpy record type (big-endian, packed).
-V4_RECORD_HEAD = np.dtype([
-    ("total", ">i4"), ("magic", ">i4"), ("body_crc", ">i4"), ("queue_id", ">i4"), ("flag", ">i4"),
-    ("queue_offset", ">i8"), ("phy_offset", ">i8"), ("sysflag", ">i4"), ("born_ts", ">i8"),
-    ("born_addr", "u1", (4,)), ("born_port", ">i4"), ("store_ts", ">i8"), ("store_addr", "u1", (4,)),
-    ("store_port", ">i4"), ("reconsume", ">i4"), ("prepared", ">i8"), ("body_len", ">i4"),
-])
-assert V4_RECORD_HEAD.itemsize == 88  # BODY starts at 88 when both hosts are IPv4
+def _check_encoded(result: tuple[int, int]) -> None:
+    """Raise for a row the record kernels could not encode."""
+    problem, row = result
+    if problem == _native.ENCODE_TOO_LONG:
+        raise MessageValidationError(
+            f"row {row}: the message does not fit a record: expected a topic of at most {L.MAX_TOPIC_LENGTH} bytes "
+            f"and properties of at most {L.MAX_PROPERTIES_LENGTH} bytes once serialised; shorten them")
+    if problem != _native.ENCODE_OK:
+        raise MessageValidationError(f"row {row}: its column values lie outside their Arrow buffers; "
+                                     "pass arrays pyarrow built or validated")
 
 
-def _v4_heads(enc: EncodeInput, total, magic, crcs, phy_offsets, body_len) -> pa.Array:
-    """The fixed parts of IPv4-only records, filled field by field as columns of a record array."""
-    head = np.empty(len(enc), dtype=V4_RECORD_HEAD)
-    for name, values in (("total", total), ("magic", magic), ("body_crc", crcs), ("queue_id", enc.queue_id),
-                         ("flag", enc.flag), ("queue_offset", enc.queue_offset), ("phy_offset", phy_offsets),
-                         ("sysflag", enc.sysflag), ("born_ts", enc.born_timestamp), ("born_port", enc.born_port),
-                         ("store_ts", enc.store_timestamp), ("store_port", enc.store_port),
-                         ("reconsume", enc.reconsume_times), ("prepared", enc.prepared_offset),
-                         ("body_len", body_len)):
-        head[name] = values
-    head["born_addr"] = enc.born_addr[:, :4]
-    head["store_addr"] = enc.store_addr[:, :4]
-    return _fixed_width_binary(head.view(np.uint8).reshape(len(enc), V4_RECORD_HEAD.itemsize))
+def record_lengths(enc: EncodeInput) -> np.ndarray:
+    """``calMsgLength`` per record."""
+    sizes = np.empty(len(enc), dtype=np.int64)
+    _check_encoded(_native.record_sizes(*_native_inputs(enc, np.zeros(len(enc), dtype=np.int64)), sizes))
+    return sizes
 
 
-def encode_records(enc: EncodeInput, phy_offsets: np.ndarray) -> pa.Array:
-    """The records' bytes, one binary value per record, for records placed at ``phy_offsets``."""
+def encode_records(enc: EncodeInput, phy_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The records of ``enc`` placed at ``phy_offsets``: ``(data, offsets)``, the records end to end (uint8) and
+    the n + 1 int64 offsets of each record in ``data`` (the native encoder writes them, CRCs included)."""
     n = len(enc)
-    topic_len = binary_lengths(enc.topic)
-    body_len = binary_lengths(enc.body)
-    props_len = binary_lengths(enc.properties)
-    total = _record_lengths(enc.sysflag, topic_len, body_len, props_len)
-    if not (enc.sysflag & (L.BORNHOST_V6_FLAG | L.STOREHOSTADDRESS_V6_FLAG)).any():
-        heads = _v4_heads(enc, total, topic_magic(topic_len), body_crcs(enc.body), phy_offsets, body_len)
-    else:
-        heads = _mixed_heads(enc, total, topic_len, phy_offsets, body_len)
-    v2 = topic_len > L.MAX_TOPIC_LENGTH_V1
-    if v2.any():
-        tlen = np.zeros((n, 2), dtype=np.uint8)
-        _put(tlen, np.zeros(n, dtype=np.int64), np.where(v2, topic_len, topic_len << 8), 2)  # v1: high byte alone
-        topic_length_field = _variable_binary(tlen, np.where(v2, 2, 1))
-    else:  # v1 records only: TOPICLEN is one byte, the length itself
-        topic_length_field = _fixed_width_binary(topic_len.astype(np.uint8).reshape(n, 1))
-    parts = [
-        heads,
-        enc.body.cast(pa.binary()),
-        topic_length_field,
-        enc.topic.cast(pa.binary()),
-        _fixed_width_binary(props_len.astype(_BE[2]).view(np.uint8).reshape(n, 2)),  # PROPERTIESLENGTH
-        enc.properties.cast(pa.binary()),
-    ]
-    out = pc.binary_join_element_wise(*parts, pa.scalar(b"", type=pa.binary()))
-    produced = binary_lengths(out)
-    if not np.array_equal(produced, total):  # an internal invariant: lengths follow calMsgLength
-        raise AssertionError("encoded record lengths disagree with calMsgLength")
-    return out
-
-
-def _mixed_heads(enc: EncodeInput, total, topic_len, phy_offsets, body_len) -> pa.Array:
-    """The fixed parts of records some of which have IPv6 hosts (variable widths), written byte-column-wise."""
-    n = len(enc)
-    head = np.zeros((n, MAX_HEADER), dtype=np.uint8)
-    zero = np.zeros(n, dtype=np.int64)
-    _put(head, zero, total, 4)
-    _put(head, zero + 4, topic_magic(topic_len), 4)
-    _put(head, zero + 8, body_crcs(enc.body), 4)
-    _put(head, zero + 12, enc.queue_id, 4)
-    _put(head, zero + 16, enc.flag, 4)
-    _put(head, zero + 20, enc.queue_offset, 8)
-    _put(head, zero + 28, phy_offsets, 8)
-    _put(head, zero + 36, enc.sysflag, 4)
-    _put(head, zero + 40, enc.born_timestamp, 8)
-    born_v6 = (enc.sysflag & L.BORNHOST_V6_FLAG) != 0
-    col = zero + 48
-    _write_host(head, col, enc.born_addr, enc.born_port, born_v6)
-    col = col + np.where(born_v6, 20, 8)
-    _put(head, col, enc.store_timestamp, 8)
-    col = col + 8
-    store_v6 = (enc.sysflag & L.STOREHOSTADDRESS_V6_FLAG) != 0
-    _write_host(head, col, enc.store_addr, enc.store_port, store_v6)
-    col = col + np.where(store_v6, 20, 8)
-    _put(head, col, enc.reconsume_times, 4)
-    _put(head, col + 4, enc.prepared_offset, 8)
-    _put(head, col + 12, body_len, 4)
-    return _variable_binary(head, col + 16)
-
-
-def _write_host(matrix, col, addr, port, is_v6) -> None:
-    """Address bytes (4, or 16 for IPv6 rows) then the 4-byte port, at per-row column ``col``."""
-    width = np.where(is_v6, 16, 4)
-    for k in range(16):
-        rows = np.flatnonzero(k < width)
-        matrix[rows, col[rows] + k] = addr[rows, k]
-    _put(matrix, col + width, port, 4)
+    inputs = _native_inputs(enc, phy_offsets)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    _check_encoded(_native.record_sizes(*inputs, offsets[1:]))
+    np.cumsum(offsets, out=offsets)
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _check_encoded(_native.encode_records(*inputs, data))
+    return data, offsets
 
 
 # --- properties and ids ------------------------------------------------------------------------------------
@@ -303,5 +195,5 @@ def compress_body(data: bytes, sysflag: int) -> bytes:
 COMPRESS_LEVEL = 5  # DefaultMQProducer.compressLevel (rocketmq.message.compressLevel)
 
 
-__all__ = ["EncodeInput", "encode_records", "record_lengths", "serialize_properties", "UniqKeyFactory",
-           "compress_body", "body_crc32", "binary_lengths"]
+__all__ = ["EncodeInput", "encode_records", "record_lengths", "serialize_properties",
+           "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import MessageValidationError
+from ..files.consume_queue import encode_units
 from ..files.disk_full import disk_full
 from ..files.store_files import create_full_size
 from ..format import layout as L
@@ -92,8 +93,7 @@ class ConsumeQueueWriter:
         rows, bounds, queues = batch.queue_groups()
         if not len(rows):
             return
-        units = np.zeros(len(rows), dtype=L.CQ_UNIT_DTYPE)
-        units["phy_offset"], units["size"], units["tags_code"] = phy[rows], batch.lengths[rows], tags_code[rows]
+        units = encode_units(rows, phy, batch.lengths, tags_code)
         offsets = queue_offset[rows]
         for queue, lo, hi in zip(queues, bounds[:-1].tolist(), bounds[1:].tolist()):
             self._pending.setdefault(queue, []).append((offsets[lo:hi], units[lo:hi]))

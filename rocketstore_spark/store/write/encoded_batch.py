@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 from ...errors import StoreFormatError
 from ..files.index_file import index_key
 from ..format import layout as L
-from ..format.encoder import UniqKeyFactory, encode_records, value_offsets
-from ..format.java_hash import concat_hashes, java_hashes_and_lengths, java_string_hash, java_string_hashes
+from ..format.encoder import UniqKeyFactory, encode_records
+from ..format.java_hash import java_string_hash, java_string_hashes
 from .message_input import PreparedMessages, prepare_messages
 
 META_SUFFIX = ".meta.npy"
@@ -212,11 +212,7 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
     """Encode prepared messages with zero physical and queue offsets (patched when published)."""
     enc = msgs.enc
     n = len(enc)
-    records = encode_records(enc, np.zeros(n, dtype=np.int64))
-    offsets = value_offsets(records)
-    data = np.frombuffer(records.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if n else \
-        np.zeros(0, dtype=np.uint8)
-    offsets = offsets - offsets[0]
+    data, offsets = encode_records(enc, np.zeros(n, dtype=np.int64))
     tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
     dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
     topic_names = msgs.topic_codes.dictionary.to_pylist()
@@ -263,8 +259,8 @@ def _tags_codes(msgs: PreparedMessages, topic_names, topic_idx) -> tuple[np.ndar
 def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndarray, tran: np.ndarray):
     """(record, hash) of every index entry in ``buildIndex`` order; ROLLBACK records are not indexed.
 
-    An entry's key is ``topic#key``; its hash is combined from the hash of ``topic#`` (one per topic) and the
-    key's own hash and length, so the uniq keys and key tokens are hashed where they are, never copied.
+    An entry's key is ``topic#key``; its hash continues from the hash of ``topic#`` (one per topic) over the
+    key, so the uniq keys and key tokens are hashed where they are, never copied.
     """
     n = len(tran)
     indexed = tran != L.TRANSACTION_ROLLBACK_TYPE
@@ -283,18 +279,17 @@ def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndar
     entry_hash = np.empty(total, dtype=np.int64)
     rows = np.flatnonzero(has_uniq)
     if len(rows):
-        uniq_hash, uniq_len = java_hashes_and_lengths(msgs.uniq_key)
         entry_rec[first[rows]] = rows
-        entry_hash[first[rows]] = concat_hashes(prefix[rows], uniq_hash[rows], uniq_len[rows])
+        entry_hash[first[rows]] = java_string_hashes(msgs.uniq_key, seeds=prefix)[rows]
     if total > len(rows):
-        key_hash, key_len = java_hashes_and_lengths(msgs.keys.flatten())
         token_row = np.repeat(np.arange(n), tokens)
+        key_hash = java_string_hashes(msgs.keys.flatten(), seeds=prefix[token_row])
         slot = first[token_row] + has_uniq[token_row] + np.arange(len(token_row)) - key_offsets[token_row]
         if not indexed.all():  # ROLLBACK rows' tokens have no entries
             kept = indexed[token_row]
-            token_row, slot, key_hash, key_len = token_row[kept], slot[kept], key_hash[kept], key_len[kept]
+            token_row, slot, key_hash = token_row[kept], slot[kept], key_hash[kept]
         entry_rec[slot] = token_row
-        entry_hash[slot] = concat_hashes(prefix[token_row], key_hash, key_len)
+        entry_hash[slot] = key_hash
     hashes = np.abs(entry_hash)
     return entry_rec, np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
 

@@ -16,11 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from ..files.disk_full import disk_full
-from ..files.index_file import IndexHeader, index_file_size, list_index_files
+from ..files.index_file import IndexHeader, index_file_size, list_index_files, put_keys
 from ..files.store_files import create_full_size
 from ..format import layout as L
-
-JAVA_INT_MAX = (1 << 31) - 1
 
 
 def index_file_name(now_ms: int) -> str:
@@ -87,45 +85,17 @@ class IndexWriter:
             done += len(key_hashes[part])
 
     def _put_in_file(self, hashes: np.ndarray, phy: np.ndarray, ts: np.ndarray) -> None:
-        h = self._header
+        """Entries numbered on from the header's count, each linked to its bucket's previous newest (the native
+        ``putKey`` kernel); the pages it will touch are allocated first."""
+        first = self._header.index_count
         k = len(hashes)
-        first = h.index_count
-        numbers = np.arange(first, first + k, dtype=np.int64)
-        begin_ts, begin_phy = h.begin_timestamp, h.begin_phy_offset
-        diff_base = np.full(k, begin_ts, dtype=np.int64)
-        if first <= 1:  # the first entry sets the begin values, after its own diff used the inherited ones
-            begin_ts, begin_phy = int(ts[0]), int(phy[0])
-            diff_base[1:] = begin_ts
-        diffs = np.where(diff_base > 0, (ts - diff_base) // 1000, 0)
-        diffs = np.where((ts - diff_base) < 0, 0, diffs)
-        diffs = np.minimum(diffs, JAVA_INT_MAX)
         slot_base = L.INDEX_HEADER_SIZE
-        bucket = hashes % self.slots
         entry_base = slot_base + self.slots * L.INDEX_SLOT_SIZE
         start = entry_base + first * L.INDEX_ENTRY_SIZE
-        self._allocate(slot_base + bucket * L.INDEX_SLOT_SIZE, start, start + k * L.INDEX_ENTRY_SIZE)
-        # a writable view: only the slots touched are read and written, so a sparse file stays sparse
-        slots = np.frombuffer(self._mm, dtype=">i4", count=self.slots, offset=slot_base)
-        current = slots[bucket].astype(np.int64)
-        current = np.where((current <= 0) | (current > first + np.arange(k)), 0, current)
-        order = np.argsort(bucket, kind="stable")
-        sorted_bucket = bucket[order]
-        same_as_before = np.zeros(k, dtype=bool)
-        same_as_before[1:] = sorted_bucket[1:] == sorted_bucket[:-1]
-        prev_sorted = np.where(same_as_before, np.concatenate([[0], numbers[order][:-1]]), current[order])
-        prev = np.empty(k, dtype=np.int64)
-        prev[order] = prev_sorted
-        entries = np.zeros(k, dtype=L.INDEX_ENTRY_DTYPE)
-        entries["key_hash"], entries["phy_offset"] = hashes, phy
-        entries["time_diff"], entries["prev"] = diffs, prev
-        self._mm[start:start + k * L.INDEX_ENTRY_SIZE] = entries.tobytes()
-        last_of_bucket = np.ones(k, dtype=bool)
-        last_of_bucket[:-1] = sorted_bucket[1:] != sorted_bucket[:-1]
-        slots[sorted_bucket[last_of_bucket]] = numbers[order][last_of_bucket]
-        del slots
-        used = h.hash_slot_count + int((prev == 0).sum())
-        self._header = IndexHeader(begin_ts, int(ts[-1]), begin_phy, int(phy[-1]), used, first + k)
-        self._mm[0:L.INDEX_HEADER_SIZE] = L.INDEX_HEADER.pack(*self._header.__dict__.values())
+        self._allocate(slot_base + (hashes % self.slots) * L.INDEX_SLOT_SIZE, start, start + k * L.INDEX_ENTRY_SIZE)
+        put, self._header = put_keys(self._mm, self.slots, self.max_entries, hashes, phy, ts, self._path)
+        if put != k:  # an internal invariant: put() hands over no more keys than the file has room for
+            raise AssertionError(f"index file took {put} of {k} keys")
 
     def _allocate(self, slot_bytes: np.ndarray, lo: int, hi: int) -> None:
         """Give the file blocks for the pages of the slots at ``slot_bytes`` and of bytes [lo, hi) before the map

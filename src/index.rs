@@ -1,0 +1,291 @@
+//! Appending keys to an index file (`IndexFile.putKey`, what `IndexService.buildIndex` calls per key), many at
+//! a time, into the file's bytes.
+//!
+//! An index file (big-endian):
+//!
+//! | offset                      | bytes            | field                                                   |
+//! |----------------------------:|------------------|---------------------------------------------------------|
+//! | 0                           | 8                | beginTimestamp: store time of the first entry           |
+//! | 8                           | 8                | endTimestamp: store time of the last entry              |
+//! | 16                          | 8                | beginPhyOffset                                          |
+//! | 24                          | 8                | endPhyOffset                                            |
+//! | 32                          | 4                | hashSlotCount: slots in use                             |
+//! | 36                          | 4                | indexCount: entries + 1 (entry numbers start at 1)      |
+//! | [`INDEX_HEADER_SIZE`]       | 4 × slots        | hash slots: the number of the bucket's newest entry     |
+//! | .. + 4 × slots              | 20 × max entries | entries: keyHash (4), phyOffset (8), timeDiff (4, seconds since beginTimestamp), prevIndex (4) |
+
+/// `IndexHeader.INDEX_HEADER_SIZE`
+pub const INDEX_HEADER_SIZE: usize = 40;
+/// `IndexFile.hashSlotSize`
+pub const HASH_SLOT_SIZE: usize = 4;
+/// `IndexFile.indexSize`
+pub const INDEX_SIZE: usize = 20;
+/// `IndexFile.invalidIndex`: an empty slot, the end of a bucket's chain.
+pub const INVALID_INDEX: i32 = 0;
+
+/// The header of an index file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct IndexHeader {
+    pub begin_timestamp: i64,
+    pub end_timestamp: i64,
+    pub begin_phy_offset: i64,
+    pub end_phy_offset: i64,
+    pub hash_slot_count: i32,
+    pub index_count: i32,
+}
+
+impl IndexHeader {
+    /// The header at the start of `file` (None when the file is shorter than a header).
+    pub fn read(file: &[u8]) -> Option<Self> {
+        use crate::layout::{be_i32, be_i64};
+        Some(Self {
+            begin_timestamp: be_i64(file, 0)?,
+            end_timestamp: be_i64(file, 8)?,
+            begin_phy_offset: be_i64(file, 16)?,
+            end_phy_offset: be_i64(file, 24)?,
+            hash_slot_count: be_i32(file, 32)?,
+            index_count: be_i32(file, 36)?,
+        })
+    }
+
+    fn write(&self, file: &mut [u8]) {
+        file[0..8].copy_from_slice(&self.begin_timestamp.to_be_bytes());
+        file[8..16].copy_from_slice(&self.end_timestamp.to_be_bytes());
+        file[16..24].copy_from_slice(&self.begin_phy_offset.to_be_bytes());
+        file[24..32].copy_from_slice(&self.end_phy_offset.to_be_bytes());
+        file[32..36].copy_from_slice(&self.hash_slot_count.to_be_bytes());
+        file[36..40].copy_from_slice(&self.index_count.to_be_bytes());
+    }
+}
+
+/// Why keys could not be put.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexError {
+    /// The key columns differ in length, or the file is not as long as `slots` and `max_entries` make it.
+    Shape,
+    /// The header's indexCount is negative or beyond `max_entries`.
+    BadHeader,
+    /// Key `.0`'s hash is not an `indexKeyHashMethod` value (0 ..= `Integer.MAX_VALUE`).
+    BadHash(usize),
+}
+
+/// The size of an index file of `slots` hash slots and `max_entries` entries.
+pub fn index_file_size(slots: usize, max_entries: usize) -> Option<usize> {
+    INDEX_HEADER_SIZE
+        .checked_add(slots.checked_mul(HASH_SLOT_SIZE)?)?
+        .checked_add(max_entries.checked_mul(INDEX_SIZE)?)
+}
+
+/// `IndexFile.putKey` for each key in order, while the file has room (`indexCount < max_entries`): the entry,
+/// the slot of its bucket, and the header (written back into `file`). Returns the number of keys put.
+pub fn put_keys(
+    file: &mut [u8],
+    slots: usize,
+    max_entries: usize,
+    hashes: &[i64],
+    phy_offsets: &[i64],
+    store_timestamps: &[i64],
+) -> Result<usize, IndexError> {
+    if slots == 0
+        || index_file_size(slots, max_entries) != Some(file.len())
+        || hashes.len() != phy_offsets.len()
+        || hashes.len() != store_timestamps.len()
+    {
+        return Err(IndexError::Shape);
+    }
+    let mut header = IndexHeader::read(file).ok_or(IndexError::Shape)?;
+    let count = usize::try_from(header.index_count).map_err(|_| IndexError::BadHeader)?;
+    if count > max_entries {
+        return Err(IndexError::BadHeader);
+    }
+    if let Some(bad) = hashes
+        .iter()
+        .position(|&h| !(0..=i64::from(i32::MAX)).contains(&h))
+    {
+        return Err(IndexError::BadHash(bad));
+    }
+    let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
+    let room = max_entries - count;
+    let put = hashes.len().min(room);
+    for k in 0..put {
+        let (hash, phy, ts) = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
+        let index_count = header.index_count;
+        let slot_at = INDEX_HEADER_SIZE + (hash as usize % slots) * HASH_SLOT_SIZE;
+        let slot: &mut [u8; 4] = (&mut file[slot_at..slot_at + 4])
+            .try_into()
+            .expect("4 bytes");
+        let mut prev = i32::from_be_bytes(*slot);
+        if prev <= INVALID_INDEX || prev > index_count {
+            prev = INVALID_INDEX;
+        }
+        let time_diff = if header.begin_timestamp <= 0 {
+            0
+        } else {
+            // Java's long division truncates towards zero; negative differences become 0
+            (ts.wrapping_sub(header.begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
+        };
+        *slot = index_count.to_be_bytes();
+        let at = entries_at + index_count as usize * INDEX_SIZE;
+        let entry = &mut file[at..at + INDEX_SIZE];
+        entry[0..4].copy_from_slice(&hash.to_be_bytes());
+        entry[4..12].copy_from_slice(&phy.to_be_bytes());
+        entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
+        entry[16..20].copy_from_slice(&prev.to_be_bytes());
+        if index_count <= 1 {
+            header.begin_phy_offset = phy;
+            header.begin_timestamp = ts;
+        }
+        if prev == INVALID_INDEX {
+            header.hash_slot_count += 1;
+        }
+        header.index_count += 1;
+        header.end_phy_offset = phy;
+        header.end_timestamp = ts;
+    }
+    header.write(file);
+    Ok(put)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn new_file(slots: usize, max_entries: usize) -> Vec<u8> {
+        let mut file = vec![0u8; index_file_size(slots, max_entries).unwrap()];
+        // a new file: indexCount 1 (entry numbers start at 1)
+        file[36..40].copy_from_slice(&1i32.to_be_bytes());
+        file
+    }
+
+    fn entry(file: &[u8], slots: usize, number: usize) -> (i32, i64, i32, i32) {
+        let at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE + number * INDEX_SIZE;
+        let e = &file[at..at + INDEX_SIZE];
+        (
+            i32::from_be_bytes(e[0..4].try_into().unwrap()),
+            i64::from_be_bytes(e[4..12].try_into().unwrap()),
+            i32::from_be_bytes(e[12..16].try_into().unwrap()),
+            i32::from_be_bytes(e[16..20].try_into().unwrap()),
+        )
+    }
+
+    fn slot(file: &[u8], bucket: usize) -> i32 {
+        let at = INDEX_HEADER_SIZE + bucket * HASH_SLOT_SIZE;
+        i32::from_be_bytes(file[at..at + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn keys_of_one_bucket_chain_newest_first() {
+        let mut file = new_file(4, 8);
+        let put = put_keys(
+            &mut file,
+            4,
+            8,
+            &[5, 1, 9],
+            &[100, 200, 300],
+            &[10_000, 12_500, 20_000],
+        );
+        assert_eq!(put, Ok(3));
+        // 5, 1 and 9 share bucket 1: entry 3 → 2 → 1
+        assert_eq!(slot(&file, 1), 3);
+        assert_eq!(entry(&file, 4, 1), (5, 100, 0, 0));
+        assert_eq!(entry(&file, 4, 2), (1, 200, 2, 1));
+        assert_eq!(entry(&file, 4, 3), (9, 300, 10, 2));
+        let h = IndexHeader::read(&file).unwrap();
+        assert_eq!(
+            h,
+            IndexHeader {
+                begin_timestamp: 10_000,
+                end_timestamp: 20_000,
+                begin_phy_offset: 100,
+                end_phy_offset: 300,
+                hash_slot_count: 1,
+                index_count: 4,
+            }
+        );
+    }
+
+    #[test]
+    fn a_full_file_takes_what_fits_and_stale_slots_are_ignored() {
+        let mut file = new_file(2, 3);
+        // a slot pointing past indexCount (a torn write) is treated as empty
+        file[INDEX_HEADER_SIZE..INDEX_HEADER_SIZE + 4].copy_from_slice(&7i32.to_be_bytes());
+        assert_eq!(
+            put_keys(&mut file, 2, 3, &[0, 2, 4], &[1, 2, 3], &[0, 0, 0]),
+            Ok(2)
+        );
+        assert_eq!(entry(&file, 2, 1).3, 0);
+        assert_eq!(entry(&file, 2, 2).3, 1);
+        assert_eq!(IndexHeader::read(&file).unwrap().index_count, 3);
+        assert_eq!(put_keys(&mut file, 2, 3, &[1], &[4], &[0]), Ok(0));
+    }
+
+    #[test]
+    fn time_diffs_are_clamped_like_java() {
+        let mut file = new_file(1, 4);
+        let ts = [5_000, 4_000, 5_000 + (i64::from(i32::MAX) + 10) * 1000];
+        put_keys(&mut file, 1, 4, &[0, 0, 0], &[0, 0, 0], &ts).unwrap();
+        assert_eq!(entry(&file, 1, 1).2, 0); // begin 0 when the first key is put
+        assert_eq!(entry(&file, 1, 2).2, 0); // before the begin
+        assert_eq!(entry(&file, 1, 3).2, i32::MAX);
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let mut file = new_file(2, 2);
+        assert_eq!(
+            put_keys(&mut file, 3, 2, &[], &[], &[]),
+            Err(IndexError::Shape)
+        );
+        assert_eq!(
+            put_keys(&mut file, 2, 2, &[1], &[], &[]),
+            Err(IndexError::Shape)
+        );
+        assert_eq!(
+            put_keys(&mut file, 2, 2, &[-1], &[0], &[0]),
+            Err(IndexError::BadHash(0))
+        );
+        file[36..40].copy_from_slice(&9i32.to_be_bytes());
+        assert_eq!(
+            put_keys(&mut file, 2, 2, &[1], &[0], &[0]),
+            Err(IndexError::BadHeader)
+        );
+    }
+
+    proptest! {
+        /// Every key is found by walking its bucket's chain from the slot, as `IndexFile.selectPhyOffset` does.
+        #[test]
+        fn every_key_is_reachable_from_its_slot(
+            keys in proptest::collection::vec((0i64..1000, any::<i64>()), 0..60),
+            slots in 1usize..16,
+            split in 0usize..60,
+        ) {
+            let max = 64;
+            let mut file = new_file(slots, max);
+            let hashes: Vec<i64> = keys.iter().map(|k| k.0).collect();
+            let phys: Vec<i64> = keys.iter().map(|k| k.1).collect();
+            let ts = vec![1_000i64; keys.len()];
+            let cut = split.min(keys.len());
+            // two calls give what one gives
+            put_keys(&mut file, slots, max, &hashes[..cut], &phys[..cut], &ts[..cut]).unwrap();
+            put_keys(&mut file, slots, max, &hashes[cut..], &phys[cut..], &ts[cut..]).unwrap();
+            for (n, (hash, phy)) in keys.iter().enumerate() {
+                let mut at = slot(&file, *hash as usize % slots);
+                let mut found = false;
+                while at > 0 {
+                    let (h, p, _, prev) = entry(&file, slots, at as usize);
+                    if at as usize == n + 1 {
+                        prop_assert_eq!((i64::from(h), p), (*hash, *phy));
+                        found = true;
+                    }
+                    prop_assert!(prev < at);
+                    at = prev;
+                }
+                prop_assert!(found);
+            }
+            let buckets: std::collections::HashSet<usize> =
+                hashes.iter().map(|h| *h as usize % slots).collect();
+            prop_assert_eq!(IndexHeader::read(&file).unwrap().hash_slot_count as usize, buckets.len());
+        }
+    }
+}

@@ -1,0 +1,147 @@
+"""The native record encoder: encode → decode round trips (hypothesis), byte layouts of hand-built records, and
+errors for rows that cannot be records."""
+
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketstore_spark.errors import MessageValidationError
+from rocketstore_spark.store.format import layout as L
+from rocketstore_spark.store.format.codec import parse_records
+from rocketstore_spark.store.format.encoder import EncodeInput, encode_records, record_lengths
+
+INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
+INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
+TOPIC = st.one_of(st.text(alphabet="abcXYZ09_-%|", min_size=1, max_size=20),
+                  st.text(alphabet="abc", min_size=120, max_size=255))
+PROPERTIES = st.text(max_size=60)
+MESSAGE = st.fixed_dictionaries({
+    "topic": TOPIC, "body": st.binary(max_size=300), "properties": PROPERTIES, "queue_id": INT32,
+    "flag": INT32, "queue_offset": INT64, "phy_offset": INT64, "born_v6": st.booleans(), "store_v6": st.booleans(),
+    "other_flags": st.integers(0, 0xF), "born_ts": INT64, "store_ts": INT64, "born_addr": st.binary(min_size=16,
+    max_size=16), "store_addr": st.binary(min_size=16, max_size=16), "born_port": st.integers(0, 0xFFFF),
+    "store_port": st.integers(0, 0xFFFF), "reconsume": INT32, "prepared": INT64})
+
+
+def encode_input(msgs: list, sliced: bool = False) -> EncodeInput:
+    """The messages as encoder columns; ``sliced``: the Arrow columns are slices of larger arrays."""
+    def column(values, typ):
+        if not sliced:
+            return pa.array(values, typ)
+        filler = b"" if typ == pa.binary() else ""
+        return pa.array([filler * 3, *values, filler], typ).slice(1, len(values))
+
+    def ints(name):
+        return np.array([m[name] for m in msgs], dtype=np.int64)
+
+    sysflag = np.array([m["other_flags"] | (L.BORNHOST_V6_FLAG if m["born_v6"] else 0)
+                        | (L.STOREHOSTADDRESS_V6_FLAG if m["store_v6"] else 0) for m in msgs], dtype=np.int64)
+    addr = lambda name: np.frombuffer(b"".join(m[name] for m in msgs), np.uint8).reshape(len(msgs), 16)  # noqa: E731
+    return EncodeInput(
+        topic=column([m["topic"] for m in msgs], pa.string()), queue_id=ints("queue_id"), flag=ints("flag"),
+        queue_offset=ints("queue_offset"), sysflag=sysflag, born_timestamp=ints("born_ts"),
+        born_addr=addr("born_addr"), born_port=ints("born_port"), store_timestamp=ints("store_ts"),
+        store_addr=addr("store_addr"), store_port=ints("store_port"), reconsume_times=ints("reconsume"),
+        prepared_offset=ints("prepared"), body=column([m["body"] for m in msgs], pa.binary()),
+        properties=column([m["properties"] for m in msgs], pa.string()))
+
+
+def decoded(data: np.ndarray, offsets: np.ndarray) -> list:
+    """Every record of ``data`` decoded back into the fields of ``MESSAGE``."""
+    fields = parse_records(data, offsets[:-1])
+    assert fields.valid.all(), fields.problem
+    raw = data.tobytes()
+    out = []
+    for i in range(len(fields)):
+        def cut(pos, length, i=i):
+            return raw[int(pos[i]):int(pos[i]) + int(length[i])]
+
+        sysflag = int(fields.sysflag[i])
+        born_w = 16 if sysflag & L.BORNHOST_V6_FLAG else 4
+        store_w = 16 if sysflag & L.STOREHOSTADDRESS_V6_FLAG else 4
+        born = raw[int(fields.born_host_pos[i]):][:born_w + 4]
+        store = raw[int(fields.store_host_pos[i]):][:store_w + 4]
+        body = cut(fields.body_pos, fields.body_len)
+        assert int(fields.body_crc[i]) == zlib.crc32(body) & 0x7FFFFFFF
+        assert int(fields.total_size[i]) == int(offsets[i + 1] - offsets[i])
+        out.append({
+            "topic": cut(fields.topic_pos, fields.topic_len).decode(), "body": body,
+            "properties": cut(fields.props_pos, fields.props_len).decode(), "queue_id": int(fields.queue_id[i]),
+            "flag": int(fields.flag[i]), "queue_offset": int(fields.queue_offset[i]),
+            "phy_offset": int(fields.phy_offset[i]), "born_v6": born_w == 16, "store_v6": store_w == 16,
+            "other_flags": sysflag & 0xF, "born_ts": int(fields.born_timestamp[i]),
+            "store_ts": int(fields.store_timestamp[i]), "born_addr": born[:born_w],
+            "store_addr": store[:store_w], "born_port": int.from_bytes(born[born_w:], "big"),
+            "store_port": int.from_bytes(store[store_w:], "big"), "reconsume": int(fields.reconsume_times[i]),
+            "prepared": int(fields.prepared_offset[i]),
+            "magic": int(fields.magic[i]) & 0xFFFFFFFF})
+    return out
+
+
+def expected(m: dict) -> dict:
+    """What decoding gives back for message ``m``: IPv4 hosts keep their first 4 address bytes."""
+    want = dict(m)
+    want["born_addr"] = m["born_addr"] if m["born_v6"] else m["born_addr"][:4]
+    want["store_addr"] = m["store_addr"] if m["store_v6"] else m["store_addr"][:4]
+    want["magic"] = (L.MESSAGE_MAGIC_CODE_V2 if len(m["topic"].encode()) > 127 else L.MESSAGE_MAGIC_CODE) & 0xFFFFFFFF
+    return want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(MESSAGE, max_size=12), st.booleans())
+def test_encoded_records_decode_to_their_input(msgs, sliced):
+    enc = encode_input(msgs, sliced)
+    data, offsets = encode_records(enc, np.array([m["phy_offset"] for m in msgs], dtype=np.int64))
+    assert offsets[0] == 0 and offsets[-1] == len(data)
+    assert np.diff(offsets).tolist() == record_lengths(enc).tolist()
+    assert decoded(data, offsets) == [expected(m) for m in msgs]
+
+
+def a_message(**changes) -> dict:
+    m = {"topic": "T", "body": b"hi", "properties": "KEYS\x01k\x02", "queue_id": 3, "flag": 0, "queue_offset": 7,
+         "phy_offset": 1000, "born_v6": False, "store_v6": False, "other_flags": 0, "born_ts": 111,
+         "store_ts": 222, "born_addr": bytes([10, 0, 0, 1]) + bytes(12), "store_addr": bytes([0xFE] * 16),
+         "born_port": 1234, "store_port": 10911, "reconsume": 0, "prepared": 0}
+    m.update(changes)
+    return m
+
+
+def test_empty_bodies_properties_and_values():
+    msgs = [a_message(body=b"", properties=""), a_message(properties="A\x01\x02"), a_message(topic="é中")]
+    enc = encode_input(msgs)
+    data, offsets = encode_records(enc, np.array([m["phy_offset"] for m in msgs], dtype=np.int64))
+    assert decoded(data, offsets) == [expected(m) for m in msgs]
+    assert int(offsets[1]) == 88 + 1 + 1 + 2  # fixed part incl. BODYLEN, then TOPICLEN, "T", PROPERTIESLEN
+
+
+def test_an_ipv4_record_byte_for_byte():
+    m = a_message()
+    enc = encode_input([m])
+    data, offsets = encode_records(enc, np.array([1000], dtype=np.int64))
+    want = b"".join([
+        (88 + 2 + 1 + 1 + 2 + 7).to_bytes(4, "big"), (L.MESSAGE_MAGIC_CODE & 0xFFFFFFFF).to_bytes(4, "big"),
+        (zlib.crc32(b"hi") & 0x7FFFFFFF).to_bytes(4, "big"), (3).to_bytes(4, "big"), (0).to_bytes(4, "big"),
+        (7).to_bytes(8, "big"), (1000).to_bytes(8, "big"), (0).to_bytes(4, "big"), (111).to_bytes(8, "big"),
+        bytes([10, 0, 0, 1]), (1234).to_bytes(4, "big"), (222).to_bytes(8, "big"), bytes([0xFE] * 4),
+        (10911).to_bytes(4, "big"), (0).to_bytes(4, "big"), (0).to_bytes(8, "big"), (2).to_bytes(4, "big"), b"hi",
+        b"\x01T", (7).to_bytes(2, "big"), b"KEYS\x01k\x02"])
+    assert data.tobytes() == want
+    assert offsets.tolist() == [0, len(want)]
+
+
+def test_properties_too_long_for_a_record_name_the_row():
+    msgs = [a_message(), a_message(properties="p" * (L.MAX_PROPERTIES_LENGTH + 1))]
+    with pytest.raises(MessageValidationError, match="row 1"):
+        encode_records(encode_input(msgs), np.zeros(2, dtype=np.int64))
+    fits = [a_message(properties="p" * L.MAX_PROPERTIES_LENGTH)]
+    data, offsets = encode_records(encode_input(fits), np.zeros(1, dtype=np.int64))
+    assert decoded(data, offsets)[0]["properties"] == fits[0]["properties"]
+
+
+def test_no_rows_encode_to_nothing():
+    data, offsets = encode_records(encode_input([]), np.zeros(0, dtype=np.int64))
+    assert len(data) == 0 and offsets.tolist() == [0]
