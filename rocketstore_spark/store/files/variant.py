@@ -266,11 +266,6 @@ def refuse_variant_writes(path, variant=None) -> None:
                  found.evidence + tuple(f"{f} (given)" for f in given if f not in found.features)).refuse_writes(root)
 
 
-def commit_log_dir(root: Path, variant: StoreVariant) -> Path:
-    """Where the store's records are: ``commitlog/`` or the DLedger log."""
-    return variant.dledger_data if variant.has(DLEDGER) else as_path(root) / L.COMMITLOG_DIR
-
-
 __all__ = ["BrokerSettings", "StoreVariant", "detect_variant", "parse_variant", "FEATURES", "DEFAULT", "LMQ_PREFIX",
-           "DLEDGER", "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "commit_log_dir", "dledger_logs",
+           "DLEDGER", "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "dledger_logs",
            "refuse_variant_writes"]

@@ -31,7 +31,7 @@ from ..files.known_end import known_end
 from ..files.sizes import StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
-from ..files.variant import BrokerSettings, StoreVariant, commit_log_dir, detect_variant
+from ..files.variant import BrokerSettings, StoreVariant, detect_variant
 from ..format import layout as L
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
@@ -109,7 +109,7 @@ class StoreReader:
         behaviour = choose_behaviour(root, found)
         listing = [] if lazy or not behaviour.consume_queue_files else cq_listing(root, strays)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries, log_dir=commit_log_dir(root, found), listing=listing)
+                             index_max_entries, log_dir=behaviour.log_spec.directory, listing=listing)
         if trust_recorded_end and valid_end is None and found.is_default and not is_remote(root):
             # the end rocketstore's last writer recorded, while nothing recovery looks at changed: no walk
             valid_end = known_end(root, sizes)
