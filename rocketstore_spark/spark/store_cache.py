@@ -7,8 +7,9 @@ and one rule, :func:`open_cached`: a cached store is used again only when
 
 1. it was opened the same way: the same key (which store, for which use) and the same options;
 2. it is unchanged: the stamp taken when it was opened (:mod:`.store_snapshot`) says nothing it depends on
-   changed (planners and streams: every file's metadata, or a remote store's listing; executors, pinned to their
-   plan's ends: the oldest commit-log file is still there);
+   changed (planners and streams: a local store's file metadata; planners: a remote store's listing, while a
+   stream's remote store never counts as unchanged; executors, pinned to their plan's ends: the oldest
+   commit-log file is still there);
 3. it serves what is asked (an executor's planned queue ranges).
 
 Otherwise it is closed and the store is opened again (and stamped) in its place.
