@@ -206,3 +206,25 @@ def test_spark_lookup_imports_no_store():
              "print(sorted(m for m in ('numpy', 'pyarrow', 'rocketstore_spark.store') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["rocketstore", "[]"]
+
+
+# Where a store's variant behaviour is chosen from its features: once, when the store opens.
+VARIANT_CHOICE = STORE / "read" / "variants" / "behaviour.py"
+
+
+def test_the_read_engine_asks_the_variant_its_features_only_where_it_chooses_its_behaviour():
+    """Variant features are looked at (``variant.has(...)``) in one place of the read engine, which composes the
+    variants' parts; the rest of it asks the composed behaviour, and never probes an object with hasattr."""
+    looked = sorted(str(p.relative_to(STORE)) for p in (STORE / "read").rglob("*.py")
+                    if ".has(" in p.read_text(encoding="utf-8"))
+    assert looked == [str(VARIANT_CHOICE.relative_to(STORE))]
+    probing = sorted(str(p.relative_to(STORE)) for p in (STORE / "read").rglob("*.py")
+                     if "hasattr(" in p.read_text(encoding="utf-8"))
+    assert probing == []
+
+
+def test_each_storage_variant_reads_in_its_own_module():
+    from rocketstore_spark.store.files.variant import FEATURES
+
+    modules = {p.stem for p in (STORE / "read" / "variants").glob("*.py")}
+    assert {f.replace("-", "_") for f in FEATURES} | {"plain", "part", "behaviour"} <= modules

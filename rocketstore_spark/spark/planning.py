@@ -10,7 +10,6 @@ filters become lookups, and ``scanMode=raw`` scans every record of the commit lo
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 from typing import Optional
 
@@ -21,11 +20,8 @@ from ..errors import DataLossError
 from ..store import (
     RocketStore,
     Subscription,
-    as_path,
     decode_msg_id,
-    dledger_logs,
     is_remote,
-    scandir,
     store_path,
 )
 from ..store.format import layout as L
@@ -44,30 +40,11 @@ from .planning_types import (  # noqa: F401 - re-exported: the partition kinds a
     handle_settings,
     handle_sizes,
 )
-from .store_cache import OPEN_STORES
-from .store_snapshot import StoreSnapshot
+from .store_cache import open_cached
+from .store_snapshot import files_stamp
 from .tag_packing import pack_by_tag_matches
 
 log = logging.getLogger("rocketstore_spark")
-
-
-def fingerprint(path: str) -> tuple:
-    """Names, sizes and modification times of every file recovery looks at (a change means recover again), from
-    a remote store's listings as its last open made them: how a remote store's plans see a change (a local
-    store's stat what can change: :mod:`.store_snapshot`)."""
-    root = as_path(path)
-    seen = []
-    for sub in [L.COMMITLOG_DIR, L.INDEX_DIR] + [str(p.relative_to(root)) for p in dledger_logs(root)]:
-        seen.extend((sub, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in scandir(root / sub))
-    base = root / L.CONSUMEQUEUE_DIR
-    for topic in scandir(base):
-        for queue in (scandir(topic.path) if topic.is_dir() else []):
-            if queue.is_dir():
-                seen.extend((topic.name, queue.name, e.name, e.stat().st_mtime_ns) for e in scandir(queue.path))
-    for name in (L.ABORT_FILE, L.CHECKPOINT_FILE):
-        if (root / name).exists():
-            seen.append((name, (root / name).stat().st_mtime_ns))
-    return tuple(sorted(seen, key=repr))
 
 
 def plan_key(path: str) -> tuple:
@@ -78,35 +55,26 @@ def plan_key(path: str) -> tuple:
 def open_store(ref: StoreRef, opts: ReadOptions) -> RocketStore:
     """The store, recovered; a store whose files did not change since the last plan is not recovered again.
 
-    The worker's cache (:mod:`.store_cache`) owns the store and keeps its consume-queue maps open between plans
-    (a tag-filtered plan reads every unit; re-mapping would fault every page in again); a store that changed is
-    closed and replaced. Unchanged means: opened with the same options, and for a local store every stat of
-    :class:`.StoreSnapshot` as it was, for a remote one the same :func:`fingerprint` of its listings.
+    The worker's cache (:func:`.store_cache.open_cached`) owns the store and keeps its consume-queue maps open
+    between plans (a tag-filtered plan reads every unit; re-mapping would fault every page in again); a store
+    that changed is closed and replaced. Unchanged means: opened with the same options, and for a local store
+    every stat of :class:`.StoreSnapshot` as it was, for a remote one the same listing
+    (:class:`.ListingFingerprint`).
     """
     options = (tuple(sorted(opts.sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
-    listing = None
     if is_remote(ref.path):
-        # an unchanged store costs one listing per plan (three list requests); only a listing that shows a change
-        # opens the store again (which lists it once more and searches its queue ends)
-        store_path(ref.path, dict(ref.fs_options))
-        listing = fingerprint(ref.path)
+        store_path(ref.path, dict(ref.fs_options))  # the listings below go through the store's filesystem
 
-    def unchanged(stamp, _store) -> bool:
-        seen_options, seen = stamp
-        # a local store: a stat of what can change (store_snapshot), not a listing of every queue directory
-        return seen_options == options and (seen == listing if listing is not None else seen.unchanged())
+    def recovered() -> RocketStore:
+        # a store rocketstore wrote last opens from its writer's record of the end when that still holds (the
+        # CRC-checked walk of the last commit-log file is most of a cold plan's open)
+        store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
+                                 **opts.settings, trust_recorded_end=True)
+        store.max_phy_offset()  # recover now, so the cached object carries the result
+        return store
 
-    cached = OPEN_STORES.get(plan_key(ref.path), unchanged)
-    if cached is not None:
-        return cached
-    opened = time.time_ns()  # the snapshot trusts no time this close to the open (store_snapshot)
-    # a store rocketstore wrote last opens from its writer's record of the end when that still holds (the
-    # CRC-checked walk of the last commit-log file is most of a cold plan's open)
-    store = RocketStore.open(ref.path, variant=opts.variant, fs_options=dict(ref.fs_options), **opts.sizes,
-                             **opts.settings, trust_recorded_end=True)
-    store.max_phy_offset()  # recover now, so the cached object carries the result
-    seen = listing if listing is not None else StoreSnapshot.of(store, ref.path, opened)
-    return OPEN_STORES.put(plan_key(ref.path), store, (options, seen))
+    return open_cached(plan_key(ref.path), options, recovered,
+                       lambda store, opened_at: files_stamp(store, ref.path, opened_at))
 
 
 def _offset_for(spec, ref: StoreRef, topic: str, qid: int, multi: bool, default: str):

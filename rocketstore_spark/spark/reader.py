@@ -17,7 +17,8 @@ from .options import ReadOptions
 from .planning import Pushed, StoreHandle, effective_tags, plan
 from .planning_types import StorePartition
 from .schema import arrow_schema_for, store_columns, to_spark_batch
-from .store_cache import OPEN_STORES
+from .store_cache import open_cached
+from .store_snapshot import OldestFile
 from .user_errors import message_first
 
 log = logging.getLogger("rocketstore_spark")
@@ -31,31 +32,27 @@ def read_key(handle: StoreHandle, lazy: bool) -> tuple:
 def store_for(handle: StoreHandle, partition=None) -> RocketStore:
     """An opened store per handle, reused across partitions of a Python worker (maps stay warm).
 
-    A cached store is opened again when its first commit-log file expired under it (its listing is stale), or
-    when it has not seen a queue's units up to the partition's end (the store grew since it was opened:
-    streaming, or appends between planning and reading).
+    The cache's rule (:func:`.store_cache.open_cached`) with an executor's stamp: the handle pins the plan's
+    valid end, so a cached store is opened again only when its oldest commit-log file expired under it (its
+    listing is stale, :class:`.OldestFile`) or when it has not seen a queue's units up to the partition's end
+    (the store grew since it was opened: streaming, or appends between planning and reading).
     """
     lazy = bool(partition is not None and partition.lazy_queues)
     ranges = partition.queue_ranges() if partition is not None else None
 
-    def still_good(_stamp, store: RocketStore) -> bool:
-        files = store.commitlog.queue.files
-        if files and not files[0].path.exists():  # expired under us: the cached listing is stale
-            return False
-        if ranges is not None:
-            store.expect_queue_ends(ranges)
-            return _covers(store, ranges)  # a store whose queues were all loaded (not lazily) before it grew
-        return True
+    def serves(store: RocketStore) -> bool:
+        if ranges is None:
+            return True
+        store.expect_queue_ends(ranges)
+        return _covers(store, ranges)  # a store whose queues were all loaded (not lazily) before it grew
 
-    key = read_key(handle, lazy)
-    store = OPEN_STORES.get(key, still_good)
-    if store is None:
-        store = OPEN_STORES.put(key, handle.open(lazy_queues=lazy))
-        if ranges is not None:
-            # the planner found these ranges complete: queues load trusting the planned ends (a queue loaded
-            # for an earlier, shorter range loads again), and every unit read is checked, so a queue truncated
-            # or replaced since planning is data loss
-            store.expect_queue_ends(ranges)
+    store = open_cached(read_key(handle, lazy), None, lambda: handle.open(lazy_queues=lazy),
+                        lambda opened, _at: OldestFile(opened), serves)
+    if ranges is not None:
+        # the planner found these ranges complete: queues load trusting the planned ends (a queue loaded for an
+        # earlier, shorter range loads again), and every unit read is checked, so a queue truncated or replaced
+        # since planning is data loss
+        store.expect_queue_ends(ranges)
     return store
 
 

@@ -35,7 +35,10 @@ def called_from_pushdown_worker() -> bool:
     ``reader()`` receives only the schema, and the options carry only the user's options, not the session's
     settings (a Python worker has no session to ask), so the setting cannot be read; what tells the two calls
     apart is which worker module is running the call. Spark 4.0 has no pushdown worker: its readers never have
-    ``pushFilters``. ``tests/spark/test_source.py`` reads with the setting on and off."""
+    ``pushFilters``. Re-checked with Spark 4.3: both workers still call ``data_source.reader(schema=schema)``
+    alike, and the planning worker reads the setting (``enable_pushdown``) from its input only to raise after
+    the reader was made; nothing reaches the source or the reader. ``tests/spark/test_source.py`` reads with the
+    setting on and off, and checks the installed Spark's workers still give no other way."""
     frame = inspect.currentframe()
     while frame is not None:
         if PUSHDOWN_WORKER in (frame.f_globals.get("__name__", "") + frame.f_code.co_filename):

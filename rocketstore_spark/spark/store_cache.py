@@ -1,16 +1,25 @@
 """The opened stores of a Python worker, shared by planning, batch reads and streams.
 
 Spark reuses its Python workers: a planner keeps the recovered store between plans, an executor keeps the store
-its tasks read (maps stay warm). Both go through one cache with a capacity: at most :data:`CAPACITY` stores stay
-open, the least recently used is closed. Each entry carries the stamp its user took when opening it, and whoever
-asks for a store says whether the entry still holds (``still_good(stamp, store)``): a store that changed is
-closed and opened again by the caller.
+its tasks read (maps stay warm), a stream keeps the store it follows between the calls of a trigger. All go
+through one cache with a capacity (at most :data:`CAPACITY` stores stay open, the least recently used is closed)
+and one rule, :func:`open_cached`: a cached store is used again only when
+
+1. it was opened the same way: the same key (which store, for which use) and the same options;
+2. it is unchanged: the stamp taken when it was opened (:mod:`.store_snapshot`) says nothing it depends on
+   changed (planners and streams: a local store's file metadata; planners: a remote store's listing, while a
+   stream's remote store never counts as unchanged; executors, pinned to their plan's ends: the oldest
+   commit-log file is still there);
+3. it serves what is asked (an executor's planned queue ranges).
+
+Otherwise it is closed and the store is opened again (and stamped) in its place.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
-from typing import Callable, Hashable, Optional
+from typing import Callable, Hashable, Optional, Protocol
 
 from ..store import RocketStore
 
@@ -68,4 +77,35 @@ class OpenStores:
 OPEN_STORES = OpenStores()  # the worker's one cache
 
 
-__all__ = ["OpenStores", "OPEN_STORES", "CAPACITY"]
+class Stamp(Protocol):
+    """What a user took when it opened a store, answering whether the store changed since (:mod:`.store_snapshot`)."""
+
+    def unchanged(self) -> bool: ...
+
+
+def open_cached(key: Hashable, options, open_store: Callable[[], RocketStore],
+                stamp: Callable[[RocketStore, int], Stamp], serves: Optional[Callable[[RocketStore], bool]] = None,
+                cache: Optional[OpenStores] = None) -> RocketStore:
+    """The store cached under ``key`` when the module's rule holds for it (opened with ``options``, its stamp
+    ``unchanged()``, ``serves(store)`` when given), else ``open_store()``, cached with
+    ``stamp(store, opened_at_ns)`` (``opened_at_ns``: ``time.time_ns()`` just before the open) in its place."""
+    cache = OPEN_STORES if cache is None else cache
+
+    def still_good(held, store: RocketStore) -> bool:
+        held_options, held_stamp = held
+        return held_options == options and held_stamp.unchanged() and (serves is None or serves(store))
+
+    store = cache.get(key, still_good)
+    if store is not None:
+        return store
+    opened_at = time.time_ns()
+    store = open_store()
+    try:
+        taken = stamp(store, opened_at)
+    except BaseException:
+        store.close()
+        raise
+    return cache.put(key, store, (options, taken))
+
+
+__all__ = ["OpenStores", "OPEN_STORES", "CAPACITY", "Stamp", "open_cached"]

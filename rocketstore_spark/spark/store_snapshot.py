@@ -1,4 +1,15 @@
-"""Whether a local store changed since the planning worker opened it, from file metadata alone.
+"""Whether a store changed since a worker opened it: the stamps the cache of opened stores (:mod:`.store_cache`)
+keeps with each store, each answering ``unchanged()``.
+
+* :class:`StoreSnapshot`: a local store's files, from their metadata alone (planners and streams, who see every
+  queue and end of the store);
+* :class:`ListingFingerprint`: a remote store's listings (planners);
+* :class:`OldestFile`: only that the oldest commit-log file is still there (executors, whose reads are pinned to
+  their plan's valid end and planned queue ends: a store grown since does not change what they read, a file
+  expired under them does);
+* :class:`Untracked`: never unchanged (a remote store a stream reads: listing it costs as much as opening it).
+
+:func:`files_stamp` picks the first two by where the store is.
 
 A planner keeps the recovered store between plans (Spark reuses its Python worker) and must open it again when
 its files changed. Listing every queue directory to find out costs ~0.3 s at 20,000 queues; the snapshot stats
@@ -15,7 +26,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ..store import RocketStore, dledger_logs, scandir
+from ..store import RocketStore, as_path, dledger_logs, is_remote, scandir
 from ..store.format import layout as L
 
 RACY_NS = 5_000_000_000  # times this close to the open are not trusted (filesystem clock ticks, clock skew)
@@ -57,6 +68,63 @@ class StoreSnapshot:
         return self.trusted and all(_stamp(p) == (mtime, size) for p, mtime, size in self.entries)
 
 
+def fingerprint(path: str) -> tuple:
+    """Names, sizes and modification times of every file recovery looks at (a change means recover again), from
+    a remote store's listings."""
+    root = as_path(path)
+    seen = []
+    for sub in [L.COMMITLOG_DIR, L.INDEX_DIR] + [str(p.relative_to(root)) for p in dledger_logs(root)]:
+        seen.extend((sub, e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in scandir(root / sub))
+    base = root / L.CONSUMEQUEUE_DIR
+    for topic in scandir(base):
+        for queue in (scandir(topic.path) if topic.is_dir() else []):
+            if queue.is_dir():
+                seen.extend((topic.name, queue.name, e.name, e.stat().st_mtime_ns) for e in scandir(queue.path))
+    for name in (L.ABORT_FILE, L.CHECKPOINT_FILE):
+        if (root / name).exists():
+            seen.append((name, (root / name).stat().st_mtime_ns))
+    return tuple(sorted(seen, key=repr))
+
+
+class ListingFingerprint:
+    """A remote store's :func:`fingerprint` as it was listed at the open (an unchanged store costs one listing
+    per question, three list requests; only a listing that shows a change opens the store again)."""
+
+    def __init__(self, path: str, seen: tuple):
+        self.path, self.seen = path, seen
+
+    def unchanged(self) -> bool:
+        return fingerprint(self.path) == self.seen
+
+
+class OldestFile:
+    """Whether the oldest commit-log file of an opened store is still there (expired under it: its listing of
+    the commit log is stale)."""
+
+    def __init__(self, store: RocketStore):
+        files = store.commitlog.queue.files
+        self.oldest = files[0].path if files else None
+
+    def unchanged(self) -> bool:
+        return self.oldest is None or self.oldest.exists()
+
+
+class Untracked:
+    """A store whose changes are not followed: never unchanged (it is opened again for every use)."""
+
+    def unchanged(self) -> bool:
+        return False
+
+
+def files_stamp(store: RocketStore, path: str, opened_at_ns: int, *, list_remote: bool = True):
+    """How a user who sees every queue and end of the store (a planner, a stream) tells it changed: a local
+    store's :class:`StoreSnapshot`, a remote store's :class:`ListingFingerprint` (or, with ``list_remote``
+    False, :class:`Untracked`: the listing would cost as much as the open)."""
+    if not is_remote(path):
+        return StoreSnapshot.of(store, path, opened_at_ns)
+    return ListingFingerprint(path, fingerprint(path)) if list_remote else Untracked()
+
+
 def _stamp(path: str) -> tuple[int, int]:
     """(mtime_ns, size; the size of files only) of ``path``; (-1, -1) when it does not exist."""
     try:
@@ -75,4 +143,5 @@ def _tree(directory: str) -> list[str]:
     return out
 
 
-__all__ = ["StoreSnapshot", "RACY_NS"]
+__all__ = ["StoreSnapshot", "ListingFingerprint", "OldestFile", "Untracked", "files_stamp", "fingerprint",
+           "RACY_NS"]

@@ -36,6 +36,8 @@ from .planning import (  # noqa: F401 - pack_ranges is re-exported
     split_range,
 )
 from .reader import RocketStoreReader
+from .store_cache import OPEN_STORES, open_cached
+from .store_snapshot import files_stamp
 
 try:  # Spark >= 4.2
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
@@ -53,16 +55,32 @@ Offsets = dict  # broker → topic → str(queue id) → next offset
 STREAM_LOSS_ADVICE = "Restart the query from offsets past them, or set failOnDataLoss=false to read what is left"
 
 
+def stream_key(ref: StoreRef, lazy: bool) -> tuple:
+    """The key of a store a stream opened in :data:`~.store_cache.OPEN_STORES`."""
+    return ("stream", ref.path, lazy)
+
+
 def open_live(ref: StoreRef, opts: ReadOptions, tail: Optional[LiveTail] = None) -> RocketStore:
     """A store opened without recovery: streaming trusts consume-queue tails checked record by record. With a
-    tail (whose sizes are known) the store loads only the queues it is asked about."""
-    if tail is None:
-        return RocketStore.open(ref.path, **opts.sizes, valid_end=1 << 62, variant=opts.variant,
-                                fs_options=dict(ref.fs_options), **opts.settings)
-    sizes = dict(opts.sizes, commit_log_file_size=tail.sizes.commit_log_file_size,
-                 consume_queue_file_size=tail.sizes.consume_queue_file_size)
-    return RocketStore.open(ref.path, **sizes, valid_end=1 << 62, lazy_queues=True, variant=opts.variant,
-                            fs_options=dict(ref.fs_options), **opts.settings)
+    tail (whose sizes are known) the store loads only the queues it is asked about.
+
+    The store is the worker's cached one (:func:`.store_cache.open_cached`; the cache owns it, callers do not
+    close it) while its files did not change: a local store's :class:`.StoreSnapshot` (a queue loaded after the
+    snapshot only grows with the commit log, whose files it stats; a store written within
+    :data:`~.store_snapshot.RACY_NS` of the open is opened again every time), while a remote store is opened
+    again for every use (listing it to find out costs as much as its lazy open)."""
+    sizes = dict(opts.sizes)
+    if tail is not None:
+        sizes.update(commit_log_file_size=tail.sizes.commit_log_file_size,
+                     consume_queue_file_size=tail.sizes.consume_queue_file_size)
+    options = (tuple(sorted(sizes.items())), opts.variant, tuple(sorted(opts.settings.items())))
+
+    def live() -> RocketStore:
+        return RocketStore.open(ref.path, **sizes, valid_end=1 << 62, lazy_queues=tail is not None,
+                                variant=opts.variant, fs_options=dict(ref.fs_options), **opts.settings)
+
+    return open_cached(stream_key(ref, tail is not None), options, live,
+                       lambda store, opened_at: files_stamp(store, ref.path, opened_at, list_remote=False))
 
 
 def live_ends(store: RocketStore, opts: ReadOptions) -> dict:
@@ -130,10 +148,10 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         out: Offsets = {}
         for ref in self.opts.stores:
             tail = self._tail(ref)
-            with open_live(ref, self.opts, tail) as store:
-                ends = live_ends(store, self.opts) if tail is None else \
-                    {topic: dict(queues) for topic, queues in tail.ends().items()}
-                losses = self._losses(ref, store)
+            store = open_live(ref, self.opts, tail)  # the cache's: not closed here
+            ends = live_ends(store, self.opts) if tail is None else \
+                {topic: dict(queues) for topic, queues in tail.ends().items()}
+            losses = self._losses(ref, store)
             for (topic, qid), lost in losses.items():
                 queues = ends.setdefault(topic, {})
                 queues[str(qid)] = max(int(queues.get(str(qid), 0)), lost.end)
@@ -167,11 +185,11 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         start = self.opts.starting_offsets
         out: Offsets = {}
         for ref in self.opts.stores:
-            with open_live(ref, self.opts, self._tail(ref)) as store:
-                for topic, queues in latest.get(ref.broker, {}).items():
-                    for qid in queues:
-                        out.setdefault(ref.broker, {}).setdefault(topic, {})[qid] = \
-                            self._initial_for(store, ref, topic, int(qid), queues[qid], start)
+            store = open_live(ref, self.opts, self._tail(ref))
+            for topic, queues in latest.get(ref.broker, {}).items():
+                for qid in queues:
+                    out.setdefault(ref.broker, {}).setdefault(topic, {})[qid] = \
+                        self._initial_for(store, ref, topic, int(qid), queues[qid], start)
         if self._last_end is None:  # a restarted query asks for it too, after replaying its last batch
             self._last_end = out
         return out
@@ -230,8 +248,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
 
     def _earliest(self, broker: str, topic: str, qid: int) -> int:
         ref = next(r for r in self.opts.stores if r.broker == broker)
-        with open_live(ref, self.opts, self._tail(ref)) as store:
-            return store.min_offset(topic, qid)
+        return open_live(ref, self.opts, self._tail(ref)).min_offset(topic, qid)
 
     # --- partitions ---------------------------------------------------------------------------------------
 
@@ -247,26 +264,26 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             work = [w for w in work if w[2] is None or int(w[2]) < w[3]]
             if not work:
                 continue
-            with open_live(ref, self.opts, self._tail(ref)) as store:
-                handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
-                                     handle_sizes(store.sizes), variant=store.variant.name,
-                                     fs_options=ref.fs_options, settings=handle_settings(store))
-                per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
-                losses = self._losses(ref, store)
-                ranges, lost = [], []
-                for topic, qid, lo, hi in work:
-                    if lo is None:
-                        lo = store.min_offset(topic, int(qid)) if store.has_queue(topic, qid) else hi
-                    lo = self._check_loss(store, ref, topic, int(qid), int(lo), hi)
-                    gone = losses.get((topic, int(qid)))
-                    spans = [(lo, hi)]
-                    if gone is not None and lo < gone.end and gone.start < hi:  # the batch needs lost messages
-                        lost.append(gone)
-                        spans = [(lo, min(hi, gone.start)), (max(lo, gone.end), hi)]
-                    ranges += [(topic, int(qid), a, b) for first, stop in spans if first < stop
-                               for a, b in split_range(first, stop, per_file, self.opts.max_messages_per_partition)]
-                report_lost(ref, lost, self.opts.fail_on_data_loss, STREAM_LOSS_ADVICE)
-                parts += pack_ranges(handle, ranges, self.opts.max_messages_per_partition)
+            store = open_live(ref, self.opts, self._tail(ref))  # the cache's: not closed here
+            handle = StoreHandle(ref.path, ref.broker, store.commitlog.queue.end_offset,
+                                 handle_sizes(store.sizes), variant=store.variant.name,
+                                 fs_options=ref.fs_options, settings=handle_settings(store))
+            per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
+            losses = self._losses(ref, store)
+            ranges, lost = [], []
+            for topic, qid, lo, hi in work:
+                if lo is None:
+                    lo = store.min_offset(topic, int(qid)) if store.has_queue(topic, qid) else hi
+                lo = self._check_loss(store, ref, topic, int(qid), int(lo), hi)
+                gone = losses.get((topic, int(qid)))
+                spans = [(lo, hi)]
+                if gone is not None and lo < gone.end and gone.start < hi:  # the batch needs lost messages
+                    lost.append(gone)
+                    spans = [(lo, min(hi, gone.start)), (max(lo, gone.end), hi)]
+                ranges += [(topic, int(qid), a, b) for first, stop in spans if first < stop
+                           for a, b in split_range(first, stop, per_file, self.opts.max_messages_per_partition)]
+            report_lost(ref, lost, self.opts.fail_on_data_loss, STREAM_LOSS_ADVICE)
+            parts += pack_ranges(handle, ranges, self.opts.max_messages_per_partition)
         return parts
 
     def _check_loss(self, store, ref, topic, qid, lo, hi) -> int:
@@ -289,4 +306,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         """Nothing to release: offsets live in Spark's checkpoint, the store is only read."""
 
     def stop(self) -> None:
+        """Close the stores this stream kept open in the worker's cache."""
         self._available_now_target = None
+        for ref in self.opts.stores:
+            for lazy in (False, True):
+                OPEN_STORES.drop(stream_key(ref, lazy))

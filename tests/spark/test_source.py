@@ -208,3 +208,26 @@ def test_only_the_pushdown_worker_gets_a_reader_with_push_filters(golden_store_p
     exec(compile("reader = source.reader(None)", "pyspark/sql/worker/data_source_pushdown_filters.py", "exec"), worker)
     assert isinstance(worker["reader"], RocketStorePushdownReader)
     assert getattr(worker["reader"].pushFilters, "__func__", None) is not DataSourceReader.pushFilters
+
+
+def test_the_installed_spark_tells_the_reader_no_other_way_which_worker_asks():
+    """Why source.called_from_pushdown_worker looks at its caller: both of Spark's workers ask for the reader with
+    the same arguments, and the pushdown setting stays in the planning worker (a Spark that passes it on
+    fails this test: then the reader can be chosen from what it is given)."""
+    import importlib
+    import inspect
+
+    plan_worker = inspect.getsource(importlib.import_module("pyspark.sql.worker.plan_data_source_read"))
+    try:
+        pushdown_worker = importlib.import_module("pyspark.sql.worker.data_source_pushdown_filters")
+    except ImportError:  # Spark 4.0: no pushdown, and no check of pushFilters either
+        assert "DATA_SOURCE_PUSHDOWN_DISABLED" not in plan_worker
+        return
+    from rocketstore_spark.spark.source import PUSHDOWN_WORKER
+
+    assert pushdown_worker.__name__.endswith(PUSHDOWN_WORKER)
+    calls = [line.strip() for src in (plan_worker, inspect.getsource(pushdown_worker))
+             for line in src.splitlines() if "data_source.reader(" in line]
+    assert calls == ["reader = data_source.reader(schema=schema)"] * 2
+    flag = plan_worker.index("enable_pushdown = read_bool(infile)")
+    assert plan_worker.count("enable_pushdown") == 2 and "and not enable_pushdown" in plan_worker[flag + 1:]

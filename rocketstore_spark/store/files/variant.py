@@ -296,20 +296,6 @@ def refuse_variant_writes(path, variant=None) -> None:
                  found.evidence + tuple(f"{f} (given)" for f in given if f not in found.features)).refuse_writes(root)
 
 
-def commit_log_dir(root: Path, variant: StoreVariant) -> Path:
-    """Where the store's records are: ``commitlog/`` or the DLedger log."""
-    return variant.dledger_data if variant.has(DLEDGER) else as_path(root) / L.COMMITLOG_DIR
-
-
-def commit_log_dirs(root: Path, variant: StoreVariant, settings: BrokerSettings) -> list:
-    """Every directory of the store's commit-log files: the given ``commit_log_paths`` (a split commit log), else
-    :func:`commit_log_dir`."""
-    if settings.commit_log_paths and not variant.has(DLEDGER):
-        return [as_path(p) for p in settings.commit_log_paths]
-    return [commit_log_dir(root, variant)]
-
-
 __all__ = ["BrokerSettings", "StoreVariant", "detect_variant", "parse_variant", "FEATURES", "DEFAULT", "LMQ_PREFIX",
-           "DLEDGER", "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "commit_log_dir", "commit_log_dirs", "dledger_logs",
-           "MULTI_PATH_SPLITTER", "parse_commit_log_paths",
-           "refuse_variant_writes"]
+           "DLEDGER", "ROCKSDB_CQ", "BATCH_CQ", "LMQ", "PROP_CRC", "dledger_logs", "MULTI_PATH_SPLITTER",
+           "parse_commit_log_paths", "refuse_variant_writes"]

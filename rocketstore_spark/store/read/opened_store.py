@@ -1,9 +1,10 @@
 """``OpenedStore``: the files of one store opened for reading, and how the real store would recover them.
 
 It holds what every read needs and no queue: the root, the file sizes, the broker settings the files leave open,
-the storage variant, the commit log (a DLedger log for a DLedger store), the checkpoint and the abort file, the
-stray entries its listings skipped, and the recovery result (computed once, the first time a read needs it, over
-the queue set attached to it: see :mod:`.redispatch`).
+the storage variant and its read behaviour (:mod:`.variants.behaviour`), the commit log (a DLedger log for a
+DLedger store), the checkpoint and the abort file, the stray entries its listings skipped, and the recovery
+result (computed once, the first time a read needs it, over the queue set attached to it: see
+:mod:`.redispatch`).
 """
 
 from __future__ import annotations
@@ -13,47 +14,30 @@ from typing import Callable, Optional
 
 from ..files.byte_source import as_path
 from ..files.checkpoint import Checkpoint, read_checkpoint
-from ..files.commitlog import CommitLog
-from ..files.dledger_checkpoint import peer_count
-from ..files.dledger_log import DLedgerLog
-from ..files.mapped_file_queue import MappedFileQueue, list_offset_files_in
 from ..files.sizes import StoreSizes
 from ..files.strays import StrayFile
-from ..files.variant import DLEDGER, PROP_CRC, BrokerSettings, StoreVariant, commit_log_dirs
+from ..files.variant import BrokerSettings, StoreVariant
 from ..format import layout as L
 from .recovery import RecoveryResult
-
-
-def open_commit_log(root: Path, sizes: StoreSizes, variant: StoreVariant, settings: BrokerSettings,
-                    strays: list) -> CommitLog:
-    """The commit log of a store: a DLedger store's is read through its entry headers, a prop-CRC store's
-    checks each record's ``__CRC32#`` property wherever it checks CRCs."""
-    directories = commit_log_dirs(root, variant, settings)  # several: a commit log split across paths
-    files = MappedFileQueue(directories[0], sizes.commit_log_file_size,
-                            files=list_offset_files_in(directories, strays) if len(directories) > 1 else None,
-                            strays=strays, cut_last=not variant.has(DLEDGER))  # a copy's last file may be cut short
-    if variant.has(DLEDGER):
-        return DLedgerLog(files, prop_crc_required=variant.has(PROP_CRC),
-                          force_verify_prop_crc=settings.force_verify_prop_crc,
-                          committed_only=peer_count(settings.dledger_peers) > 1)
-    return CommitLog(files, prop_crc_required=variant.has(PROP_CRC),
-                     force_verify_prop_crc=settings.force_verify_prop_crc)
+from .variants.behaviour import VariantBehaviour
 
 
 class OpenedStore:
     """The store-wide state of a reader (no queue: those are the :class:`~.queue_set.QueueSet`'s)."""
 
     def __init__(self, root: Path, sizes: StoreSizes, settings: BrokerSettings, variant: StoreVariant,
-                 check_crc_on_recover: bool, valid_end: Optional[int], strays: list[StrayFile]):
+                 behaviour: VariantBehaviour, check_crc_on_recover: bool, valid_end: Optional[int],
+                 strays: list[StrayFile]):
         self.root = as_path(root)
         self.sizes = sizes
         self.settings = settings
-        self.variant = variant
+        self.variant = variant  # the features the files show (or the caller named): what reports say
+        self.behaviour = behaviour  # how the variant reads, chosen once (variants.behaviour)
         self.check_crc_on_recover = check_crc_on_recover
         # entries that are no part of the store, skipped (a warning each; inspect and verify list them)
         self.stray_files: list[StrayFile] = strays
         self.given_valid_end = valid_end  # recovery is skipped: the caller knows the commit log's valid end
-        self.commitlog = open_commit_log(self.root, sizes, variant, settings, self.stray_files)
+        self.commitlog = behaviour.open_commit_log(sizes, settings, self.stray_files)
         self.abort_present = (self.root / L.ABORT_FILE).exists()
         self.checkpoint: Optional[Checkpoint] = read_checkpoint(self.root / L.CHECKPOINT_FILE)
         self._recover: Optional[Callable[[], RecoveryResult]] = None

@@ -25,7 +25,6 @@ import numpy as np
 from ..files.byte_source import is_remote
 from ..files.file_reads import read_spans
 from ..files.unit_search import valid_units
-from ..files.variant import BATCH_CQ, LMQ, ROCKSDB_CQ
 from ..format import layout as L
 from ..format.subscription import Subscription
 from .opened_store import OpenedStore
@@ -88,9 +87,9 @@ class PlannedUnits:
         return self.queues.lazy and self._plain_unit_files()
 
     def _plain_unit_files(self) -> bool:
-        """Local consume-queue files of the default unit layout (no RocksDB, batch or LMQ queues)."""
-        variant = self.store.variant
-        return not is_remote(self.store.root) and not any(variant.has(f) for f in (ROCKSDB_CQ, BATCH_CQ, LMQ))
+        """Local consume-queue files of the default unit layout (no RocksDB, batch or LMQ queues: the store's
+        behaviour allows planned runs)."""
+        return not is_remote(self.store.root) and self.store.behaviour.planned_runs
 
     def _short_planned(self, topic: str, queue_id: int, start, end) -> bool:
         if start is None or end is None or end - start > SHORT_RANGE_UNITS or start >= end:

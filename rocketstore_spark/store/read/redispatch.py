@@ -74,7 +74,7 @@ class StoreRecovery:
         refuses it, so the broker cannot create the queue's file). The broker retries, marks its logic queues as
         failed and writes no consume-queue unit for this record or any later one; so does this reader, with a
         warning naming the record."""
-        if "\0" not in topic or self.queues.rocksdb is not None:
+        if "\0" not in topic or not self.store.behaviour.consume_queue_files:
             return False
         path = self.store.commitlog.queue.files[walk.file_index].path
         log.warning("re-dispatch after the crash stops at the record at byte %d of %s (commit-log offset %d): its "

@@ -5,7 +5,8 @@ needed. The reader is a face over the objects that do the work, built once when 
 
 * :class:`~.opened_store.OpenedStore`: root, sizes, settings, variant, commit log, checkpoint, recovery;
 * :class:`~.queue_set.QueueSet`: the consume queues (lazy loading, planned ends, topics, min and max offsets);
-* :class:`~.variant_reads.VariantReads`: what the storage variant adds to reads and to re-dispatch;
+* :class:`~.variant_reads.VariantReads`: what the storage variant adds to reads and to re-dispatch (its
+  behaviour, :class:`~.variants.behaviour.VariantBehaviour`, chosen here once from the variant's features);
 * :class:`~.records.CommitLogReads`: records by commit-log position, raw scans;
 * :class:`~.queue_reads.QueueReader` (with :class:`~.planned_units.PlannedUnits`): messages of queue ranges;
 * :class:`~.ordered_scan.OrderedScanner`: commit-log-ordered reads of queue rows;
@@ -31,15 +32,7 @@ from ..files.known_end import known_end
 from ..files.sizes import StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
-from ..files.variant import (
-    DLEDGER,
-    ROCKSDB_CQ,
-    BrokerSettings,
-    StoreVariant,
-    commit_log_dir,
-    commit_log_dirs,
-    detect_variant,
-)
+from ..files.variant import BrokerSettings, StoreVariant, detect_variant
 from ..format import layout as L
 from .group_offsets import GroupOffsets
 from .messages import GetMessageResult, MessageLookups
@@ -52,6 +45,7 @@ from .records import DEFAULT_BATCH_ROWS, CommitLogReads
 from .recovery import RecoveryResult
 from .redispatch import StoreRecovery
 from .variant_reads import VariantReads
+from .variants.behaviour import VariantBehaviour, choose_behaviour
 
 
 class StoreReader:
@@ -60,13 +54,16 @@ class StoreReader:
     def __init__(self, root: Path, sizes: StoreSizes, check_crc_on_recover: bool = True,
                  valid_end: Optional[int] = None, variant: Optional[StoreVariant] = None, listing=None,
                  lazy_queues: bool = False, strays: Optional[list] = None,
-                 settings: Optional[BrokerSettings] = None):
+                 settings: Optional[BrokerSettings] = None, behaviour: Optional[VariantBehaviour] = None):
         root = as_path(root)
         settings = BrokerSettings() if settings is None else settings
         variant = detect_variant(root, None, settings.dledger_self_id, settings.batch_topics) \
             if variant is None else variant
+        # how the variant reads, chosen here once (``open`` chose it already to list the queues)
+        behaviour = choose_behaviour(root, variant) if behaviour is None else behaviour
         # a given ``listing`` comes with the strays its listing found
-        self.store = OpenedStore(root, sizes, settings, variant, check_crc_on_recover, valid_end, list(strays or []))
+        self.store = OpenedStore(root, sizes, settings, variant, behaviour, check_crc_on_recover, valid_end,
+                                 list(strays or []))
         # queues loaded when first named (a reader of a few queues of thousands lists only those); only with a
         # given valid end, since recovery needs every queue
         self.queues = QueueSet(self.store, lazy_queues and valid_end is not None)
@@ -79,7 +76,7 @@ class StoreReader:
         self.group_offsets = GroupOffsets(self, root)
         self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
-        if variant.has(ROCKSDB_CQ) or (lazy_queues and valid_end is not None):
+        if not behaviour.consume_queue_files or (lazy_queues and valid_end is not None):
             listing = []
         try:
             self.queues.open_listed(cq_listing(root, self.store.stray_files) if listing is None else listing)
@@ -112,22 +109,20 @@ class StoreReader:
         found = detect_variant(root, variant, settings.dledger_self_id, settings.batch_topics)
         lazy = lazy_queues and valid_end is not None and consume_queue_file_size is not None
         strays: list = []  # listed once: size detection and the queues share the listing and what it skipped
-        listing = [] if lazy or found.has(ROCKSDB_CQ) else cq_listing(root, strays)
-        if settings.commit_log_paths and not found.has(DLEDGER):
-            log_dir = commit_log_dirs(root, found, settings)
-        elif not found.has(DLEDGER) and not (root / L.COMMITLOG_DIR).is_dir():
+        behaviour = choose_behaviour(root, found, settings.commit_log_paths)
+        listing = [] if lazy or not behaviour.consume_queue_files else cq_listing(root, strays)
+        log = behaviour.log_spec
+        if log.directory == root / L.COMMITLOG_DIR and not log.directory.is_dir():
             raise StoreNotFoundError(f"{root} has no {L.COMMITLOG_DIR}/ directory: when the broker keeps its commit "
                                      "log elsewhere (storePathCommitLog), name its directories with commit_log_path "
                                      "(the option commitLogPath, the CLI's --commitlog-path), comma-separated")
-        else:
-            log_dir = commit_log_dir(root, found)
         sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                             index_max_entries, log_dir=log_dir, listing=listing)
+                             index_max_entries, log_dir=log.size_detection_dir, listing=listing)
         if trust_recorded_end and valid_end is None and found.is_default and not is_remote(root) \
                 and not settings.commit_log_paths:
             # the end rocketstore's last writer recorded, while nothing recovery looks at changed: no walk
             valid_end = known_end(root, sizes)
-        return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays, settings)
+        return cls(root, sizes, check_crc_on_recover, valid_end, found, listing, lazy, strays, settings, behaviour)
 
     def __enter__(self):
         return self

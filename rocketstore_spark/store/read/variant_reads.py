@@ -1,18 +1,13 @@
-"""What reading a store of a storage variant adds to the default reads (see :mod:`..files.variant`).
+"""``VariantReads``: what the storage variant of a store adds to its reads and to re-dispatch, over the reader's
+queues (see :mod:`..files.variant` for the variants).
 
-* prop-crc: the commit log checks each record's ``__CRC32#`` property wherever it checks CRCs.
-* LMQ: a ``%LMQ%<name>`` consume queue holds ordinary units pointing at records of other topics
-  (``LmqDispatch``): the record's topic, queue id and QUEUEOFFSET are its parent queue's, and the LMQ offset is
-  only in ``INNER_MULTI_QUEUE_OFFSET`` at the position of the LMQ's name in ``INNER_MULTI_DISPATCH``. Rows read
-  through an LMQ carry the LMQ as topic, queue id 0 and the LMQ offset (checked against that property), and
-  the parent record's fields otherwise; the parent queue returns each record once.
-* DLedger: the log is read through its entry headers (:mod:`..files.dledger_log`).
-* batch-cq: ``batchconsumequeue/<topic>/<q>/`` queues (:mod:`..files.batch_consume_queue`) count messages; a row
-  read at a queue offset inside an inner batch is that inner message, unwrapped as RocketMQ's client does
-  (:mod:`..format.inner_batch`): its own queue offset, FLAG, body, properties (so tags, keys, uniqKey) and stored
-  inner BODYCRC (0); the record's topic, queue id, commit-log offset, size, msgId, hosts, times and sysFlag.
-* rocksdb-cq: ``consumequeue/`` is a RocksDB database (:mod:`..files.rocksdb_consume_queue`, opened read-only):
-  its queues are those of the ``offset`` column family's ``max`` keys, units come from the ``default`` one.
+How each variant reads is in its own module of :mod:`.variants`, composed once when the store is opened
+(:class:`~.variants.behaviour.VariantBehaviour`, held by the :class:`~.opened_store.OpenedStore`):
+
+* prop-crc (:mod:`.variants.prop_crc`) and DLedger (:mod:`.variants.dledger`): which commit log is built;
+* RocksDB consume queues (:mod:`.variants.rocksdb_cq`) and batch consume queues (:mod:`.variants.batch_cq`):
+  which queues are opened and created, inner batches unwrapped;
+* LMQ (:mod:`.variants.lmq`): LMQ rows overlaid, LMQ units re-dispatched.
 
 The store reader holds one :class:`VariantReads`, given the opened store and its queues.
 """
@@ -22,41 +17,15 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ...errors import CorruptRecordError, StoreConfigError, StoreFormatError
-from ..files.batch_consume_queue import BatchConsumeQueue
-from ..files.consume_queue import ConsumeQueue
-from ..files.rocksdb_consume_queue import RocksDBConsumeQueue, RocksDBConsumeQueueStore
+from ...errors import StoreConfigError
 from ..files.topic_config import batch_cq_topics
-from ..files.variant import BATCH_CQ, DLEDGER, LMQ, LMQ_PREFIX, ROCKSDB_CQ
-from ..format import layout as L
 from ..format.codec import RecordBatchFields
-from ..format.columns import parse_properties, property_values, single_property, view_array
-from ..format.inner_batch import (
-    BATCH_CONSUMEQUEUE_DIR,
-    inner_messages,
-    is_inner_batch,
-)
+from ..format.inner_batch import is_inner_batch
 from .opened_store import OpenedStore
 from .queue_set import QueueSet
 from .records import CommitLogReads
-
-PROPERTY_INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"  # MessageConst.PROPERTY_INNER_MULTI_DISPATCH
-PROPERTY_INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"  # MessageConst.PROPERTY_INNER_MULTI_QUEUE_OFFSET
-MULTI_DISPATCH_QUEUE_SPLITTER = ","  # MixAll.MULTI_DISPATCH_QUEUE_SPLITTER
-LMQ_QUEUE_ID = 0  # MixAll.LMQ_QUEUE_ID: every LMQ has the one queue 0
-
-def lmq_offsets_of(dispatch: list, offsets: list, lmq: str) -> list:
-    """Per record, the offset its INNER_MULTI_QUEUE_OFFSET gives for ``lmq`` (None where it names none)."""
-    out = []
-    for names, values in zip(dispatch, offsets):
-        found = None
-        if names is not None and values is not None:
-            names, values = names.split(MULTI_DISPATCH_QUEUE_SPLITTER), values.split(MULTI_DISPATCH_QUEUE_SPLITTER)
-            if lmq in names and len(values) == len(names):
-                text = values[names.index(lmq)]
-                found = int(text) if text.strip().lstrip("-").isdigit() else None
-        out.append(found)
-    return out
+from .variants.batch_cq import unwrap_inner
+from .variants.lmq import lmq_overlay_fields, lmq_overlay_table
 
 
 class VariantReads:
@@ -66,23 +35,19 @@ class VariantReads:
         self.store = store
         self.queues = queues
         self.records = records
+        self.behaviour = store.behaviour
 
     def dispatched(self):
         """A RocksDB consume-queue store's dispatch checkpoint (``getMaxPhyOffsetInConsumeQueue``: its
         ``CHECKPOINT_TOPIC`` offset, 0 without one); None for file consume queues."""
-        if self.queues.rocksdb is None:
-            return None
-        return self.queues.rocksdb.dispatched or 0
+        return self.behaviour.dispatched(self.queues)
 
     def redispatch_from(self, abnormal: bool):
         """Where opening starts dispatching recovered records (None: it does not): the commit log's answer;
         for a RocksDB store also after a normal exit, the records past its dispatch checkpoint
         (``recoverNormally``: ``doDispatch`` when the offset is past ``maxPhyOffsetOfConsumeQueue``)."""
         start = self.store.commitlog.redispatch_from(abnormal)
-        dispatched = self.dispatched()
-        if dispatched is not None and not self.store.variant.has(DLEDGER) and not abnormal:
-            return dispatched + 1
-        return start
+        return self.behaviour.redispatch_from(start, abnormal, self.dispatched())
 
     def dledger_committed(self):
         """(committedIndex, committedPos) of a DLedger store as its recovery derives them from
@@ -91,30 +56,9 @@ class VariantReads:
         return self.store.commitlog.committed
 
     def open_variant_queues(self) -> None:
-        """Add the queues of a rocksdb-cq store (the RocksDB database's) and of a batch-cq store."""
-        if self.store.variant.has(ROCKSDB_CQ):
-            self.queues.rocksdb = RocksDBConsumeQueueStore(self.store.root / L.CONSUMEQUEUE_DIR)
-            for topic, qid in sorted(self.queues.rocksdb.max_entries):
-                self.queues.add(RocksDBConsumeQueue(self.queues.rocksdb, topic, qid))
-        self._open_batch_queues()
-
-    def _open_batch_queues(self) -> None:
-        """Add the ``batchconsumequeue/<topic>/<queueId>`` queues of a batch-cq store."""
-        base = self.store.root / BATCH_CONSUMEQUEUE_DIR
-        if not self.store.variant.has(BATCH_CQ) or not base.is_dir():
-            return
-        for topic_dir in sorted(p for p in base.iterdir() if p.is_dir()):
-            for directory in sorted(p for p in topic_dir.iterdir() if p.is_dir()):
-                if not directory.name.isdigit():
-                    raise StoreFormatError(f"unexpected directory {directory.name!r} in {topic_dir}: expected "
-                                           "numeric queue ids", directory)
-                key = (topic_dir.name, int(directory.name))
-                if self.queues.loaded(*key) is not None:
-                    raise StoreFormatError(f"{key[0]}/{key[1]} has both a consume queue and a batch consume queue; "
-                                           "expected one (the topic's queue.type decides which the broker uses)",
-                                           directory)
-                self.queues.add(BatchConsumeQueue(key[0], key[1], directory,
-                                                  self.store.settings.batch_consume_queue_file_size))
+        """Add the queues a variant keeps outside the listed ``consumequeue/`` directories (a RocksDB
+        database's, a batch-cq store's ``batchconsumequeue/``)."""
+        self.behaviour.open_queues(self.store, self.queues)
 
     def batch_topics(self) -> frozenset:
         """Topics whose queues are batch consume queues (``queue.type=BatchCQ``): those with a
@@ -134,13 +78,7 @@ class VariantReads:
                 f"it in the batch topics {sorted(batch)}: no batchconsumequeue/ directory and no config/topics.json "
                 "entry with queue.type=BatchCQ, found neither); name it with batchTopics (--batch-topics), and the "
                 "batch consume-queue file size with batchConsumeQueueFileSize (--bcq-size)")
-        if self.queues.rocksdb is not None:
-            return RocksDBConsumeQueue(self.queues.rocksdb, topic, queue_id)
-        if topic in batch:
-            return BatchConsumeQueue(topic, queue_id, self.store.root / BATCH_CONSUMEQUEUE_DIR / topic / str(queue_id),
-                                     self.store.settings.batch_consume_queue_file_size)
-        return ConsumeQueue(topic, queue_id, self.store.root / L.CONSUMEQUEUE_DIR / topic / str(queue_id),
-                            self.store.sizes.consume_queue_file_size)
+        return self.behaviour.new_queue(self.store, self.queues, topic, queue_id, topic in batch)
 
     def is_batch_queue(self, topic: str, queue_id: int) -> bool:
         """Whether (topic, queue_id) is a batch consume queue (queue offsets count inner messages)."""
@@ -148,134 +86,36 @@ class VariantReads:
         return cq is not None and cq.is_batch
 
     def unwrap_inner(self, buf: np.ndarray, fields: RecordBatchFields, cqs: list, group_of_row: np.ndarray,
-                      unit_offsets: np.ndarray, path) -> RecordBatchFields:
-        """Rows of batch consume queues whose record is an inner batch: the fields of message
-        ``queue offset - record QUEUEOFFSET`` of the record (``MessageDecoder.decodeMessage``), positions into
-        the same buffer; a unit offset the record holds no message for is a CorruptRecordError."""
-        batch_row = np.array([cqs[g].is_batch for g in group_of_row.tolist()], dtype=bool)
-        rows = np.flatnonzero(batch_row & is_inner_batch(fields.sysflag))
-        singles = np.flatnonzero(batch_row & ~is_inner_batch(fields.sysflag)
-                                 & (unit_offsets != fields.queue_offset))
-        if len(singles):
-            self._past_the_record(cqs[int(group_of_row[singles[0]])], int(unit_offsets[singles[0]]), fields,
-                                  int(singles[0]), 1)
-        if not len(rows):
-            return fields
-        out = fields.take(np.arange(len(fields)))
-        decoded: dict = {}
-        for i in rows.tolist():
-            pos = int(fields.position[i])
-            if pos not in decoded:
-                try:
-                    decoded[pos] = inner_messages(buf, int(fields.body_pos[i]), int(fields.body_len[i]))
-                except ValueError as e:
-                    raise CorruptRecordError(f"inner batch record at commit-log offset {int(fields.phy_offset[i])}: "
-                                             f"{e.args[0]}", path, int(e.args[1])) from e
-            inner = decoded[pos]
-            k = int(unit_offsets[i]) - int(fields.queue_offset[i])
-            if not 0 <= k < len(inner):
-                self._past_the_record(cqs[int(group_of_row[i])], int(unit_offsets[i]), fields, i, len(inner))
-            m = inner[k]
-            out.queue_offset[i] = int(unit_offsets[i])
-            out.flag[i], out.body_crc[i] = m["flag"], m["body_crc"]
-            out.body_pos[i], out.body_len[i] = m["body_pos"], m["body_len"]
-            out.props_pos[i], out.props_len[i] = m["props_pos"], m["props_len"]
-        return out
-
-    @staticmethod
-    def _past_the_record(cq, offset: int, fields: RecordBatchFields, i: int, held: int) -> None:
-        where, at = cq.unit_location(offset)
-        raise CorruptRecordError(
-            f"batch consume-queue unit of {cq.topic}/{cq.queue_id} for queue offset {offset} points past its record: "
-            f"expected the record at commit-log offset {int(fields.phy_offset[i])} (QUEUEOFFSET "
-            f"{int(fields.queue_offset[i])}) to hold message {offset - int(fields.queue_offset[i])}, found it holds "
-            f"{held} message(s)", where, at)
+                     unit_offsets: np.ndarray, path) -> RecordBatchFields:
+        """See :func:`.variants.batch_cq.unwrap_inner`."""
+        return unwrap_inner(buf, fields, cqs, group_of_row, unit_offsets, path)
 
     def redispatch_variant(self, row: dict, tags_code: int, store_time: int = 0) -> None:
-        """What re-dispatch on opening adds for a recovered record besides its own queue's unit: the units of the
-        LMQs it names (``ConsumeQueue.multiDispatchLmqQueue``), each at the offset its property gives."""
-        if not self.store.variant.has(LMQ):
-            return
-        props = dict(row["properties"])
-        names, offsets = props.get(PROPERTY_INNER_MULTI_DISPATCH), props.get(PROPERTY_INNER_MULTI_QUEUE_OFFSET)
-        if not names or not offsets:
-            return
-        for name in names.split(MULTI_DISPATCH_QUEUE_SPLITTER):
-            if not name.startswith(LMQ_PREFIX):
-                continue
-            at = lmq_offsets_of([names], [offsets], name)[0]
-            key = (name, LMQ_QUEUE_ID)
-            cq = self.queues.loaded(*key)
-            if cq is None:
-                cq = self.dispatch_queue(name, LMQ_QUEUE_ID, dict(row, sysFlag=0))  # a file or RocksDB queue
-                self.queues.add(cq)
-            if at == cq.max_offset:  # as for the record's own queue: units already on disk are not written twice
-                cq.append_virtual(row["commitLogOffset"], row["storeSize"], tags_code, store_time)
+        """What re-dispatch on opening adds for a recovered record besides its own queue's unit (the units of
+        the LMQs it names, :meth:`.variants.lmq.LightMessageQueues.redispatch_more`)."""
+        self.behaviour.redispatch_more(row, tags_code, store_time, self._queue_for)
+
+    def _queue_for(self, topic: str, queue_id: int, row: dict):
+        """The loaded queue (topic, queue_id), or the one re-dispatch creates for ``row``, added to the queues."""
+        cq = self.queues.loaded(topic, queue_id)
+        if cq is None:
+            cq = self.dispatch_queue(topic, queue_id, row)
+            self.queues.add(cq)
+        return cq
 
     def is_lmq(self, topic: str) -> bool:
-        """Whether ``topic`` is a light message queue of this store (its rows are overlaid, see the module)."""
-        return self.store.variant.has(LMQ) and topic.startswith(LMQ_PREFIX)
+        """Whether ``topic`` is a light message queue of this store (rows overlaid: :mod:`.variants.lmq`)."""
+        return self.behaviour.is_lmq(topic)
 
     def lmq_topics(self) -> list[str]:
         """The ``%LMQ%`` topics with a consume queue (a subset of :meth:`topics`)."""
         return [t for t in self.queues.topics() if self.is_lmq(t)]
 
-    def _lmq_overlay(self, batch: pa.RecordBatch, cq, unit_offsets: np.ndarray, dispatch: list, offsets: list
-                     ) -> pa.RecordBatch:
-        """Rows read through LMQ ``cq`` at ``unit_offsets``: the LMQ's topic, queue 0 and offset, after checking
-        that each record's INNER_MULTI_QUEUE_OFFSET agrees with the unit that points at it."""
-        said = lmq_offsets_of(dispatch, offsets, cq.topic)
-        for i, (unit, value) in enumerate(zip(unit_offsets.tolist(), said)):
-            if value != unit:
-                path, at = cq.unit_location(int(unit))
-                phy = batch.column("commitLogOffset")[i].as_py() if "commitLogOffset" in batch.schema.names else None
-                raise CorruptRecordError(
-                    f"LMQ consume-queue unit {unit} of {cq.topic}/{cq.queue_id} points at a record"
-                    + (f" (commit-log offset {phy})" if phy is not None else "")
-                    + f" whose {PROPERTY_INNER_MULTI_QUEUE_OFFSET} gives "
-                    + ("no offset for this LMQ" if value is None else f"offset {value}")
-                    + f" (expected {unit}; {PROPERTY_INNER_MULTI_DISPATCH}={dispatch[i]!r}, "
-                    f"{PROPERTY_INNER_MULTI_QUEUE_OFFSET}={offsets[i]!r})", path, at)
-        names = batch.schema.names
-        replace = {"topic": pa.array([cq.topic] * batch.num_rows, pa.string()),
-                   "queueId": pa.array(np.full(batch.num_rows, LMQ_QUEUE_ID, np.int32)),
-                   "queueOffset": pa.array(np.asarray(unit_offsets, dtype=np.int64))}
-        columns = [replace[n] if n in replace else batch.column(n) for n in names]
-        return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
-
     def lmq_overlay_fields(self, batch: pa.RecordBatch, buf: np.ndarray, fields: RecordBatchFields, cqs: list,
-                            group_of_row: np.ndarray, unit_offsets: np.ndarray) -> pa.RecordBatch:
-        """:meth:`_lmq_overlay` for the rows of a decoded chunk whose units came from LMQ queues (``cqs[g]`` is
-        the queue of group ``g``); rows of other queues pass unchanged."""
-        lmq_groups = [g for g, cq in enumerate(cqs) if self.is_lmq(cq.topic)]
-        if not lmq_groups:
-            return batch
-        raw = view_array(buf, fields.props_pos, fields.props_len, pa.binary())
-        dispatch = single_property(raw, PROPERTY_INNER_MULTI_DISPATCH).to_pylist()
-        offsets = single_property(raw, PROPERTY_INNER_MULTI_QUEUE_OFFSET).to_pylist()
-        if len(set(group_of_row.tolist())) == 1:
-            cq = cqs[int(group_of_row[0])]
-            return self._lmq_overlay(batch, cq, unit_offsets, dispatch, offsets) if self.is_lmq(cq.topic) else batch
-        parts, order = [], []
-        for g in np.unique(group_of_row).tolist():
-            rows = np.flatnonzero(group_of_row == g)
-            part = batch.take(pa.array(rows))
-            if self.is_lmq(cqs[g].topic):
-                part = self._lmq_overlay(part, cqs[g], unit_offsets[rows], [dispatch[i] for i in rows],
-                                         [offsets[i] for i in rows])
-            parts.append(part)
-            order.append(rows)
-        table = pa.Table.from_batches(parts).combine_chunks()
-        back = np.argsort(np.concatenate(order), kind="stable")  # rows in their decoded order again
-        return table.take(pa.array(back)).to_batches()[0]
+                           group_of_row: np.ndarray, unit_offsets: np.ndarray) -> pa.RecordBatch:
+        """See :func:`.variants.lmq.lmq_overlay_fields`."""
+        return lmq_overlay_fields(self.is_lmq, batch, buf, fields, cqs, group_of_row, unit_offsets)
 
     def lmq_overlay_table(self, table: pa.Table, cq, phy_offsets: list, unit_offsets: list) -> pa.Table:
-        """:meth:`_lmq_overlay` for the records at ``phy_offsets`` (one row each, in that order) read through LMQ
-        ``cq`` at ``unit_offsets`` (consumer-style paging reads records by offset, not by decoded chunk)."""
-        raw = self.records.read_records_at(phy_offsets, ["propertiesString"]).column(0)
-        props = parse_properties(raw.combine_chunks())
-        dispatch = property_values(props, PROPERTY_INNER_MULTI_DISPATCH).to_pylist()
-        offsets = property_values(props, PROPERTY_INNER_MULTI_QUEUE_OFFSET).to_pylist()
-        batch = table.combine_chunks().to_batches()[0]
-        return pa.Table.from_batches([self._lmq_overlay(batch, cq, np.asarray(unit_offsets, dtype=np.int64),
-                                                        dispatch, offsets)])
+        """See :func:`.variants.lmq.lmq_overlay_table`."""
+        return lmq_overlay_table(self.records, table, cq, phy_offsets, unit_offsets)
