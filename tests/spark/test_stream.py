@@ -105,4 +105,3 @@ def test_expired_files_under_a_running_query(spark, tmp_path, fail):
         with RocketStore.open(store) as s:
             remaining = sum(s.max_offset("live", x) - s.min_offset("live", x) for x in s.queue_ids("live"))
         assert read == remaining > 0  # the lost offsets skipped, everything after them read once
-    assert os  # noqa
