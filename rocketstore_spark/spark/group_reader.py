@@ -17,7 +17,7 @@ _TYPES = {"group": StringType(), "topic": StringType(), "queueId": IntegerType()
           "minOffset": LongType(), "maxOffset": LongType(), "lag": LongType(),
           "nextMessageStoreTime": TimestampType(), "source": StringType()}
 CONSUMER_OFFSETS_SCHEMA = StructType([StructField(BROKER_NAME, StringType(), False)] +
-                                     [StructField(name, _TYPES[name], name == "nextMessageStoreTime")
+                                     [StructField(name, _TYPES[name], name in ("nextMessageStoreTime", "source"))
                                       for name in GROUP_OFFSET_FIELDS])
 
 

@@ -21,7 +21,7 @@ from ..store import (
     dledger_logs,
     glob_remote,
     is_remote,
-    load_consumer_offsets,
+    group_positions,
     parse_variant,
     resolve_store_root,
     store_path,
@@ -130,8 +130,9 @@ READ_SPEC = (
                "lag and the store time of the group's next message (docs/consumer-groups.md)",
                default=TABLE_MESSAGES, choices=TABLES, scopes=("read",)),
     OptionSpec("startingGroup", STRING, "start where a consumer group of the store's broker stands: its "
-               "committed offsets are the starting offsets (queues it has none for start as with JSON "
-               "`startingOffsets`: earliest, streams latest); instead of `startingOffsets`"),
+               "committed offsets are the starting offsets (0 for the other queues of its topics; queues of "
+               "other topics start as with JSON `startingOffsets`: earliest, streams latest); instead of "
+               "`startingOffsets`"),
     OptionSpec("commitLogPath", PATH, "the broker's `storePathCommitLog` when its commit log is not the store's "
                "`commitlog/`: a directory, or several separated by `,` (a commit log split across disks, read as "
                "the broker's multi-path queue reads it); the path is then the broker's `storePathRootDir`",
@@ -379,11 +380,12 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
 
 
 def group_offsets(group: str, stores) -> dict:
-    """The committed offsets of consumer ``group`` as JSON startingOffsets (``{broker: ...}`` for several
-    stores); a group no store's broker knows is an error listing the groups there are."""
+    """Where consumer ``group`` stands as JSON startingOffsets (``{broker: ...}`` for several stores): its
+    committed offsets, and 0 for the other queues of the topics it consumes (:func:`group_positions`); a group
+    no store's broker knows is an error listing the groups there are."""
     per_store, known = {}, set()
     for ref in stores:
-        committed = load_consumer_offsets(resolve_store_root(ref.path, dict(ref.fs_options)))
+        committed = group_positions(resolve_store_root(ref.path, dict(ref.fs_options)))
         known.update(c.group for c in committed)
         node: dict = {}
         for c in committed:

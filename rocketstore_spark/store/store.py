@@ -42,7 +42,7 @@ from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
 from .format.subscription import Subscription
-from .read.group_offsets import GROUP_OFFSET_FIELDS
+from .read.group_offsets import GROUP_OFFSET_FIELDS, group_positions
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
@@ -134,4 +134,4 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path",
            # consumer groups: the broker's committed offsets
-           "CommittedOffset", "load_consumer_offsets", "GROUP_OFFSET_FIELDS"]
+           "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS"]

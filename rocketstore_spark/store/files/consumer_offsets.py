@@ -52,7 +52,8 @@ class CommittedOffset:
     topic: str
     queue_id: int
     offset: int
-    source: str  # the file it came from (consumerOffset.json or lmqConsumerOffset.json)
+    source: Optional[str]  # the file it came from (consumerOffset.json, lmqConsumerOffset.json, consumerOffsets);
+    # None for a queue of a topic the group consumes that it has committed nothing for (the broker reports 0)
 
 
 def consumer_offset_paths(root) -> list[Path]:

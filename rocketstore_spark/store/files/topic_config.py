@@ -96,6 +96,20 @@ def configured_queue_counts(root) -> dict[str, int]:
     return counts
 
 
+def read_queue_nums(root) -> dict[str, int]:
+    """Topic → ``readQueueNums`` from the topic table: the queues consumers are assigned (and the broker's
+    ``ConsumeStats`` lists)."""
+    out = {}
+    for name, config in load_topic_table(root).get("topicConfigTable", {}).items():
+        if isinstance(config, dict):
+            try:
+                out[name] = int(config.get("readQueueNums") or 0)
+            except (TypeError, ValueError) as e:
+                raise StoreFormatError(f"topic {name!r}: expected an integer readQueueNums, found "
+                                       f"{config.get('readQueueNums')!r}", topics_path(root)) from e
+    return out
+
+
 def batch_cq_topics(root) -> frozenset:
     """Topics whose table entry has ``queue.type=BatchCQ`` (``QueueTypeUtils.isBatchCq``: their queues are batch
     consume queues); attribute names are accepted with the ``+`` an update command gives them."""
@@ -173,4 +187,4 @@ def _write(path: Path, text: str) -> None:
 
 
 __all__ = ["batch_cq_topics", "broker_managed", "configured_queue_counts", "existing_queue_counts", "load_topic_table",
-           "queue_dir_counts", "register_topics", "topics_path", "topics_to_register"]
+           "queue_dir_counts", "read_queue_nums", "register_topics", "topics_path", "topics_to_register"]

@@ -71,6 +71,30 @@ def test_store_api_lag_equals_the_broker_diff(tmp_path):
             store.group_starting_offsets("g-nope")
 
 
+def test_queues_a_group_never_committed_count_from_zero_as_the_broker_reports(tmp_path):
+    # g-part committed queue 1 only (its consumer stopped before pulling the others): the broker's ConsumeStats
+    # lists every read queue of the topic, the others with consumerOffset 0 and all their messages as lag
+    text = '{"offsetTable":{"orders@g-part":{1:4}}}'
+    root = config_store(tmp_path, text)
+    ends = {o["queueId"]: o["brokerOffset"] for o in ADMIN if o["group"] == "g-pull"}
+    with RocketStore.open(root) as store:
+        rows = {r["queueId"]: r for r in store.consumer_offsets("g-part")}
+        assert sorted(rows) == sorted(ends) == [0, 1, 2, 3]
+        for qid, row in rows.items():
+            committed = 4 if qid == 1 else 0
+            assert (row["committedOffset"], row["maxOffset"], row["lag"]) == (committed, ends[qid],
+                                                                               ends[qid] - committed)
+            assert row["source"] == ("consumerOffset.json" if qid == 1 else None)
+        assert store.group_starting_offsets("g-part") == {"orders": {"0": 0, "1": 4, "2": 0, "3": 0}}
+    # the topic table's readQueueNums decides which queues the broker lists (here 6: two without messages)
+    (root / "config" / "topics.json").write_text(json.dumps({"topicConfigTable": {"orders": {
+        "topicName": "orders", "readQueueNums": 6, "writeQueueNums": 6}}}))
+    with RocketStore.open(root) as store:
+        rows = {r["queueId"]: r for r in store.consumer_offsets("g-part")}
+        assert sorted(rows) == [0, 1, 2, 3, 4, 5]
+        assert (rows[5]["committedOffset"], rows[5]["maxOffset"], rows[5]["lag"]) == (0, 0, 0)
+
+
 def test_lmq_offsets_and_backup(tmp_path):
     root = config_store(tmp_path)
     (root / "config" / "lmqConsumerOffset.json").write_text(
