@@ -156,8 +156,10 @@ def check_selection(opts, ref, topics: list, queue_ids) -> None:
         if name not in known:
             raise InvalidArgumentError(f"option topics: {ref.broker} has no topic {name!r}"
                                        f"{did_you_mean(name, topics)}; its topics are {listing(topics)}")
-    for option_name in ("startingOffsets", "endingOffsets"):
-        spec = opts.starting_offsets if option_name == "startingOffsets" else opts.ending_offsets
+    named = (("startingOffsets", opts.starting_offsets), ("endingOffsets", opts.ending_offsets),
+             ("startingOffsetsByTimestamp", opts.starting_timestamps),
+             ("endingOffsetsByTimestamp", opts.ending_timestamps))
+    for option_name, spec in named:
         if not isinstance(spec, dict) or (option_name == "startingOffsets" and opts.starting_group):
             continue  # a group's committed offsets may name queues the store no longer has: they are skipped
         node = spec.get(ref.broker, {}) if len(opts.stores) > 1 else spec
@@ -171,7 +173,7 @@ def check_selection(opts, ref, topics: list, queue_ids) -> None:
                 raise InvalidArgumentError(f"option {option_name}: topic {topic!r} of {ref.broker} has no queue "
                                            f"{missing[0]}; its queues are {listing(ids)}")
     if len(opts.stores) > 1:
-        for option_name, spec in (("startingOffsets", opts.starting_offsets), ("endingOffsets", opts.ending_offsets)):
+        for option_name, spec in named:
             brokers = [s.broker for s in opts.stores]
             unknown = [b for b in spec if b not in brokers] if isinstance(spec, dict) else []
             if unknown:

@@ -38,6 +38,7 @@ from .option_spec import (
     OptionSpec,
     canonical_names,
     did_you_mean,
+    parse_timestamp,
 )
 
 EARLIEST = "earliest"
@@ -84,6 +85,13 @@ READ_SPEC = (
                cli=("--since",)),
     OptionSpec("endingTimestamp", TIMESTAMP, "messages stored before this time, in the same forms; after "
                "`startingTimestamp`", scopes=("read",), cli=("--until",)),
+    OptionSpec("startingOffsetsByTimestamp", OFFSETS, "per queue, the first message stored at or after a time: "
+               "JSON `{\"topic\": {\"0\": 1717200000000}}` of epoch milliseconds or ISO 8601 strings "
+               "(`{\"broker\": {...}}` for several stores); queues not named start as without it (earliest; "
+               "streams latest); instead of `startingOffsets`, `startingTimestamp` and `startingGroup`"),
+    OptionSpec("endingOffsetsByTimestamp", OFFSETS, "per queue, the first message stored at or after a time, "
+               "exclusive, in the same form; queues not named end at their latest offset; instead of "
+               "`endingOffsets` and `endingTimestamp`", scopes=("read",)),
     OptionSpec("maxMessagesPerPartition", INTEGER, "queue plans: ranges are split at this many messages (matching "
                "messages with a tag filter) and small queues' ranges packed up to it",
                default=DEFAULT_MAX_MESSAGES_PER_PARTITION, minimum=1),
@@ -139,6 +147,9 @@ READ_SPEC = (
                shown_default="`<path>/commitlog`", cli=("--commitlog-path",)),
     OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
                "to their backlog", minimum=1, scopes=("stream",)),
+    OptionSpec("maxBytesPerTrigger", INTEGER, "message bytes (stored record sizes) per micro-batch, shared across "
+               "queues in proportion to their backlog; a soft bound: every queue with a backlog advances by at "
+               "least one message. With `maxMessagesPerTrigger` both bounds hold", minimum=1, scopes=("stream",)),
 )
 SPEC_BY_NAME = {s.name: s for s in READ_SPEC}
 READ_OPTIONS = tuple(s.name for s in READ_SPEC if "stream" not in s.scopes or "read" in s.scopes)
@@ -183,6 +194,10 @@ class ReadOptions:
     verify_crc: bool = False
     sizes: dict = field(default_factory=dict)
     max_messages_per_trigger: Optional[int] = None
+    max_bytes_per_trigger: Optional[int] = None
+    # per-queue times (epoch ms), JSON offsets' shape: startingOffsetsByTimestamp / endingOffsetsByTimestamp
+    starting_timestamps: Optional[dict] = None
+    ending_timestamps: Optional[dict] = None
     variant: Optional[str] = None  # the storage variant where the files leave it open (None: detected)
     # the broker settings the files leave open (BrokerSettings, as RocketStore.open keyword arguments)
     settings: dict = field(default_factory=dict)
@@ -264,6 +279,38 @@ def parse_offsets(name: str, value, multi_store: bool) -> Offsets:
     return parsed
 
 
+def parse_timestamps(name: str, value, multi_store: bool) -> Optional[dict]:
+    """JSON ``{"topic": {"queueId": time}}`` (one more level, the broker name, when several stores are read) →
+    the same shape with epoch milliseconds; times are epoch milliseconds or ISO 8601 strings. None when absent."""
+    if value is None:
+        return None
+    example = '{"TopicTest": {"0": 1717200000000, "1": "2024-06-01T00:00:00Z"}}'
+    if multi_store:
+        example = '{"broker-a": ' + example + "}"
+    try:
+        parsed = json.loads(str(value))
+    except json.JSONDecodeError as e:
+        raise InvalidArgumentError(f"option {name} is not JSON ({e.msg} at character {e.pos}); expected e.g. "
+                                   f"{example}") from e
+    depth = 3 if multi_store else 2
+
+    def convert(node, level):
+        if level == depth:
+            if isinstance(node, bool) or not isinstance(node, (int, str)):
+                raise InvalidArgumentError(f"option {name}: times must be epoch milliseconds or ISO 8601 "
+                                           f"strings, found {node!r}; expected e.g. {example}")
+            return parse_timestamp(name, node)
+        if not isinstance(node, dict):
+            raise InvalidArgumentError(f"option {name}: expected a JSON object at nesting level {level + 1}, "
+                                       f"found {node!r}; expected e.g. {example}")
+        for key in node:
+            if level == depth - 1 and not str(key).isdigit():
+                raise InvalidArgumentError(f"option {name}: queue ids must be numbers, found {key!r}")
+        return {str(key): convert(child, level + 1) for key, child in node.items()}
+
+    return convert(parsed, 0)
+
+
 def resolve_paths(value: str, fs_options: tuple = ()) -> list[str]:
     """A store directory or URI, a comma-separated list or a glob of them → existing store directories."""
     if not value or not str(value).strip():
@@ -320,6 +367,8 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         Subscription.parse(tags)
     multi = len(stores) > 1
     starting = parse_offsets("startingOffsets", opts.get("startingOffsets"), multi)
+    if stream and "startingOffsets" not in opts:
+        starting = LATEST  # a stream follows what arrives from now on unless told otherwise (as Kafka's source)
     table = option(opts, "table")
     group = opts.get("startingGroup")
     if group is not None:
@@ -327,6 +376,15 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
             raise InvalidArgumentError("give either startingGroup or startingOffsets/startingTimestamp, not both")
         starting = group_offsets(group, stores)
     ending = parse_offsets("endingOffsets", opts.get("endingOffsets"), multi)
+    starting_times = parse_timestamps("startingOffsetsByTimestamp", opts.get("startingOffsetsByTimestamp"), multi)
+    ending_times = parse_timestamps("endingOffsetsByTimestamp", opts.get("endingOffsetsByTimestamp"), multi)
+    for name, given, others in (("startingOffsetsByTimestamp", starting_times,
+                                 ("startingOffsets", "startingTimestamp", "startingGroup")),
+                                ("endingOffsetsByTimestamp", ending_times, ("endingOffsets", "endingTimestamp"))):
+        clash = [o for o in others if o in opts]
+        if given is not None and clash:
+            raise InvalidArgumentError(f"give either {name} or {clash[0]}, not both: both say where queues "
+                                       f"{'start' if name.startswith('starting') else 'end'}")
     if "startingOffsets" in opts and "startingTimestamp" in opts:
         raise InvalidArgumentError("give either startingOffsets or startingTimestamp, not both")
     if "endingOffsets" in opts and "endingTimestamp" in opts:
@@ -339,7 +397,8 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
             f"startingTimestamp ({format_ms(starting_ts)}) is not before endingTimestamp ({format_ms(ending_ts)}), "
             "so the read would return nothing; swap them or widen the range")
     scan_mode = option(opts, "scanMode")
-    if scan_mode == SCAN_RAW and (isinstance(starting, dict) or isinstance(ending, dict)):
+    if scan_mode == SCAN_RAW and (isinstance(starting, dict) or isinstance(ending, dict) or
+                                  starting_times is not None or ending_times is not None):
         raise InvalidArgumentError("JSON startingOffsets/endingOffsets are queue offsets, which scanMode=raw does not "
                                    "use; filter on commitLogOffset, use timestamps or scanMode=auto/queue/commitlog")
     sizes = {key: option(opts, opt) for key, opt in (
@@ -374,6 +433,8 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         verify_crc=option(opts, "verifyCrc"),
         sizes=sizes,
         max_messages_per_trigger=option(opts, "maxMessagesPerTrigger"),
+        max_bytes_per_trigger=option(opts, "maxBytesPerTrigger"),
+        starting_timestamps=starting_times, ending_timestamps=ending_times,
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
         settings=settings, table=table, starting_group=group,
     )

@@ -88,6 +88,14 @@ def _offset_for(spec, ref: StoreRef, topic: str, qid: int, multi: bool, default:
     return EARLIEST if value == -2 else LATEST if value == -1 else int(value)
 
 
+def _time_for(spec: Optional[dict], ref: StoreRef, topic: str, qid: int, multi: bool) -> Optional[int]:
+    """The time (epoch ms) ``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp`` give a queue, if any."""
+    if spec is None:
+        return None
+    node = spec.get(ref.broker, {}) if multi else spec
+    return node.get(topic, {}).get(str(qid))
+
+
 def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed, topic: str, qid: int,
                 multi: bool) -> tuple[int, int]:
     """[start, end) queue offsets to read for one queue after options and pushdown."""
@@ -102,7 +110,10 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
     lo_min, hi_max = store.queue_edges(topic, qid)
     start = _offset_for(opts.starting_offsets, ref, topic, qid, multi, EARLIEST)
     end = _offset_for(opts.ending_offsets, ref, topic, qid, multi, LATEST)
-    if lost is not None and opts.ending_timestamp is None and (end == LATEST or isinstance(end, int) and end > hi_max):
+    start_time = _time_for(opts.starting_timestamps, ref, topic, qid, multi)
+    end_time = _time_for(opts.ending_timestamps, ref, topic, qid, multi)
+    if lost is not None and opts.ending_timestamp is None and end_time is None and \
+            (end == LATEST or isinstance(end, int) and end > hi_max):
         gone = store.lost_range_of(store.consume_queue(topic, qid))
         if gone is not None and (not isinstance(start, int) or start < gone.end):
             lost.append(gone)
@@ -112,6 +123,10 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
         start = store.offset_by_time(topic, qid, opts.starting_timestamp, "lower")
     if opts.ending_timestamp is not None:
         end = store.offset_by_time(topic, qid, opts.ending_timestamp, "lower")
+    if start_time is not None:
+        start = store.offset_by_time(topic, qid, start_time, "lower")
+    if end_time is not None:
+        end = store.offset_by_time(topic, qid, end_time, "lower")
     if start < lo_min:
         if opts.fail_on_data_loss and start < end:
             raise DataLossError(

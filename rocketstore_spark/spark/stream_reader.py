@@ -3,13 +3,15 @@
 Offsets are ``{"<brokerName>": {"<topic>": {"<queueId>": nextOffset}}}`` (end exclusive). ``latestOffset`` reads
 consume-queue tails only: a unit counts when it is complete and the record it points to is complete and
 checks out (so a half-written unit or record is never handed out). Topics and queues that appear later are
-read from their earliest offset. ``maxMessagesPerTrigger`` (and on Spark >= 4.2 the engine's read limits)
-bound each batch, shared out across queues in proportion to their backlog.
+read from their earliest offset. ``maxMessagesPerTrigger`` and ``maxBytesPerTrigger`` (and on Spark >= 4.2 the
+engine's read limits) bound each batch, shared out across queues in proportion to their backlog; bytes are the
+consume-queue units' record sizes. ``reportLatestOffset`` puts the lag behind the newest offsets into the query's
+progress (:func:`backlog_lag`).
 
 ``Trigger.AvailableNow``: on Spark >= 4.2 the reader implements ``SupportsTriggerAvailableNow`` and reads up
 to the offsets current when the query starts, in bounded batches. Spark 4.0/4.1 pass no start offset and no
 read limit to ``latestOffset`` and run AvailableNow/Once as a single batch: the reader then bounds every batch
-by ``maxMessagesPerTrigger`` from the end of the last batch Spark planned (Spark replays or re-plans that batch
+by the options' bounds from the end of the last batch Spark planned (Spark replays or re-plans that batch
 through ``partitions`` when a query restarts from its checkpoint), so an AvailableNow run reads at most that
 many messages and the next run goes on from there (a warning says so).
 """
@@ -40,9 +42,14 @@ from .store_cache import OPEN_STORES, open_cached
 from .store_snapshot import files_stamp
 
 try:  # Spark >= 4.2
-    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxBytes,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
 except ImportError:  # pragma: no cover - Spark 4.0 / 4.1
-    ReadAllAvailable = ReadMaxRows = None
+    ReadAllAvailable = ReadMaxRows = ReadMaxBytes = None
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
@@ -52,6 +59,8 @@ ENGINE_READ_LIMITS = ReadMaxRows is not None
 
 log = logging.getLogger("rocketstore_spark")
 Offsets = dict  # broker → topic → str(queue id) → next offset
+#: lag in bytes is counted from at most this many consume-queue units per trigger; beyond, it is estimated
+LAG_BYTES_UNITS = 1 << 20
 STREAM_LOSS_ADVICE = "Restart the query from offsets past them, or set failOnDataLoss=false to read what is left"
 
 
@@ -94,6 +103,33 @@ def live_ends(store: RocketStore, opts: ReadOptions) -> dict:
     return out
 
 
+def backlog_lag(store_of, latest: Offsets, end: Offsets) -> dict:
+    """What a query has not read yet once it reaches ``end``: ``latestOffsets`` (``latest``), and the messages,
+    queues and bytes behind them. Bytes come from the consume-queue units of at most :data:`LAG_BYTES_UNITS`
+    messages, shared across queues by backlog; a larger backlog's bytes are estimated from those
+    (``bytesBehindEstimated``). ``store_of(broker)`` is the broker's open store."""
+    behind = {}
+    for broker, topics in latest.items():
+        for topic, queues in topics.items():
+            for qid, top in queues.items():
+                done = end.get(broker, {}).get(topic, {}).get(qid, top)
+                if int(top) > int(done):
+                    behind[(broker, topic, qid)] = (int(done), int(top))
+    messages = sum(hi - lo for lo, hi in behind.values())
+    sampled = share_limit({k: hi - lo for k, (lo, hi) in behind.items()}, LAG_BYTES_UNITS) if behind else {}
+    counted_messages = counted_bytes = 0
+    for (broker, topic, qid), n in sampled.items():
+        lo = behind[(broker, topic, qid)][0]
+        store = store_of(broker)
+        if n and store.has_queue(topic, int(qid)):
+            counted_bytes += store.queue_bytes(topic, int(qid), lo, lo + n)
+            counted_messages += n
+    estimated = counted_messages < messages
+    size = counted_bytes if not estimated else round(counted_bytes / max(counted_messages, 1) * messages)
+    return {"latestOffsets": latest, "messagesBehind": messages, "queuesBehind": len(behind),
+            "bytesBehind": size, "bytesBehindEstimated": estimated}
+
+
 def share_limit(backlog: dict, limit: int) -> dict:
     """Split ``limit`` messages across queues in proportion to their backlog (at least one each, in order)."""
     total = sum(backlog.values())
@@ -124,6 +160,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         # broker → (commit-log extent, {(topic, queue id): LostRange}): see _losses
         self._extents: dict = {}
         self._lost: dict = {}
+        # the last latestOffset call's available offsets and the batch end it chose: reportLatestOffset's lag
+        self._seen: Optional[tuple[Offsets, Offsets]] = None
 
     # --- offsets ------------------------------------------------------------------------------------------
 
@@ -197,6 +235,12 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def _initial_for(self, store, ref, topic, qid, latest, start) -> int:
         if self.opts.starting_timestamp is not None:
             return store.offset_by_time(topic, qid, self.opts.starting_timestamp, "lower")
+        if self.opts.starting_timestamps is not None:
+            times = self.opts.starting_timestamps
+            node = times.get(ref.broker, {}) if len(self.opts.stores) > 1 else times
+            at = node.get(topic, {}).get(str(qid))
+            if at is not None:
+                return store.offset_by_time(topic, qid, at, "lower")
         if isinstance(start, dict):
             node = start.get(ref.broker, {}) if len(self.opts.stores) > 1 else start
             value = node.get(topic, {}).get(str(qid))
@@ -209,24 +253,37 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._available_now_target = self._latest()
 
     def getDefaultReadLimit(self):
+        """``maxMessagesPerTrigger`` as the engine's row limit (with ``maxBytesPerTrigger`` too, the bytes bound
+        is applied alongside whenever the engine passes a limit), or ``maxBytesPerTrigger`` alone as its byte
+        limit."""
         if ReadMaxRows is not None and self.opts.max_messages_per_trigger:
             return ReadMaxRows(self.opts.max_messages_per_trigger)
+        if ReadMaxBytes is not None and self.opts.max_bytes_per_trigger:
+            return ReadMaxBytes(self.opts.max_bytes_per_trigger)
         return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def _limits(self, limit) -> tuple[Optional[int], Optional[int]]:
+        """(max messages, max bytes) of this batch: the engine's limit (ReadAllAvailable: none), and on Spark
+        4.0/4.1, which pass none, the options."""
+        opts = self.opts
+        if limit is None:  # Spark 4.0/4.1: only the options can bound a batch
+            max_rows, max_bytes = opts.max_messages_per_trigger, opts.max_bytes_per_trigger
+            if (max_rows or max_bytes) and not self._warned_old_spark:
+                self._warned_old_spark = True
+                log.warning("Spark < 4.2 has no read limits for Python streaming sources: maxMessagesPerTrigger/"
+                            "maxBytesPerTrigger bound every batch, and Trigger.AvailableNow/Once run a single "
+                            "batch, so such a run reads one bounded batch (the next run goes on from there)")
+            return max_rows, max_bytes
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            return limit.max_rows, opts.max_bytes_per_trigger
+        if ReadMaxBytes is not None and isinstance(limit, ReadMaxBytes):
+            return opts.max_messages_per_trigger, limit.max_bytes
+        return None, None
 
     def latestOffset(self, start: Optional[Offsets] = None, limit=None) -> Offsets:
         start = start if start is not None else (self._last_end or self.initialOffset())
         latest = self._available_now_target or self._latest()
-        if limit is None:  # Spark 4.0/4.1: only the option can bound a batch
-            max_rows = self.opts.max_messages_per_trigger
-            if max_rows and not self._warned_old_spark:
-                self._warned_old_spark = True
-                log.warning("Spark < 4.2 has no read limits for Python streaming sources: maxMessagesPerTrigger=%s "
-                            "bounds every batch, and Trigger.AvailableNow/Once run a single batch, so such a run "
-                            "reads at most %s messages (the next run goes on from there)", max_rows, max_rows)
-        elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            max_rows = limit.max_rows
-        else:
-            max_rows = None
+        max_rows, max_bytes = self._limits(limit)
         backlog, end = {}, {}
         for broker, topics in latest.items():
             for topic, queues in topics.items():
@@ -237,6 +294,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                     backlog[(broker, topic, qid)] = max(int(top) - int(begin), 0)
                     end.setdefault(broker, {}).setdefault(topic, {})[qid] = max(int(begin), 0)
         grants = share_limit(backlog, max_rows) if max_rows else backlog
+        if max_bytes:
+            grants = self._bytes_bound(grants, end, max_bytes)
         for (broker, topic, qid), n in grants.items():
             end[broker][topic][qid] += n
         for broker, topics in start.items():  # keep queues that vanished from the listing
@@ -244,11 +303,44 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 for qid, value in queues.items():
                     end.setdefault(broker, {}).setdefault(topic, {}).setdefault(qid, value)
         self._last_end = end
+        self._seen = (latest, end)
         return end
 
-    def _earliest(self, broker: str, topic: str, qid: int) -> int:
+    def _bytes_bound(self, grants: dict, begin: Offsets, max_bytes: int) -> dict:
+        """``grants`` (queue → messages from ``begin``) cut so that the batch holds about ``max_bytes`` bytes:
+        each queue's share of the bytes in proportion to its backlog's bytes (counted up to ``max_bytes`` a
+        queue), and at least one message per queue with a backlog."""
+        sized, counted = {}, {}
+        for key, n in grants.items():
+            broker, topic, qid = key
+            if not n:
+                continue
+            lo = begin[broker][topic][qid]
+            sized[key] = self._store(broker).queue_bytes(topic, int(qid), lo, lo + n, cap=max_bytes)
+            counted[key] = n
+        shares = share_limit(sized, max_bytes)
+        out = dict(grants)
+        for key, share in shares.items():
+            broker, topic, qid = key
+            lo = begin[broker][topic][qid]
+            out[key] = self._store(broker).offset_within_bytes(topic, int(qid), lo, lo + counted[key],
+                                                                max(share, 1)) - lo
+        return out
+
+    def _store(self, broker: str):
         ref = next(r for r in self.opts.stores if r.broker == broker)
-        return open_live(ref, self.opts, self._tail(ref)).min_offset(topic, qid)
+        return open_live(ref, self.opts, self._tail(ref))
+
+    def reportLatestOffset(self) -> Optional[dict]:
+        """For the query's progress (``sources[].latestOffset``): the latest offsets the last trigger saw, and how
+        far the query is behind them once its batch is read (:func:`backlog_lag`: messages, queues, bytes)."""
+        if self._seen is None:
+            return None
+        latest, end = self._seen
+        return backlog_lag(self._store, latest, end)
+
+    def _earliest(self, broker: str, topic: str, qid: int) -> int:
+        return self._store(broker).min_offset(topic, qid)
 
     # --- partitions ---------------------------------------------------------------------------------------
 

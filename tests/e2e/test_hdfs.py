@@ -147,7 +147,7 @@ def test_available_now_stream_from_hdfs_equals_local(remote, hdfs_store, spark, 
     uri, fs_options, _ = remote
     name = f"hdfs_stream_{uri.split(':', 1)[0]}"
     query = (spark.readStream.format("rocketstore").options(**BROKER, **fs_options).option("topics", STREAM_TOPICS)
-             .load(uri)
+             .option("startingOffsets", "earliest").load(uri)
              .writeStream.format("memory").queryName(name).trigger(availableNow=True)
              .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
     assert query.awaitTermination(600)

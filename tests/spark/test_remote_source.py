@@ -59,7 +59,8 @@ def test_a_glob_of_brokers_on_s3_reads_each_once(spark, s3_stores):
 @pytest.mark.slow
 def test_an_available_now_stream_from_s3_equals_the_batch(spark, s3_stores, tmp_path):
     base, local, options = s3_stores
-    stream = (spark.readStream.format("rocketstore").options(**options).load(f"{base}/broker-a/store")
+    stream = (spark.readStream.format("rocketstore").options(**options).option("startingOffsets", "earliest")
+              .load(f"{base}/broker-a/store")
               .writeStream.format("memory").queryName("remote_stream").trigger(availableNow=True)
               .option("checkpointLocation", str(tmp_path / "cp")).start())
     stream.awaitTermination(300)

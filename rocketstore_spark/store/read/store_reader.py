@@ -39,6 +39,7 @@ from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
 from .ordered_scan import DEFAULT_SCAN_ROWS, OrderedScanner
 from .planned_units import PlannedUnits
+from .queue_bytes import bytes_between, offset_within_bytes
 from .queue_reads import QueueReader
 from .queue_set import QueueSet
 from .records import DEFAULT_BATCH_ROWS, CommitLogReads
@@ -212,6 +213,16 @@ class StoreReader:
     def max_offset(self, topic: str, queue_id: int) -> int:
         """``getMaxOffsetInQueue``: the next queue offset to be written (exclusive end)."""
         return self.queues.max_offset(topic, queue_id)
+
+    def queue_bytes(self, topic: str, queue_id: int, start: int, end: int, cap: Optional[int] = None) -> int:
+        """The bytes (stored record sizes) of the messages at queue offsets ``[start, end)``, from the consume
+        queue's units alone; with ``cap`` counting may stop once it is reached (see :mod:`.queue_bytes`)."""
+        return bytes_between(self.consume_queue(topic, queue_id), start, end, cap)
+
+    def offset_within_bytes(self, topic: str, queue_id: int, start: int, end: int, max_bytes: int) -> int:
+        """The end of the longest run of queue offsets from ``start`` (before ``end``) holding at most
+        ``max_bytes`` bytes; at least one message when ``start < end``."""
+        return offset_within_bytes(self.consume_queue(topic, queue_id), start, end, max_bytes)
 
     def lost_ranges(self, topics=None) -> list:
         """The messages this copy of the store lost, per queue (:class:`~.recovery.LostRange`: consume-queue units
