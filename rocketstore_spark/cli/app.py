@@ -155,6 +155,7 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
          tags: Optional[str] = mirror("tags"),
          since: Optional[str] = mirror("startingTimestamp"),
          until: Optional[str] = mirror("endingTimestamp"),
+         group: Optional[str] = mirror("startingGroup"),
          limit: Optional[int] = typer.Option(None, help="stop after this many messages"),
          fmt: str = typer.Option("table", "--format", help="table or jsonl"),
          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
@@ -165,11 +166,14 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
          dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
          dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
         commitlog_path: Optional[str] = COMMITLOG_PATH):
-    """Messages of a topic/queue (or everything) as a table or JSON lines."""
-    from .report import iter_messages, message_json
+    """Messages of a topic/queue (or everything) as a table or JSON lines; with --group, those a consumer group
+    has not consumed yet."""
+    from .report import group_starts, iter_messages, message_json
 
     if fmt not in ("table", "jsonl"):
         raise typer.BadParameter("--format must be table or jsonl")
+    if group is not None and from_offset is not None:
+        raise typer.BadParameter("give --group or --from, not both: both say where each queue starts")
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
                        commitlog_path)
@@ -183,6 +187,11 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
                         f"--from {from_offset}: {topic}/{q} holds offsets {s.min_offset(topic, q)}.."
                         f"{s.max_offset(topic, q) - 1} (earlier ones expired or never existed); start at "
                         f"--from {s.min_offset(topic, q)} or leave --from out")
+        starts = None
+        if group is not None:
+            starts, warnings = group_starts(s, group, topic, queue)
+            for line in warnings:
+                err.print(f"warning: {line}")
         task = bar.add_task("scanning", total=None)
 
         def counted(rows):
@@ -190,7 +199,8 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
                 bar.advance(task)
                 yield row
 
-        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, start_ms, end_ms, limit))
+        rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, start_ms, end_ms, limit,
+                                     starts))
         if fmt == "jsonl":
             for row in rows:
                 sys.stdout.write(message_json(row) + "\n")

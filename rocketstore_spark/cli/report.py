@@ -101,10 +101,13 @@ def _listed_bytes(directory) -> int:
 
 def iter_messages(s: RocketStore, topic: Optional[str], queue: Optional[int], start: Optional[int],
                   end: Optional[int], tags: Optional[str], since: Optional[int], until: Optional[int],
-                  limit: Optional[int]) -> Iterator[dict]:
-    """Messages in queue order (commit-log order without a topic), filtered, as dicts."""
+                  limit: Optional[int], starts: Optional[list] = None) -> Iterator[dict]:
+    """Messages in queue order (commit-log order without a topic), filtered, as dicts. ``starts``: instead,
+    the queues ``(topic, queue id, first offset)`` to read, each in queue order."""
     count = 0
-    if topic is None:
+    if starts is not None:
+        batches = (b for t, q, first in starts for b in s.read_queue(t, q, first, end, tags=tags))
+    elif topic is None:
         batches = s.scan_raw()
     else:
         qids = [queue] if queue is not None else s.queue_ids(topic)
@@ -123,6 +126,28 @@ def iter_messages(s: RocketStore, topic: Optional[str], queue: Optional[int], st
             count += 1
             if limit is not None and count >= limit:
                 return
+
+
+def group_starts(s: RocketStore, group: str, topic: Optional[str], queue: Optional[int]) -> tuple[list, list]:
+    """Where consumer ``group`` stands in ``topic`` (every topic it consumes when None; ``queue`` only when
+    given): ``(topic, queue id, first offset)`` per queue it has not consumed to the end, and the warnings for
+    committed offsets whose messages expired (those queues start at their first stored message)."""
+    starting = s.group_starting_offsets(group)
+    if topic is not None and topic not in starting:
+        raise InvalidArgumentError(f"consumer group {group!r} has committed no offset for topic {topic!r}; its "
+                                   f"topics are {', '.join(sorted(starting)) or 'none'}")
+    out, warnings = [], []
+    for name in [topic] if topic is not None else sorted(starting):
+        for qid, committed in sorted(((int(q), o) for q, o in starting[name].items())):
+            if (queue is not None and qid != queue) or not s.has_queue(name, qid):
+                continue
+            first, end = s.queue_edges(name, qid)
+            if committed < first:
+                warnings.append(f"{name}/{qid}: {group} stands at {committed}, but offsets before {first} expired; "
+                                f"reading from {first}")
+            if max(committed, first) < end:
+                out.append((name, qid, max(committed, first)))
+    return out, warnings
 
 
 def message_json(row: dict) -> str:
