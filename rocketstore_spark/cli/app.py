@@ -155,7 +155,9 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
          tags: Optional[str] = mirror("tags"),
          since: Optional[str] = mirror("startingTimestamp"),
          until: Optional[str] = mirror("endingTimestamp"),
-         group: Optional[str] = mirror("startingGroup"),
+         group: Optional[str] = typer.Option(None, help="only what this consumer group has not consumed yet: "
+                                             "each queue of its topics from where the group stands (as the "
+                                             "startingGroup read option)"),
          limit: Optional[int] = typer.Option(None, help="stop after this many messages"),
          fmt: str = typer.Option("table", "--format", help="table or jsonl"),
          commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,

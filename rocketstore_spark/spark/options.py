@@ -140,7 +140,7 @@ READ_SPEC = (
     OptionSpec("startingGroup", STRING, "start where a consumer group of the store's broker stands: its "
                "committed offsets are the starting offsets (0 for the other queues of its topics; queues of "
                "other topics start as with JSON `startingOffsets`: earliest, streams latest); instead of "
-               "`startingOffsets`", cli=("--group",)),
+               "`startingOffsets`"),
     OptionSpec("commitLogPath", PATH, "the broker's `storePathCommitLog` when its commit log is not the store's "
                "`commitlog/`: a directory, or several separated by `,` (a commit log split across disks, read as "
                "the broker's multi-path queue reads it); the path is then the broker's `storePathRootDir`",
