@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from ..errors import InvalidArgumentError, StoreNotFoundError
+from ..errors import InvalidArgumentError, StoreFormatError, StoreNotFoundError
 from ..store import (
     BrokerSettings,
     FsOptions,
@@ -357,7 +357,7 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
     stores = tuple(StoreRef(p, opts["brokerName"] if "brokerName" in opts else broker_name_of(p),
                             fs_options if is_remote(p) else ()) for p in paths)
     if tiered_path is not None:
-        check_tiered_read(opts, stores, stream)
+        check_tiered_read(opts, stores)
         if not stores:
             stores = (StoreRef("", opts.get("brokerName") or TieredQueues(tiered_path).broker or "tiered"),)
     brokers = [s.broker for s in stores]
@@ -461,15 +461,15 @@ def parse_tiered_path(opts: Mapping[str, str]) -> Optional[str]:
     if is_remote(str(value)):
         raise InvalidArgumentError(f"option tieredStorePath must be a local directory (or one every executor "
                                    f"mounts), found the URI {value!r}; copy the tiered segments to a mounted path")
-    TieredQueues(value)  # a directory of one cluster's and broker's segments, or an error saying what was found
+    try:
+        TieredQueues(value)  # a directory of one cluster's and broker's segments, or an error saying what was found
+    except StoreFormatError as e:
+        raise InvalidArgumentError(f"option tieredStorePath: {e}") from e
     return str(value)
 
 
-def check_tiered_read(opts: Mapping[str, str], stores, stream: bool) -> None:
+def check_tiered_read(opts: Mapping[str, str], stores) -> None:
     """The options a read with ``tieredStorePath`` cannot honour, refused at ``load()``."""
-    if stream:
-        raise InvalidArgumentError("option tieredStorePath applies to batch reads (spark.read); streams follow "
-                                   "the local store's tails, which the tiered storage only copies")
     if len(stores) > 1:
         raise InvalidArgumentError(f"option tieredStorePath holds one broker's tiered storage, but the path gives "
                                    f"{len(stores)} stores; read each broker with its own tieredStorePath")

@@ -107,6 +107,9 @@ class RocketStoreDataSource(DataSource):
         if opts.table == TABLE_CONSUMER_OFFSETS:
             raise InvalidArgumentError("option table=consumerOffsets is a batch table: read it with spark.read, "
                                        "not spark.readStream")
+        if opts.tiered_path is not None:
+            raise InvalidArgumentError("option tieredStorePath applies to batch reads (spark.read); a stream "
+                                       "follows the local store's tails, which the tiered storage only copies")
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         return RocketStoreStreamReader(opts, columns)
 
