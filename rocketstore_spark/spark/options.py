@@ -149,8 +149,9 @@ READ_SPEC = (
     OptionSpec("tieredStorePath", PATH, "the broker's `tieredStoreFilePath` (tiered storage, POSIX file backend): "
                "each queue's history there is read with the local store's, queue-ordered, each offset once (the "
                "local store's row where both hold it); without `path`, the tiered storage alone. Tiered rows carry "
-               "their per-queue tiered `commitLogOffset` and the `msgId` built from it (see Tiered history)",
-               scopes=("read",), cli=("--tiered-path",)),
+               "their per-queue tiered `commitLogOffset` and the `msgId` built from it (see Tiered history). A stream "
+               "starts in the tiered storage (earliest) and follows the local store",
+               cli=("--tiered-path",)),
     OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
                "to their backlog", minimum=1, scopes=("stream",)),
     OptionSpec("maxBytesPerTrigger", INTEGER, "message bytes (stored record sizes) per micro-batch, shared across "

@@ -5,7 +5,8 @@ First the broker runs with ``tieredStorageLevel=FORCE``: every fetch is served f
 consumer receives is the tiered history itself (tiered commit-log offsets included). Then the local store loses
 its oldest commit-log file (as the broker's expiry deletes it) and the broker runs again with the default level
 (``NOT_IN_DISK``): offsets the local store no longer holds come from the tiered storage, the others from either
-(a pull batch starting in the tiered range is served from there), which the comparisons below allow for.
+(a pull batch starting in the tiered range is served from there), which the comparisons below allow for. The
+store API, a Spark batch read and a Spark stream (AvailableNow, from earliest) read the same history.
 """
 
 from pyspark.sql import functions as F
@@ -95,6 +96,18 @@ def test_tiered_history(broker_factory, harness, tmp_path, spark):
                                                                                         row["msgId"])
         assert sha256(spark_history[key]["body"]) == sha256(row["body"])
         assert spark_history[key]["brokerName"] == tmp_path.name  # the store directory's parent, as for any read
+    # a stream from earliest starts in the tiered storage and goes on in the local store (AvailableNow)
+    out, ckpt = tmp_path / "streamed", tmp_path / "checkpoint"
+    query = (spark.readStream.format("rocketstore").option("tieredStorePath", str(tiered)).option("topics", BULK)
+             .option("startingOffsets", "earliest").option("maxMessagesPerTrigger", 150).load(str(store_dir))
+             .writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(ckpt))
+             .trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    streamed = {(r["queueId"], r["queueOffset"]): r for r in spark.read.parquet(str(out)).collect()}
+    assert streamed.keys() == rows.keys() and len(query.recentProgress) > 1
+    for key, row in rows.items():
+        assert (streamed[key]["commitLogOffset"], streamed[key]["msgId"], streamed[key]["uniqKey"]) == \
+            (row["commitLogOffset"], row["msgId"], row["uniqKey"])
     alone = spark.read.format("rocketstore").option("tieredStorePath", str(tiered)).option("topics", HISTORY).load()
     assert alone.select(F.min("queueOffset"), F.count("*")).first()[:] == (0, len(sent[HISTORY]))
     tiered_alone = {(r["queueId"], r["queueOffset"]): r for r in spark_rows(alone).values()}

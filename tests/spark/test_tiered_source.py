@@ -52,10 +52,10 @@ def test_options_refused_at_load(options, message):
         parse_read_options(options)
 
 
-def test_streams_do_not_take_it():
+def test_a_stream_needs_the_local_store():
     source = RocketStoreDataSource({"tieredStorePath": SEGMENTS})
     source.schema()  # load() accepts it (the options are shared)
-    with pytest.raises(InvalidArgumentError, match="applies to batch reads"):
+    with pytest.raises(InvalidArgumentError, match="follows a local store's queue tails"):
         source.streamReader(source.schema())
 
 
