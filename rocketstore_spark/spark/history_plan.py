@@ -8,7 +8,7 @@ tiered storage's elsewhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 import pyarrow as pa
@@ -30,11 +30,12 @@ class HistoryHandle:
     variant: Optional[str] = None
     settings: tuple = ()
     fs_options: tuple = ()
+    valid_end: Optional[int] = None  # the local store's valid end the planner found: executors skip recovery
 
     def open(self):
         options = {**dict(self.sizes), **dict(self.settings)}
         if self.path is not None:
-            options.update(variant=self.variant, fs_options=dict(self.fs_options))
+            options.update(variant=self.variant, fs_options=dict(self.fs_options), valid_end=self.valid_end)
         return RocketStore.open_history(self.path, tiered_path=self.tiered_path, **options)
 
 
@@ -49,10 +50,12 @@ class HistoryPartition(InputPartition):
     end: int
 
     def read(self, request) -> Iterator[pa.RecordBatch]:
-        with self.handle.open() as history:
-            batches = list(history.read_queue(self.topic, self.queue_id, self.start, self.end,
-                                              columns=request.with_filter_columns()))
-        return request.filtered(batches)
+        def batches():
+            with self.handle.open() as history:
+                yield from history.read_queue(self.topic, self.queue_id, self.start, self.end,
+                                              columns=request.with_filter_columns())
+
+        return request.filtered(batches())
 
 
 def _edge(spec, topic: str, qid: int, default: str, lo: int, hi: int) -> int:
@@ -73,6 +76,8 @@ def plan_history(opts: ReadOptions, pushed) -> list:
     if pushed.empty:
         return parts
     with handle.open() as history:
+        if history.local is not None and not history.local.abort_present:
+            handle = replace(handle, valid_end=history.local.max_phy_offset())
         for topic in history.topics():
             if not opts.wants_topic(topic) or (pushed.topics is not None and topic not in pushed.topics):
                 continue
