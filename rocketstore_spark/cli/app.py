@@ -76,9 +76,11 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
             bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
             dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
             dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
-        commitlog_path: Optional[str] = COMMITLOG_PATH):
+        commitlog_path: Optional[str] = COMMITLOG_PATH,
+            tiered_path: Optional[str] = mirror("tieredStorePath")):
     """Storage variant, sizes, topics and queues (offsets, counts, time ranges), index files, checkpoint,
-    recovery status."""
+    recovery status; with --tiered-path, which queue offsets lie in the local store and which in the broker's
+    tiered storage."""
     from .report import describe_store
 
     sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
@@ -97,6 +99,8 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         raise
     with s:
         info = describe_store(s)
+    if tiered_path is not None:
+        info["tiered"] = describe_tiered(store, tiered_path, variant, fs_given(fs), sizes)
     if as_json:
         console.print_json(json.dumps(info))
         return
@@ -140,10 +144,31 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
     if tt["unlisted"]:
         console.print(f"[yellow]not in the topic table (a broker would not serve them): {', '.join(tt['unlisted'])}"
                       f"[/yellow] — `rocketstore recover {info['path']} --register-topics` adds them")
+    if "tiered" in info:
+        tiered = Table("topic", "queue", "local offsets", "tiered offsets", "history",
+                       title=f"tiered storage {info['tiered']['path']} (broker {info['tiered']['broker']})")
+        for q in info["tiered"]["queues"]:
+            tiered.add_row(q["topic"], str(q["queueId"]), "{}..{}".format(*q["local"]), "{}..{}".format(*q["tiered"]),
+                           "{}..{}".format(*q["history"]))
+        console.print(tiered)
     if info["staging"]:
         open_jobs = [j for j in info["staging"] if j["state"] == "open"]
         console.print(f"staged write jobs: {len(info['staging'])} ({len(open_jobs)} open), "
                       f"{sum(j['disk_bytes'] for j in info['staging']):,} bytes — `rocketstore staging` lists them")
+
+
+def describe_tiered(store, tiered_path: str, variant, fs, sizes) -> dict:
+    """Per queue of the history: the offsets the local store holds, those the tiered storage holds, and the whole
+    history's (a range ``first..end``, end exclusive; ``0..0`` where a storage holds none)."""
+    queues = []
+    with RocketStore.open_history(store, tiered_path=tiered_path, variant=variant, fs_options=fs, **sizes) as h:
+        for topic in h.topics():
+            for qid in h.queue_ids(topic):
+                r = h.ranges(topic, qid)
+                queues.append({"topic": topic, "queueId": qid, "local": list(r.local), "tiered": list(r.tiered),
+                               "history": [r.first, r.end]})
+        broker = h.tiered.broker
+    return {"path": str(tiered_path), "broker": broker, "queues": queues}
 
 
 @app.command()

@@ -13,11 +13,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from ..errors import InvalidArgumentError, StoreNotFoundError
+from ..errors import InvalidArgumentError, StoreFormatError, StoreNotFoundError
 from ..store import (
     BrokerSettings,
     FsOptions,
     Subscription,
+    TieredQueues,
     dledger_logs,
     glob_remote,
     group_positions,
@@ -145,6 +146,12 @@ READ_SPEC = (
                "`commitlog/`: a directory, or several separated by `,` (a commit log split across disks, read as "
                "the broker's multi-path queue reads it); the path is then the broker's `storePathRootDir`",
                shown_default="`<path>/commitlog`", cli=("--commitlog-path",)),
+    OptionSpec("tieredStorePath", PATH, "the broker's `tieredStoreFilePath` (tiered storage, POSIX file backend): "
+               "each queue's history there is read with the local store's, queue-ordered, each offset once (the "
+               "local store's row where both hold it); without `path`, the tiered storage alone. Tiered rows carry "
+               "their per-queue tiered `commitLogOffset` and the `msgId` built from it (see Tiered history). A stream "
+               "starts in the tiered storage (earliest) and follows the local store",
+               cli=("--tiered-path",)),
     OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
                "to their backlog", minimum=1, scopes=("stream",)),
     OptionSpec("maxBytesPerTrigger", INTEGER, "message bytes (stored record sizes) per micro-batch, shared across "
@@ -203,6 +210,7 @@ class ReadOptions:
     settings: dict = field(default_factory=dict)
     table: str = TABLE_MESSAGES
     starting_group: Optional[str] = None  # startingOffsets were taken from this consumer group's committed ones
+    tiered_path: Optional[str] = None  # tieredStorePath: the broker's tiered storage read with the store
 
     def wants_topic(self, topic: str) -> bool:
         """Is ``topic`` selected by topics / topicPattern / the system- and retry-topic defaults?"""
@@ -341,12 +349,18 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
     """Validate every read option against :data:`READ_SPEC` (the documentation's option tables)."""
     opts = canonical(options, READ_SPEC if stream else [s for s in READ_SPEC if s.name in READ_OPTIONS])
     fs_options = parse_fs_options(opts)
-    paths = resolve_paths(opts.get("path") or opts.get("paths") or "", fs_options)
+    tiered_path = parse_tiered_path(opts)
+    given_path = opts.get("path") or opts.get("paths") or ""
+    paths = resolve_paths(given_path, fs_options) if given_path or tiered_path is None else []
     if "brokerName" in opts and len(paths) > 1:
         raise InvalidArgumentError("option brokerName names a single store, but the path gives "
                                    f"{len(paths)} stores; their directory names are used as broker names")
     stores = tuple(StoreRef(p, opts["brokerName"] if "brokerName" in opts else broker_name_of(p),
                             fs_options if is_remote(p) else ()) for p in paths)
+    if tiered_path is not None:
+        check_tiered_read(opts, stores)
+        if not stores:
+            stores = (StoreRef("", opts.get("brokerName") or TieredQueues(tiered_path).broker or "tiered"),)
     brokers = [s.broker for s in stores]
     if len(set(brokers)) != len(brokers):
         raise InvalidArgumentError(f"two stores have the same broker name {brokers}; rename a directory")
@@ -436,8 +450,42 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         max_bytes_per_trigger=option(opts, "maxBytesPerTrigger"),
         starting_timestamps=starting_times, ending_timestamps=ending_times,
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
-        settings=settings, table=table, starting_group=group,
+        settings=settings, table=table, starting_group=group, tiered_path=tiered_path,
     )
+
+
+def parse_tiered_path(opts: Mapping[str, str]) -> Optional[str]:
+    """``tieredStorePath``: a local directory holding a broker's tiered segments (checked now, at ``load()``)."""
+    value = opts.get("tieredStorePath")
+    if value is None:
+        return None
+    if is_remote(str(value)):
+        raise InvalidArgumentError(f"option tieredStorePath must be a local directory (or one every executor "
+                                   f"mounts), found the URI {value!r}; copy the tiered segments to a mounted path")
+    try:
+        TieredQueues(value)  # a directory of one cluster's and broker's segments, or an error saying what was found
+    except StoreFormatError as e:
+        raise InvalidArgumentError(f"option tieredStorePath: {e}") from e
+    return str(value)
+
+
+def check_tiered_read(opts: Mapping[str, str], stores) -> None:
+    """The options a read with ``tieredStorePath`` cannot honour, refused at ``load()``."""
+    if len(stores) > 1:
+        raise InvalidArgumentError(f"option tieredStorePath holds one broker's tiered storage, but the path gives "
+                                   f"{len(stores)} stores; read each broker with its own tieredStorePath")
+    clash = [o for o in ("startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
+                         "endingOffsetsByTimestamp", "startingGroup") if o in opts]
+    if clash:
+        raise InvalidArgumentError(f"option {clash[0]} is not supported with tieredStorePath (the history is read "
+                                   f"by queue offsets); give startingOffsets/endingOffsets, filter the rows "
+                                   f"afterwards, or read without tieredStorePath")
+    if opts.get("scanMode", SCAN_AUTO).lower() not in (SCAN_AUTO, SCAN_QUEUE):
+        raise InvalidArgumentError(f"option scanMode={opts['scanMode']} reads one commit log; with tieredStorePath "
+                                   f"the history is read per queue: use scanMode=auto or queue")
+    if opts.get("table", TABLE_MESSAGES) != TABLE_MESSAGES:
+        raise InvalidArgumentError("option tieredStorePath reads messages; table=consumerOffsets reads the local "
+                                   "store alone: drop one of the two options")
 
 
 def group_offsets(group: str, stores) -> dict:

@@ -25,6 +25,7 @@ from ..store import (
     store_path,
 )
 from ..store.format import layout as L
+from .history_plan import plan_history
 from .option_spec import check_selection
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
 from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
@@ -180,6 +181,8 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
     :func:`~.ordered_plan.choose`), a lookup plan for pushed msgId / uniqKey filters, or with ``scanMode=raw``
     every record of the commit log."""
     parts: list[InputPartition] = []
+    if opts.tiered_path is not None:
+        return plan_history(opts, pushed)
     if pushed.empty:
         return parts
     multi = len(opts.stores) > 1

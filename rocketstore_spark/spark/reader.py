@@ -13,6 +13,7 @@ from ..errors import DataLossError, StoreNotFoundError
 from ..store import DEFAULT_BATCH_ROWS as BATCH_ROWS
 from ..store import RocketStore
 from .filters import apply_filters
+from .history_plan import HistoryPartition
 from .options import ReadOptions
 from .planning import Pushed, StoreHandle, effective_tags, plan
 from .planning_types import StorePartition
@@ -129,10 +130,19 @@ class RocketStoreReader(DataSourceReader):
         return plan(self.opts, self.pushed)
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
+        target = arrow_schema_for(self.spark_columns)
+        if isinstance(partition, HistoryPartition):  # tieredStorePath: the partition opens its own history
+            request = ReadRequest(self.opts, self.pushed, store_columns(self.spark_columns),
+                                  effective_tags(self.opts, self.pushed))
+            if request.tags is not None and not request.tags:
+                return
+            batches = partition.read(request)
+            yield from coalesced((to_spark_batch(b, partition.handle.broker, target) for b in batches if b.num_rows),
+                                 BATCH_ROWS)
+            return
         if not isinstance(partition, StorePartition):
             # an empty plan: PySpark runs one task with a bare InputPartition(None) in place of no partitions
             return
-        target = arrow_schema_for(self.spark_columns)
         handle = partition.store
         try:
             store = store_for(handle, partition)

@@ -107,6 +107,10 @@ class RocketStoreDataSource(DataSource):
         if opts.table == TABLE_CONSUMER_OFFSETS:
             raise InvalidArgumentError("option table=consumerOffsets is a batch table: read it with spark.read, "
                                        "not spark.readStream")
+        if opts.tiered_path is not None and not any(ref.path for ref in opts.stores):
+            raise InvalidArgumentError("option tieredStorePath without a path: a stream follows a local store's "
+                                       "queue tails; give the broker's store as the path (the tiered storage "
+                                       "supplies the offsets before the local store's first)")
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         return RocketStoreStreamReader(opts, columns)
 

@@ -24,8 +24,17 @@ from typing import Optional
 from pyspark.sql.datasource import DataSourceStreamReader
 
 from ..errors import DataLossError
-from ..store import LiveTail, RocketStore, detect_variant, is_remote, resolve_store_root, store_lock_held
+from ..store import (
+    LiveTail,
+    RocketStore,
+    TieredQueues,
+    detect_variant,
+    is_remote,
+    resolve_store_root,
+    store_lock_held,
+)
 from ..store.format import layout as L
+from .history_plan import HistoryHandle, HistoryPartition
 from .options import EARLIEST, LATEST, ReadOptions, StoreRef
 from .planning import (  # noqa: F401 - pack_ranges is re-exported
     QueuePartition,
@@ -162,6 +171,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._lost: dict = {}
         # the last latestOffset call's available offsets and the batch end it chose: reportLatestOffset's lag
         self._seen: Optional[tuple[Offsets, Offsets]] = None
+        # tieredStorePath: the broker's tiered storage, read where a queue starts before the local store's first
+        self._tiered = None if opts.tiered_path is None else TieredQueues(opts.tiered_path)
 
     # --- offsets ------------------------------------------------------------------------------------------
 
@@ -247,7 +258,29 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             if value is not None and value >= 0:
                 return int(value)
             start = EARLIEST if value == -2 else LATEST if value == -1 else LATEST
-        return store.min_offset(topic, qid) if start == EARLIEST else latest
+        return self._history_first(store, topic, qid) if start == EARLIEST else latest
+
+    def _history_first(self, store, topic: str, qid: int) -> int:
+        """The queue's first offset: the local store's, or with ``tieredStorePath`` the tiered storage's when it
+        reaches further back."""
+        first = store.min_offset(topic, qid)
+        if self._tiered is not None and self._tiered.queue(topic, qid) is not None:
+            first = min(first, self._tiered.edges(topic, qid)[0])
+        return first
+
+    def _tiered_part(self, ref: StoreRef, store, topic: str, qid: int, lo: int, hi: int) -> tuple[list, int]:
+        """With ``tieredStorePath``: the partitions reading [lo, local first) from the tiered storage, and where
+        the local store's part starts."""
+        if self._tiered is None or not store.has_queue(topic, qid):
+            return [], lo
+        local_first = store.min_offset(topic, qid)
+        tiered_first, tiered_end = self._tiered.edges(topic, qid)
+        stop = min(hi, local_first, tiered_end)
+        if lo >= stop or lo < tiered_first:
+            return [], lo
+        handle = HistoryHandle(None, ref.broker, self.opts.tiered_path)
+        step = self.opts.max_messages_per_partition
+        return [HistoryPartition(handle, topic, qid, a, min(stop, a + step)) for a in range(lo, stop, step)], stop
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now_target = self._latest()
@@ -365,7 +398,9 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             ranges, lost = [], []
             for topic, qid, lo, hi in work:
                 if lo is None:
-                    lo = store.min_offset(topic, int(qid)) if store.has_queue(topic, qid) else hi
+                    lo = self._history_first(store, topic, int(qid)) if store.has_queue(topic, qid) else hi
+                tiered_parts, lo = self._tiered_part(ref, store, topic, int(qid), int(lo), hi)
+                parts += tiered_parts
                 lo = self._check_loss(store, ref, topic, int(qid), int(lo), hi)
                 gone = losses.get((topic, int(qid)))
                 spans = [(lo, hi)]

@@ -47,6 +47,7 @@ from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
 from .read.store_reader import StoreReader, resolve_store_root
+from .read.tiered_history import LOCAL, TIERED, QueueRanges, StoreHistory, TieredQueues
 from .read.verify import verify_store
 from .write.appender import DEFAULT_STORE_HOST, StoreWriter
 from .write.producer import COMPRESS_THRESHOLD, QUEUE_SELECTORS, flag_compression, select_queues
@@ -118,6 +119,19 @@ class RocketStore(StoreReader):
                             valid_end=valid_end, variant=variant, lazy_queues=lazy_queues, settings=settings,
                             fs_options=fs_options, trust_recorded_end=trust_recorded_end)
 
+    @classmethod
+    def open_history(cls, path=None, *, tiered_path=None, tiered_cluster: Optional[str] = None,
+                     tiered_broker: Optional[str] = None, **open_options) -> StoreHistory:
+        """A queue-ordered history of a broker's tiered storage (``tiered_path``: its ``tieredStoreFilePath``,
+        POSIX file backend) and its local store (``path``, opened with :meth:`open`'s ``open_options``), or of
+        either alone: :class:`~.read.tiered_history.StoreHistory`. ``tiered_cluster`` and ``tiered_broker`` pick
+        one broker's segments where several brokers share the directory. See ``docs/tiered.md``."""
+        if path is None and tiered_path is None:
+            raise InvalidArgumentError("open_history needs a local store path, a tiered_path, or both")
+        tiered = None if tiered_path is None else TieredQueues(tiered_path, tiered_cluster, tiered_broker)
+        local = None if path is None else cls.open(path, **open_options)
+        return StoreHistory(local, tiered)
+
 
 __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreSizes", "Subscription", "StoreLock",
            "store_lock_held",
@@ -134,4 +148,6 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path",
            # consumer groups: the broker's committed offsets
-           "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS"]
+           "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS",
+           # tiered history: a broker's tiered storage alone or with its local store
+           "StoreHistory", "TieredQueues", "QueueRanges", "LOCAL", "TIERED"]

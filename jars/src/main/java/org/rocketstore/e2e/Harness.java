@@ -41,6 +41,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *                                        committed and one rolled-back transaction, a batch, large bodies
  *                                        (compressed by the client) - one "sent" line each
  *   trickle     NAMESRV TOPIC FROM N MS  plain messages FROM..FROM+N-1, one every MS milliseconds
+ *   bulk        NAMESRV TOPIC FROM N B   plain messages FROM..FROM+N-1 with uncompressed bodies of B bytes
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -62,6 +63,8 @@ public final class Harness {
                 case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
                 case "trickle" -> trickle(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
                     Long.parseLong(args[5]));
+                case "bulk" -> TieredHistory.bulk(args[1], args[2], Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]), Integer.parseInt(args[5]));
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -81,7 +84,7 @@ public final class Harness {
 
     // ---------------------------------------------------------------- producing
 
-    private static Message message(String topic, int i, int bodyBytes) {
+    static Message message(String topic, int i, int bodyBytes) {
         StringBuilder body = new StringBuilder("message-" + i + "-");
         while (body.length() < bodyBytes) {
             body.append((char) ('a' + (body.length() * 7 + i) % 26));
@@ -177,7 +180,7 @@ public final class Harness {
         }
     }
 
-    private static void sent(String kind, Message m, SendResult r) {
+    static void sent(String kind, Message m, SendResult r) {
         if (r.getSendStatus() != SendStatus.SEND_OK) {
             throw new IllegalStateException("send status " + r.getSendStatus() + " for " + kind);
         }

@@ -1,0 +1,32 @@
+"""``rocketstore inspect --tiered-path``: where a queue's offsets lie, local store or tiered storage (a real
+broker's tiered segments, ``tests/store/files/data/tiered-broker-5.3.3``)."""
+
+import json
+
+from typer.testing import CliRunner
+
+from rocketstore_spark.cli.app import app
+from rocketstore_spark.store import RocketStore
+from tests.store.read.test_tiered_history import DATA
+
+runner = CliRunner()
+
+
+def test_inspect_lists_local_and_tiered_ranges(tmp_path):
+    store = tmp_path / "store"
+    RocketStore.open_writer(store).close()  # a local store that lost everything (all expired)
+    out = runner.invoke(app, ["inspect", str(store), "--tiered-path", str(DATA / "segments"), "--json"])
+    assert out.exit_code == 0, out.output
+    tiered = json.loads(out.stdout)["tiered"]
+    assert tiered["broker"] == "broker-e2e"
+    assert tiered["queues"] == [{"topic": "history", "queueId": 0, "local": [0, 0], "tiered": [0, 65],
+                                 "history": [0, 65]}]
+    table = runner.invoke(app, ["inspect", str(store), "--tiered-path", str(DATA / "segments")])
+    assert table.exit_code == 0 and "0..65" in table.stdout and "broker-e2e" in table.stdout
+
+
+def test_inspect_refuses_a_directory_without_segments(tmp_path):
+    store = tmp_path / "store"
+    RocketStore.open_writer(store).close()
+    out = runner.invoke(app, ["inspect", str(store), "--tiered-path", str(tmp_path)])
+    assert out.exit_code != 0 and "one cluster directory" in str(out.exception or out.output)
