@@ -215,14 +215,15 @@ class StoreReader:
 
     def lost_ranges(self, topics=None) -> list:
         """The messages this copy of the store lost, per queue (:class:`~.recovery.LostRange`: consume-queue units
-        pointing past where the commit log's records end, e.g. a cut or short last file or files missing at the
-        end), in topic and queue order; ``topics`` limits them to those topics. Reads that ask for them raise
+        pointing into commit-log files missing between the first and the last, or past where the commit log's
+        records end, e.g. a cut or short last file or files missing at the end), in topic, queue and offset
+        order; ``topics`` limits them to those topics. A queue may have several. Reads that ask for them raise
         :class:`~rocketstore_spark.errors.DataLossError` unless ``fail_on_data_loss=False``."""
         return self.queues.lost_ranges(topics)
 
-    def lost_range_of(self, cq):
-        """The messages consume queue ``cq`` lost (a :class:`~.recovery.LostRange`), None when none."""
-        return self.queues.lost_range_of(cq)
+    def lost_ranges_of(self, cq) -> list:
+        """The messages consume queue ``cq`` lost (:class:`~.recovery.LostRange` s, in queue-offset order)."""
+        return self.queues.lost_ranges_of(cq)
 
     def queue_edges(self, topic: str, queue_id: int) -> tuple[int, int]:
         """(:meth:`min_offset`, :meth:`max_offset`) with one lookup."""
