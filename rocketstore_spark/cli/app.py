@@ -194,6 +194,10 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
                 bar.advance(task)
                 yield row
 
+        if topic is None and s.missing_commit_log_files():
+            err.print(f"commit-log files missing between others: {', '.join(s.missing_commit_log_files())}; the "
+                      "messages they held are not in this dump (`rocketstore inspect` lists the queues' lost "
+                      "offsets)", style="yellow", markup=False, highlight=False)
         rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, start_ms, end_ms, limit))
         if fmt == "jsonl":
             for row in rows:

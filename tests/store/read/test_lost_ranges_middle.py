@@ -107,7 +107,8 @@ def test_a_missing_middle_file_is_read_around_and_its_units_are_lost(golden_copy
         for r in ranges:
             got.setdefault((r.topic, r.queue_id), []).append((r.start, r.end))
             assert r.count == r.end - r.start and r.gap_end is not None
-            assert r.file == f"{golden_copy / 'commitlog' / f'{r.phy_offset - r.phy_offset % FILE_SIZE:020d}'} (missing)"
+            name = f"{r.phy_offset - r.phy_offset % FILE_SIZE:020d}"
+            assert r.file == f"{golden_copy / 'commitlog' / name} (missing)"
         # a range per missing stretch a queue has units in (two for some queues when two stretches are missing)
         assert got == {k: ranges_of(v) for k, v in on_disk.items()}
         assert {(r.topic, r.queue_id, r.start): r.phy_offset for r in ranges} == \
