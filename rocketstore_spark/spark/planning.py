@@ -104,10 +104,10 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
     start = _offset_for(opts.starting_offsets, ref, topic, qid, multi, EARLIEST)
     end = _offset_for(opts.ending_offsets, ref, topic, qid, multi, LATEST)
     gone = [] if lost is None else store.lost_ranges_of(store.consume_queue(topic, qid))
-    past_end = [r for r in gone if r.gap_end is None]
-    if past_end and opts.ending_timestamp is None and (end == LATEST or isinstance(end, int) and end > hi_max) \
-            and (not isinstance(start, int) or start < past_end[0].end):
-        lost.append(past_end[0])
+    # units past the log's end are asked for by a read to the end (or past it)
+    past_end = [r for r in gone if r.gap_end is None and opts.ending_timestamp is None
+                and (end == LATEST or isinstance(end, int) and end > hi_max)
+                and (not isinstance(start, int) or start < r.end)]
     start = lo_min if start == EARLIEST else hi_max if start == LATEST else start
     end = lo_min if end == EARLIEST else hi_max if end == LATEST else min(end, hi_max)
     if opts.starting_timestamp is not None:
@@ -134,10 +134,9 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
         start = max(start, store.offset_by_time(topic, qid, lo_t, "lower"))
     if hi_t is not None and start < end:
         end = min(end, store.offset_by_time(topic, qid, hi_t, "lower"))
-    inside = [r for r in gone if r.gap_end is not None and r.start < end and start < r.end]
-    if inside:  # units in missing commit-log files inside the range read: before those past the end
-        at = len(lost) - 1 if lost and past_end and lost[-1] is past_end[0] else len(lost)
-        lost[at:at] = inside
+    # units pointing into missing commit-log files, by a read whose range holds some of them
+    if lost is not None:
+        lost += [r for r in gone if r.gap_end is not None and r.start < end and start < r.end] + past_end
     return QueueRange(topic, qid, start, max(start, end), lo_min, hi_max)
 
 
