@@ -255,3 +255,36 @@ def test_the_real_store_reads_around_a_missing_file_the_same_way(golden_copy, go
         unreadable = [p for p in summary["problems"] if "could not be read" in p]
         assert len(unreadable) == sum(r.count for r in s.lost_ranges())
         assert np.all([r.gap_end is not None for r in s.lost_ranges()])
+
+
+# --- storage variants ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["prop-crc", "lmq"])
+def test_a_variant_store_missing_a_middle_file(variant_golden, tmp_path, variant):
+    """The prop-CRC and LMQ golden stores (real-broker-written) with a middle file deleted: the rows the real
+    store answered on the intact store, minus those in the missing file; lost counts from the queues' bytes (LMQ
+    queues included)."""
+    import shutil
+
+    from tests.conftest import sizes_from_args
+    from tests.store.read.variant_view import load_view
+
+    golden = variant_golden(variant)
+    store = tmp_path / "store"
+    shutil.copytree(golden / "store", store)
+    gaps = drop_files(store, (7,))
+    on_disk = units_in_gaps(store, gaps)
+    view = load_view(golden)
+    expected_rows = {(m["topic"], m["queueId"], m["cqOffset"], m["commitLogOffset"]) for m in view["messages"]
+                     if not in_gaps(m["commitLogOffset"], gaps)}
+    assert len(expected_rows) < len({(m["topic"], m["queueId"], m["cqOffset"]) for m in view["messages"]})
+    with RocketStore.open(store, **sizes_from_args(golden / "sizes.args")) as s:
+        assert s.missing_commit_log_files() == [f"{gaps[0][0]:020d}"]
+        got = {}
+        for r in s.lost_ranges():
+            got.setdefault((r.topic, r.queue_id), []).append((r.start, r.end))
+        assert got == {k: ranges_of(v) for k, v in on_disk.items()}
+        if variant == "lmq":
+            assert any(t.startswith("%LMQ%") for t, _ in got)
+        assert all_rows(s) == expected_rows
