@@ -195,8 +195,9 @@ class MappedFileQueue:
         # file start offsets, for finding the file of an offset when files are missing in between
         self._starts = np.fromiter((f.from_offset for f in self.files), np.int64, len(self.files))
         if self.missing:
-            log.warning("%s: %s missing between %s and %s (a copy with holes?); it is read around them, and the "
-                        "messages their consume-queue units point at are reported lost", self.location,
+            log.warning("%s: %s missing between %s and %s (a copy with holes?); the other files are read, and "
+                        "messages whose consume-queue units point into the missing ones are reported lost",
+                        self.location,
                         ", ".join(missing_file_names(self.missing, file_size)),
                         self.files[0].path.name, self.files[-1].path.name)
 
@@ -224,6 +225,10 @@ class MappedFileQueue:
     def index_of(self, offset: int) -> int:
         """Index of the file holding absolute ``offset``, or -1 when no file holds it (before the first file,
         past the last, or in a missing one)."""
+        if not self.files or offset < self.min_offset or offset >= self.end_offset:
+            return -1
+        if not self.missing:  # the usual queue: arithmetic (a planner asks this of thousands of queues)
+            return (offset - self.min_offset) // self.file_size
         return int(self.indexes_of(np.array([offset], dtype=np.int64))[0])
 
     def indexes_of(self, offsets: np.ndarray) -> np.ndarray:
