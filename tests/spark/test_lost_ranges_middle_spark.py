@@ -99,3 +99,34 @@ def test_a_stream_reads_around_a_missing_file_and_reports_it_once(golden_copy, m
                   if m["inConsumeQueue"] and in_gaps(m["commitLogOffset"], gaps)}
     assert not [(t, q, o) for p in parts for t, q, lo, hi in getattr(p, "ranges", None)
                 or [(p.topic, p.queue_id, p.start, p.end)] for o in range(lo, hi) if (t, q, o) in lost_units]
+
+
+def test_a_live_store_missing_a_middle_file_still_reports_it(golden_copy, manifest, caplog):
+    """Units past the records of a store whose lock is held may be records being written, but units pointing into
+    a missing middle file are lost whoever writes the store: the stream reads around them and reports them."""
+    import subprocess
+    import sys
+    import textwrap
+
+    gaps = drop_files(golden_copy, (10,))
+    kept, lost = expected(manifest, gaps)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import fcntl, os, sys
+        fd = os.open({str(golden_copy / "lock")!r}, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        print("locked", flush=True)
+        sys.stdin.read()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        reader, start, end = stream_plan(golden_copy)
+        with pytest.raises(DataLossError, match=f"{sum(lost.values())} messages of {len(lost)} queues are lost"):
+            reader.partitions(start, end)
+        reader, start, end = stream_plan(golden_copy, failOnDataLoss="false")
+        caplog.set_level("WARNING", logger="rocketstore_spark")
+        parts = reader.partitions(start, end)
+        assert user_queues(planned_rows(parts)) == user_queues(Counter((t, q) for t, q, _, _ in kept))
+        assert len([r for r in caplog.records if "are lost" in r.getMessage()]) == 1
+    finally:
+        holder.stdin.close()
+        holder.wait(30)
