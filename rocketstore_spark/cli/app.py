@@ -114,6 +114,9 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
     console.print(f"sizes: {info['sizes']}")
     console.print(f"abort file: {info['abort']}   disk use: {info['disk_bytes']:,} bytes   "
                   f"commit-log files: {info['commitlog_files']}")
+    if info["missing_commitlog_files"]:
+        console.print(f"[red]commit-log files missing between others:[/red] "
+                      f"{', '.join(info['missing_commitlog_files'])} (their messages are lost)")
     table = Table("topic", "queues", "messages", "min..max offsets", "first store time", "last store time")
     for t in info["topics"]:
         table.add_row(t["topic"], str(len(t["queues"])), f"{t['messages']:,}",
@@ -123,7 +126,8 @@ def inspect(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
     if info["lost"]:
         lost = Table("topic", "queue", "lost offsets", "messages", "first commit-log offset", "file",
                      title=f"[red]{sum(r['messages'] for r in info['lost']):,} messages lost[/red] (their "
-                           "consume-queue units point past the commit log's valid end)")
+                           "consume-queue units point into missing commit-log files or past the commit log's "
+                           "valid end)")
         for r in info["lost"]:
             lost.add_row(r["topic"], str(r["queueId"]), f"{r['from']}..{r['to']}", f"{r['messages']:,}",
                          f"{r['phy_offset']:,}", r["file"])
@@ -226,6 +230,10 @@ def dump(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
                 bar.advance(task)
                 yield row
 
+        if topic is None and starts is None and s.missing_commit_log_files():
+            err.print(f"commit-log files missing between others: {', '.join(s.missing_commit_log_files())}; the "
+                      "messages they held are not in this dump (`rocketstore inspect` lists the queues' lost "
+                      "offsets)", style="yellow", markup=False, highlight=False)
         rows = counted(iter_messages(s, topic, queue, from_offset, to_offset, tags, start_ms, end_ms, limit,
                                      starts))
         if fmt == "jsonl":

@@ -20,19 +20,25 @@ def _unit_store_time(s: RocketStore, units) -> Optional[int]:
     queue whose first key is not where its offset table says: the report still describes the rest)."""
     if not len(units):
         return None
-    return s.store_time_at(int(units[0]["phy_offset"]), int(units[0]["size"]))
+    found = s.store_time_at(int(units[0]["phy_offset"]), int(units[0]["size"]))
+    return None if found < 0 else found  # -1: no record there (a unit into a missing commit-log file)
 
 
 def describe_store(s: RocketStore) -> dict:
     """Sizes, recovery status, per-topic queues/counts/time ranges, index files, checkpoint, disk use."""
     rec = s.recovery
+    lost = s.lost_ranges()
+    missing = {}  # (topic, queue id) -> messages lost inside the queue's offsets (units into missing files)
+    for r in lost:
+        if r.gap_end is not None:
+            missing[(r.topic, r.queue_id)] = missing.get((r.topic, r.queue_id), 0) + r.count
     topics = []
     for topic in s.topics():
         queues, first, last, total = [], None, None, 0
         for qid in s.queue_ids(topic):
             lo, hi = s.min_offset(topic, qid), s.max_offset(topic, qid)
             queues.append({"queueId": qid, "min": lo, "max": hi})
-            total += hi - lo
+            total += hi - lo - missing.get((topic, qid), 0)
             if hi > lo:
                 cq = s.consume_queue(topic, qid)
                 t0, t1 = _unit_store_time(s, cq.units(lo, lo + 1)), _unit_store_time(s, cq.units(hi - 1, hi))
@@ -55,9 +61,11 @@ def describe_store(s: RocketStore) -> dict:
                      "file": rec.stop_file},
         "abort": s.abort_present,
         "lost": [{"topic": r.topic, "queueId": r.queue_id, "from": r.start, "to": r.end, "messages": r.count,
-                  "phy_offset": r.phy_offset, "file": r.file} for r in s.lost_ranges()],
+                  "phy_offset": r.phy_offset, "file": r.file, "missing_file": r.gap_end is not None}
+                 for r in lost],
         "min_phy_offset": s.min_phy_offset(),
         "commitlog_files": len(s.commitlog.queue.files),
+        "missing_commitlog_files": s.missing_commit_log_files(),
         "topics": topics,
         "index_files": [{"name": f.name, "entries": max(f.header.index_count - 1, 0),
                          "begin_ms": f.header.begin_timestamp, "end_ms": f.header.end_timestamp,

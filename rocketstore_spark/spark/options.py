@@ -105,8 +105,9 @@ READ_SPEC = (
                "choice and why); `queue` reads through the consume queues; `commitlog` scans the commit log in "
                "order and returns the same rows; `raw` returns every record of the commit log, including those "
                "no queue references", default=SCAN_AUTO, choices=SCAN_MODES, cli=("--scan-mode",)),
-    OptionSpec("failOnDataLoss", BOOLEAN, "requested messages whose commit-log files expired or are torn are an "
-               "error naming the queue and range; false skips them with a warning", default=True),
+    OptionSpec("failOnDataLoss", BOOLEAN, "requested messages whose commit-log files expired, are missing or are "
+               "cut or torn are an error naming the queue, range, count and file; false skips them with a warning",
+               default=True),
     OptionSpec("verifyCrc", BOOLEAN, "check every record's body CRC (and `__CRC32#` property CRC) while reading",
                default=False),
     OptionSpec("commitLogFileSize", INTEGER, _FS_SIZES.format("mappedFileSizeCommitLog"), minimum=1,

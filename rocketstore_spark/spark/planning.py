@@ -107,17 +107,18 @@ def queue_range(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pu
 def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed, topic: str, qid: int,
                  multi: bool, lost: Optional[list] = None) -> QueueRange:
     """The queue offsets to read for one queue after options and pushdown, with the queue's own range.
-    ``lost``: collects the queue's lost messages (:meth:`RocketStore.lost_range_of`) when the read asks for them."""
+    ``lost``: collects the queue's lost messages (:meth:`RocketStore.lost_ranges_of`) the read asks for: units
+    pointing into missing commit-log files inside the range read, units past the log's end when it reads to them."""
     lo_min, hi_max = store.queue_edges(topic, qid)
     start = _offset_for(opts.starting_offsets, ref, topic, qid, multi, EARLIEST)
     end = _offset_for(opts.ending_offsets, ref, topic, qid, multi, LATEST)
     start_time = _time_for(opts.starting_timestamps, ref, topic, qid, multi)
     end_time = _time_for(opts.ending_timestamps, ref, topic, qid, multi)
-    if lost is not None and opts.ending_timestamp is None and end_time is None and \
-            (end == LATEST or isinstance(end, int) and end > hi_max):
-        gone = store.lost_range_of(store.consume_queue(topic, qid))
-        if gone is not None and (not isinstance(start, int) or start < gone.end):
-            lost.append(gone)
+    gone = [] if lost is None else store.lost_ranges_of(store.consume_queue(topic, qid))
+    # units past the log's end are asked for by a read to the end (or past it)
+    past_end = [r for r in gone if r.gap_end is None and opts.ending_timestamp is None and end_time is None
+                and (end == LATEST or isinstance(end, int) and end > hi_max)
+                and (not isinstance(start, int) or start < r.end)]
     start = lo_min if start == EARLIEST else hi_max if start == LATEST else start
     end = lo_min if end == EARLIEST else hi_max if end == LATEST else min(end, hi_max)
     if opts.starting_timestamp is not None:
@@ -148,6 +149,9 @@ def queue_bounds(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: P
         start = max(start, store.offset_by_time(topic, qid, lo_t, "lower"))
     if hi_t is not None and start < end:
         end = min(end, store.offset_by_time(topic, qid, hi_t, "lower"))
+    # units pointing into missing commit-log files, by a read whose range holds some of them
+    if lost is not None:
+        lost += [r for r in gone if r.gap_end is not None and r.start < end and start < r.end] + past_end
     return QueueRange(topic, qid, start, max(start, end), lo_min, hi_max)
 
 
@@ -159,8 +163,9 @@ def report_lost(ref: StoreRef, lost: list, fail_on_data_loss: bool,
     if not lost:
         return
     total = sum(r.count for r in lost)
-    shown = "; ".join(r.describe() for r in lost[:5]) + (f"; and {len(lost) - 5} more queues" if len(lost) > 5 else "")
-    what = f"{ref.broker}: {total} messages of {len(lost)} queues are lost: {shown}"
+    queues = len({(r.topic, r.queue_id) for r in lost})  # a queue may have lost several ranges
+    shown = "; ".join(r.describe() for r in lost[:5]) + (f"; and {len(lost) - 5} more ranges" if len(lost) > 5 else "")
+    what = f"{ref.broker}: {total} messages of {queues} queues are lost: {shown}"
     if fail_on_data_loss:
         raise DataLossError(f"{what}. {advice}")
     log.warning("%s; reading what is left (failOnDataLoss=false)", what)

@@ -203,17 +203,18 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             losses = self._losses(ref, store)
             for (topic, qid), lost in losses.items():
                 queues = ends.setdefault(topic, {})
-                queues[str(qid)] = max(int(queues.get(str(qid), 0)), lost.end)
+                queues[str(qid)] = max([int(queues.get(str(qid), 0))] + [r.end for r in lost])
             out[ref.broker] = ends
         return out
 
     def _losses(self, ref: StoreRef, store) -> dict:
-        """(topic, queue id) → the :class:`LostRange` of the messages the store (``store``: opened live) certainly
-        lost, a cut copy's units pointing past where the commit log's records end (see
-        ``RocketStore.lost_ranges``); empty while the store is live. A live store's newest units may point at
-        records still being written, so loss is only certain when no process holds the store's lock (a broker or
-        a writer) and the commit log did not grow since the last look; the ranges are found by a recovering
-        open, once per commit-log extent."""
+        """(topic, queue id) → the :class:`LostRange` s of the messages the store (``store``: opened live)
+        certainly lost, a cut copy's units pointing past where the commit log's records end or into commit-log
+        files missing between others (see ``RocketStore.lost_ranges``); empty while the store is live
+        (:meth:`partitions` then still finds the units pointing into missing files, which no writer fills). A live
+        store's newest units may point at records still being written, so loss is only certain when no process
+        holds the store's lock (a broker or a writer) and the commit log did not grow since the last look; the
+        ranges are found by a recovering open, once per commit-log extent."""
         files = store.commitlog.queue.files
         extent = (len(files), files[-1].from_offset, files[-1].length) if files else (0, 0, 0)
         grew = self._extents.get(ref.broker, extent) != extent
@@ -225,7 +226,10 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if known is None or known[0] != extent:
             with RocketStore.open(ref.path, **self.opts.sizes, variant=self.opts.variant,
                                   fs_options=dict(ref.fs_options), **self.opts.settings) as recovered:
-                lost = {(r.topic, r.queue_id): r for r in recovered.lost_ranges() if self.opts.wants_topic(r.topic)}
+                lost: dict = {}
+                for r in recovered.lost_ranges():
+                    if self.opts.wants_topic(r.topic):
+                        lost.setdefault((r.topic, r.queue_id), []).append(r)
             known = self._lost[ref.broker] = (extent, lost)
         return known[1]
 
@@ -395,6 +399,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                                  fs_options=ref.fs_options, settings=handle_settings(store))
             per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
             losses = self._losses(ref, store)
+            missing = bool(store.missing_commit_log_files())
             ranges, lost = [], []
             for topic, qid, lo, hi in work:
                 if lo is None:
@@ -403,10 +408,16 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                 parts += tiered_parts
                 lo = self._check_loss(store, ref, topic, int(qid), int(lo), hi)
                 gone = losses.get((topic, int(qid)))
+                if gone is None and missing and store.has_queue(topic, int(qid)):
+                    # a live store's units into missing commit-log files: lost whoever writes the store
+                    gone = [r for r in store.lost_ranges_of(store.consume_queue(topic, int(qid)))
+                            if r.gap_end is not None]
                 spans = [(lo, hi)]
-                if gone is not None and lo < gone.end and gone.start < hi:  # the batch needs lost messages
-                    lost.append(gone)
-                    spans = [(lo, min(hi, gone.start)), (max(lo, gone.end), hi)]
+                for r in gone or ():
+                    if lo < r.end and r.start < hi:  # the batch needs lost messages: read around them
+                        lost.append(r)
+                        spans = [(a, min(b, r.start)) for a, b in spans] + [(max(a, r.end), b) for a, b in spans]
+                        spans = sorted((a, b) for a, b in spans if a < b)
                 ranges += [(topic, int(qid), a, b) for first, stop in spans if first < stop
                            for a, b in split_range(first, stop, per_file, self.opts.max_messages_per_partition)]
             report_lost(ref, lost, self.opts.fail_on_data_loss, STREAM_LOSS_ADVICE)

@@ -177,3 +177,40 @@ def test_a_growing_commit_log_reports_no_loss_until_it_is_still(golden_copy, man
         fh.write(bytes(4096))
     assert ends() == {k: kept[k] for k in lost}  # growing: the stream stops at the last complete record
     assert ends() == {k: kept[k] + n for k, n in lost.items()}  # still again: the loss is certain
+
+
+# --- a cut copy that changes between planning and reading --------------------------------------------------
+
+
+@pytest.mark.parametrize("scan_mode", ["queue", "commitlog"])
+def test_a_cut_copy_growing_or_shrinking_after_planning_never_drops_rows_silently(golden_copy, manifest, scan_mode):
+    """Partitions read what their plan saw: a copy that grew since (an rsync still running) gives the planned rows
+    (what the plan reported lost stays out of this read), one that shrank fails naming the file and offset."""
+    from rocketstore_spark.errors import RocketStoreError
+    from rocketstore_spark.spark.options import parse_read_options
+    from rocketstore_spark.spark.planning import Pushed, plan
+    from rocketstore_spark.spark.reader import RocketStoreReader
+
+    last = cut_copy(golden_copy, 2)
+    whole = last.read_bytes()
+    options = {"path": str(golden_copy), "scanMode": scan_mode, "failOnDataLoss": "false",
+               "commitLogFileSize": str(FILE_SIZE)}
+    with open(last, "r+b") as fh:
+        fh.truncate(600_000)
+    _, kept, _ = expected(manifest, FILE_SIZE + 600_000)
+    parts = plan(parse_read_options(options), Pushed())
+    last.write_bytes(whole)  # the copy grows back to the whole file
+    reader = RocketStoreReader(parse_read_options(options), ("topic", "queueId", "queueOffset"))
+    rows = Counter((r["topic"], r["queueId"]) for p in parts for b in reader.read(p) for r in b.to_pylist())
+    assert user_queues(rows) == user_queues(kept)
+
+    with open(last, "r+b") as fh:
+        fh.truncate(900_000)
+    parts = plan(parse_read_options(options), Pushed())
+    with open(last, "r+b") as fh:  # the copy shrinks below what was planned
+        fh.truncate(500_000)
+    reader = RocketStoreReader(parse_read_options(options), ("topic", "queueId", "queueOffset"))
+    with pytest.raises(RocketStoreError) as info:
+        for p in parts:
+            list(reader.read(p))
+    assert str(last) in str(info.value)

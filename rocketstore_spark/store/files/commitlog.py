@@ -228,13 +228,22 @@ class CommitLog:
         return int(np.frombuffer(buf[at:at + 8].tobytes(), ">i8")[0])
 
     def locate(self, phy_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(file index, position in file) of absolute offsets; file index -1 where no file holds them."""
+        """(file index, position in file) of absolute offsets; file index -1 where no file holds them (before the
+        first file, past the last, or in a file missing between them)."""
         phy = np.asarray(phy_offsets, dtype=np.int64)
         if not self.queue.files:
             return np.full(len(phy), -1), phy
-        rel = phy - self.queue.min_offset
-        idx = np.where((rel >= 0) & (phy < self.queue.end_offset), rel // self.file_size, -1)
-        return idx.astype(np.int64), np.where(idx >= 0, rel % self.file_size, 0)
+        idx = self.queue.indexes_of(phy)
+        return idx, np.where(idx >= 0, phy % self.file_size, 0)
+
+    @property
+    def missing(self) -> list[tuple[int, int]]:
+        """Commit-log ranges ``[start, end)`` of files missing between the first and the last file."""
+        return self.queue.missing
+
+    def in_missing(self, phy_offsets: np.ndarray) -> np.ndarray:
+        """Whether each commit-log offset lies in a file missing between the first and the last."""
+        return self.queue.in_missing(phy_offsets)
 
     def read_fields(self, index: int, positions: np.ndarray, expected_sizes=None,
                     check_crc: bool = False, what: str = "", fixed=None, copied=None) -> RecordBatchFields:

@@ -92,6 +92,11 @@ def list_offset_files_in(directories, strays: Optional[list] = None) -> list[Map
     return infos
 
 
+def missing_file_names(missing: list[tuple[int, int]], file_size: int) -> list[str]:
+    """The names of the files of ``missing`` ranges (``MappedFileQueue.missing``), oldest first."""
+    return [L.offset_to_file_name(at) for start, end in missing for at in range(start, end, file_size)]
+
+
 def detect_file_size(files: list[MappedFileInfo], configured: Optional[int], what: str,
                      option: str, cut_last: bool = False) -> Optional[int]:
     """The common length of ``files``: every file of a MappedFileQueue has the configured size.
@@ -158,10 +163,14 @@ class MappedFileQueue:
     """Read-only view of one MappedFileQueue directory (``commitlog/`` or ``consumequeue/<topic>/<id>/``)."""
 
     def __init__(self, directory: Path, file_size: int, files: Optional[list[MappedFileInfo]] = None,
-                 strays: Optional[list] = None, cut_last: bool = False):
+                 strays: Optional[list] = None, cut_last: bool = False, gaps: bool = False):
         self._directory = directory
         self.file_size = file_size
         self.files = list_offset_files(directory, strays) if files is None else files
+        # ``gaps``: files may be missing between the first and the last (a commit log copied with holes: the
+        # broker's ``MappedFileQueue.checkSelf`` logs such a gap and reads around it); ``missing`` lists the
+        # absolute ranges ``[start, end)`` no file holds, oldest first
+        self.missing: list[tuple[int, int]] = []
         self._maps: dict = {}  # file index -> LocalFileMap or RemoteFileMap
         self.remote = is_remote(directory)
         self._touched = 0  # bytes read through the maps since the resident size was last looked at
@@ -176,10 +185,21 @@ class MappedFileQueue:
             if f.from_offset % file_size:
                 raise StoreFormatError(
                     f"file name {f.path.name} is not a multiple of the file size {file_size}", f.path)
-            if i and f.from_offset != self.files[i - 1].from_offset + file_size:
-                raise StoreFormatError(
-                    f"gap in {self.directory}: expected a file starting at "
-                    f"{self.files[i - 1].from_offset + file_size}, found {f.path.name}", f.path)
+            expected = self.files[i - 1].from_offset + file_size if i else f.from_offset
+            if f.from_offset != expected:
+                if not gaps:
+                    raise StoreFormatError(
+                        f"gap in {self.directory}: expected a file starting at {expected}, found {f.path.name}",
+                        f.path)
+                self.missing.append((expected, f.from_offset))
+        # file start offsets, for finding the file of an offset when files are missing in between
+        self._starts = np.fromiter((f.from_offset for f in self.files), np.int64, len(self.files))
+        if self.missing:
+            log.warning("%s: %s missing between %s and %s (a copy with holes?); the other files are read, and "
+                        "messages whose consume-queue units point into the missing ones are reported lost",
+                        self.location,
+                        ", ".join(missing_file_names(self.missing, file_size)),
+                        self.files[0].path.name, self.files[-1].path.name)
 
     @property
     def directory(self) -> Path:
@@ -203,10 +223,33 @@ class MappedFileQueue:
         return self.files[-1].from_offset + self.file_size if self.files else 0
 
     def index_of(self, offset: int) -> int:
-        """Index of the file holding absolute ``offset``, or -1 when no file holds it."""
+        """Index of the file holding absolute ``offset``, or -1 when no file holds it (before the first file,
+        past the last, or in a missing one)."""
         if not self.files or offset < self.min_offset or offset >= self.end_offset:
             return -1
-        return (offset - self.min_offset) // self.file_size
+        if not self.missing:  # the usual queue: arithmetic (a planner asks this of thousands of queues)
+            return (offset - self.min_offset) // self.file_size
+        return int(self.indexes_of(np.array([offset], dtype=np.int64))[0])
+
+    def indexes_of(self, offsets: np.ndarray) -> np.ndarray:
+        """:meth:`index_of` of every one of ``offsets`` (int64)."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        if not self.files:
+            return np.full(len(offsets), -1, dtype=np.int64)
+        if not self.missing:
+            inside = (offsets >= self.min_offset) & (offsets < self.end_offset)
+            return np.where(inside, (offsets - self.min_offset) // self.file_size, -1).astype(np.int64)
+        at = np.searchsorted(self._starts, offsets, side="right") - 1
+        held = (at >= 0) & (offsets < self._starts[np.maximum(at, 0)] + self.file_size)
+        return np.where(held, at, -1).astype(np.int64)
+
+    def in_missing(self, offsets: np.ndarray) -> np.ndarray:
+        """Whether each of ``offsets`` lies in a file missing between the first and the last (see ``missing``)."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        out = np.zeros(len(offsets), dtype=bool)
+        for start, end in self.missing:
+            out |= (offsets >= start) & (offsets < end)
+        return out
 
     def buffer(self, index: int) -> np.ndarray:
         """The whole file ``index`` as a read-only uint8 array; bytes in a range are valid once :meth:`ensure`-d

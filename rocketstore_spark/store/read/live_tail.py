@@ -85,7 +85,7 @@ class LiveTail:
         """Bring the ends up to date from the commit log; False when checking every queue is needed."""
         # a cut copy's last file is short (a broker's never is): it ends where its bytes do
         commitlog = CommitLog(MappedFileQueue(self.root / L.COMMITLOG_DIR, self.sizes.commit_log_file_size,
-                                              cut_last=True))
+                                              cut_last=True, gaps=True))
         try:
             if commitlog.queue.files and self._position > commitlog.queue.end_offset:
                 return False  # the commit log went backwards: another store now

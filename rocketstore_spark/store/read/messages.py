@@ -119,7 +119,9 @@ class MessageLookups:
             if not matches[i]:
                 continue
             phy = int(unit["phy_offset"])
-            if phy < self.store.min_phy_offset() or phy + size > self.store.recovery.valid_end:
+            # a record in a missing commit-log file is skipped like an expired one (no file holds it)
+            if phy < self.store.min_phy_offset() or phy + size > self.store.recovery.valid_end or \
+                    self.store.commitlog.queue.index_of(phy) < 0:
                 if not picked:
                     status = MESSAGE_WAS_REMOVING
                 continue
@@ -158,7 +160,8 @@ class MessageLookups:
             next_offset = base + count
             if not (sub.is_all or sub.matches_codes(np.array([int(unit["tags_code"])]), cq.topic)[0]):
                 continue
-            if phy < self.store.min_phy_offset() or phy + size > self.store.recovery.valid_end:
+            if phy < self.store.min_phy_offset() or phy + size > self.store.recovery.valid_end or \
+                    self.store.commitlog.queue.index_of(phy) < 0:
                 if not picked:
                     status = MESSAGE_WAS_REMOVING
                 continue

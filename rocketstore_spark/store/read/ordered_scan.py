@@ -73,6 +73,16 @@ class OrderedScanner:
                                     " pass fail_on_data_loss=False to skip expired messages")
             log.warning("skipping commit-log offsets %d..%d: their commit-log file expired", start, end)
             return
+        if self.store.commitlog.in_missing(np.array([start]))[0]:
+            # a stretch in a commit-log file missing between others: its records are lost (the planner skips such
+            # files and reports the queues' lost units; a caller naming the stretch itself is told here)
+            size = self.store.commitlog.file_size
+            name = self.store.commitlog.queue.directory / L.offset_to_file_name(start - start % size)
+            if fail_on_data_loss:
+                raise DataLossError(f"commit-log offsets {start}..{end} are in {name}, which is missing (a copy with "
+                                    "holes); pass fail_on_data_loss=False to skip its messages")
+            log.warning("skipping commit-log offsets %d..%d: %s is missing", start, end, name)
+            return
         sub = Subscription.parse(tags)
         want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
         fixed = tuple(sorted(set(fixed_fields_for(want)) | {"queue_id", "queue_offset"}))

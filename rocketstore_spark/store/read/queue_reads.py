@@ -171,6 +171,16 @@ class QueueReader:
                             "(fail_on_data_loss=False)", cq.topic, cq.queue_id, len(mine), int(offsets[mine[0]]),
                             int(offsets[mine[-1]]))
             keep &= ~gone
+        if self.store.commitlog.missing:
+            # units pointing into commit-log files missing between the first and the last: lost messages, an error
+            # unless ``fail_on_data_loss`` is off (the queue's range check named them, or its planner did)
+            missing = keep & self.store.commitlog.in_missing(phy)
+            if missing.any() and fail_on_data_loss:
+                cq = groups[int(group_of_row[np.flatnonzero(missing)[0]])][0]
+                lost = self.queues.lost_ranges_of(cq, past_end=False)
+                raise DataLossError(f"lost messages: {'; '.join(r.describe() for r in lost)}; pass "
+                                    "fail_on_data_loss=False to read what is left")
+            keep &= ~missing
         return phy[keep], size[keep], offsets[keep], group_of_row[keep]
 
     def _read_units(self, groups, columns, sub, batch_rows, verify_crc, fail_on_data_loss, decode_rows=None):

@@ -245,31 +245,57 @@ class QueueSet:
             raise DataLossError(
                 f"{topic}/{queue_id}: offsets {start}..{first} are gone (their commit-log files expired); "
                 f"start at {first} or pass fail_on_data_loss=False to skip them")
-        if end is None or int(end) > hi:
-            lost = self.lost_range_of(cq)
-            if lost is not None and lo < (lost.end if end is None else min(int(end), lost.end)):
-                if fail_on_data_loss:
-                    raise DataLossError(f"lost messages: {lost.describe()}; read up to offset {lost.start} or pass "
-                                        "fail_on_data_loss=False to read what is left")
-                if (topic, queue_id) not in self._loss_reported:
-                    self._loss_reported.add((topic, queue_id))
-                    log.warning("lost messages, skipped (fail_on_data_loss=False): %s", lost.describe())
+        wanted_end = None if end is None else int(end)
+        lost = [r for r in self.lost_ranges_of(cq, past_end=end is None or int(end) > hi)
+                if lo < r.end and (wanted_end is None or r.start < wanted_end)]
+        if lost:
+            if fail_on_data_loss:
+                raise DataLossError(f"lost messages: {'; '.join(r.describe() for r in lost)}; read up to offset "
+                                    f"{lost[0].start} or pass fail_on_data_loss=False to read what is left")
+            # a planned range's loss was reported by its planner; a queue's is reported once per store opened
+            key = (topic, int(queue_id))
+            if key not in self._loss_reported and not self.planned_covers(key, lo, hi):
+                self._loss_reported.add(key)
+                for r in lost:
+                    log.warning("lost messages, skipped (fail_on_data_loss=False): %s", r.describe())
         return cq, lo, hi
 
     # --- lost messages ------------------------------------------------------------------------------------
 
     def lost_ranges(self, topics=None) -> list[LostRange]:
-        """The messages this copy of the store lost, per queue (see :class:`~.recovery.LostRange`), in topic and
-        queue order; ``topics`` limits them to those topics. Only the queues loaded are looked at (all of them,
-        unless the store was opened with ``lazy_queues``)."""
+        """The messages this copy of the store lost, per queue (see :class:`~.recovery.LostRange`), in topic,
+        queue and offset order; ``topics`` limits them to those topics. Only the queues loaded are looked at (all
+        of them, unless the store was opened with ``lazy_queues``)."""
         wanted = None if topics is None else set(topics)
-        found = (self.lost_range_of(cq) for (topic, _), cq in sorted(self._queues.items(), key=lambda kv: kv[0])
-                 if wanted is None or topic in wanted)
-        return [lost for lost in found if lost is not None]
+        return [lost for (topic, _), cq in sorted(self._queues.items(), key=lambda kv: kv[0])
+                if wanted is None or topic in wanted for lost in self.lost_ranges_of(cq)]
 
-    def lost_range_of(self, cq) -> Optional[LostRange]:
-        """The messages consume queue ``cq`` lost (None when it lost none): its units that recovery dropped and
-        that point past where the log's records end."""
+    def lost_ranges_of(self, cq, past_end: bool = True) -> list[LostRange]:
+        """The messages consume queue ``cq`` lost, in queue-offset order (empty when it lost none): its units
+        pointing into commit-log files missing between the first and the last file (a range per missing
+        stretch), then, with ``past_end``, the units that recovery dropped and that point past where the log's
+        records end."""
+        out = [r for gap in self.store.commitlog.missing for r in self._units_in_gap(cq, gap)]
+        if past_end:
+            tail = self._lost_past_end(cq)
+            if tail is not None:
+                out.append(tail)
+        return out
+
+    def _units_in_gap(self, cq, gap: tuple[int, int]) -> list[LostRange]:
+        """The units of ``cq`` pointing into the missing commit-log range ``gap`` as a :class:`LostRange` (one
+        range: units point forward through the commit log; none when no unit does). Two binary searches."""
+        lo, hi = cq.first_offset, cq.max_offset
+        start = cq.first_at_or_past(gap[0], lo, hi)
+        end = cq.first_at_or_past(gap[1], start, hi) if start < hi else hi
+        if end <= start:
+            return []
+        phy = int(cq.units(start, start + 1)["phy_offset"][0])
+        return [LostRange(cq.topic, cq.queue_id, start, end, phy, self._commit_log_file_for(phy),
+                          self.store.recovery.valid_end, gap_end=gap[1])]
+
+    def _lost_past_end(self, cq) -> Optional[LostRange]:
+        """The units of ``cq`` that recovery dropped and that point past where the log's records end."""
         result = self.store.recovery
         # where the log's records end: past the valid end only for a group of DLedger peers, whose entries past
         # committedPos are not served yet but not lost either

@@ -65,9 +65,11 @@ class CommitLogReads:
                 yield build_batch(buf, fields, columns, str(info.path))
 
     def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
-        """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range)."""
+        """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range or in a missing
+        commit-log file)."""
         columns = normalize_columns(columns)
-        if phy_offset < self.store.min_phy_offset() or phy_offset >= self.store.recovery.valid_end:
+        if phy_offset < self.store.min_phy_offset() or phy_offset >= self.store.recovery.valid_end or \
+                self.store.commitlog.in_missing(np.array([phy_offset]))[0]:
             return None
         file_idx, pos = self.store.commitlog.locate(np.array([phy_offset]))
         fields = self.store.commitlog.read_fields(int(file_idx[0]), pos, what=" (lookup by physical offset)")
@@ -92,6 +94,8 @@ class CommitLogReads:
         if phy_offset < self.store.min_phy_offset() or phy_offset + size > self.store.commitlog.queue.end_offset:
             return False
         file_idx, pos = self.store.commitlog.locate(np.array([phy_offset]))
+        if file_idx[0] < 0:
+            return True  # in a commit-log file missing between others: lost, never being written
         self.store.commitlog.queue.ensure_records(int(file_idx[0]), pos, np.array([size]))
         buf = self.store.commitlog.queue.buffer(int(file_idx[0]))
         fields = parse_records(buf, pos)
@@ -101,11 +105,14 @@ class CommitLogReads:
 
     def read_records_at(self, phy_offsets, columns=None) -> pa.Table:
         """Records at the given commit-log offsets (in the order given), each checked; offsets outside
-        [min_phy_offset, valid end) are skipped."""
+        [min_phy_offset, valid end) or in a missing commit-log file are skipped (the broker finds no file there)."""
         columns = normalize_columns(columns)
         phy = np.asarray(phy_offsets, dtype=np.int64)
         phy = phy[(phy >= self.store.min_phy_offset()) & (phy < self.store.recovery.valid_end)]
         file_idx, pos = self.store.commitlog.locate(phy)
+        if (file_idx < 0).any():
+            held = file_idx >= 0
+            phy, file_idx, pos = phy[held], file_idx[held], pos[held]
         batches, order = [], []
         for f in dict.fromkeys(file_idx.tolist()):
             sel = np.flatnonzero(file_idx == f)
@@ -125,6 +132,8 @@ class CommitLogReads:
         if phy_offset < self.store.min_phy_offset() or phy_offset + size > self.store.recovery.valid_end:
             return -1
         file_idx, pos = self.store.commitlog.locate(np.array([phy_offset]))
+        if file_idx[0] < 0:
+            return -1  # in a missing commit-log file
         self.store.commitlog.queue.ensure_records(int(file_idx[0]), pos, np.array([size]))
         buf = self.store.commitlog.queue.buffer(int(file_idx[0]))
         p = int(pos[0])

@@ -35,12 +35,16 @@ class RecoveryResult:
 
 @dataclass(frozen=True)
 class LostRange:
-    """Messages of one queue that the store no longer holds: consume-queue units on disk that point at or past the
-    commit log's valid end (a cut or short last file, files missing at the end, a torn record), which recovery
-    drops as the broker's ``truncateDirtyLogicFiles`` does and re-dispatch does not write back.
+    """Messages of one queue that the store no longer holds: consume-queue units on disk that point into a
+    commit-log file missing between the first and the last (the broker's ``getMessage`` finds no file there and
+    skips them), or at or past the commit log's valid end (a cut or short last file, files missing at the end, a
+    torn record), which recovery drops as the broker's ``truncateDirtyLogicFiles`` does and re-dispatch does not
+    write back.
 
     ``start``/``end``: the queue offsets ``[start, end)``; ``phy_offset``: the commit-log offset the first lost
-    unit points at; ``file``: the commit-log file that should hold it; ``valid_end``: where the commit log ends."""
+    unit points at; ``file``: the commit-log file that should hold it; ``valid_end``: where the commit log ends;
+    ``gap_end``: for units pointing into missing files, the end of the missing stretch of the commit log (None
+    for units past the valid end)."""
 
     topic: str
     queue_id: int
@@ -49,15 +53,18 @@ class LostRange:
     phy_offset: int
     file: str
     valid_end: int
+    gap_end: Optional[int] = None
 
     @property
     def count(self) -> int:
         return self.end - self.start
 
     def describe(self) -> str:
+        where = f"past the commit log's valid end {self.valid_end}" if self.gap_end is None else \
+            f"a stretch of the commit log up to offset {self.gap_end} whose files are missing"
         return (f"{self.topic}/{self.queue_id} offsets {self.start}..{self.end} ({self.count} messages): their "
-                f"consume-queue units point at commit-log offset {self.phy_offset} and on, in {self.file}, past "
-                f"the commit log's valid end {self.valid_end}")
+                f"consume-queue units point at commit-log offset {self.phy_offset} and on, in {self.file}, "
+                f"{where}")
 
 
 def normal_start_index(commitlog: CommitLog, max_phy_offset_of_cqs: int) -> int:

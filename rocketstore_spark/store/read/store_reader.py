@@ -29,6 +29,7 @@ from ..files.checkpoint import Checkpoint
 from ..files.consume_queue import ConsumeQueue
 from ..files.index_file import IndexFile, list_index_files
 from ..files.known_end import known_end
+from ..files.mapped_file_queue import missing_file_names
 from ..files.sizes import StoreSizes, cq_listing, detect_sizes
 from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
@@ -226,14 +227,20 @@ class StoreReader:
 
     def lost_ranges(self, topics=None) -> list:
         """The messages this copy of the store lost, per queue (:class:`~.recovery.LostRange`: consume-queue units
-        pointing past where the commit log's records end, e.g. a cut or short last file or files missing at the
-        end), in topic and queue order; ``topics`` limits them to those topics. Reads that ask for them raise
+        pointing into commit-log files missing between the first and the last, or past where the commit log's
+        records end, e.g. a cut or short last file or files missing at the end), in topic, queue and offset
+        order; ``topics`` limits them to those topics. A queue may have several. Reads that ask for them raise
         :class:`~rocketstore_spark.errors.DataLossError` unless ``fail_on_data_loss=False``."""
         return self.queues.lost_ranges(topics)
 
-    def lost_range_of(self, cq):
-        """The messages consume queue ``cq`` lost (a :class:`~.recovery.LostRange`), None when none."""
-        return self.queues.lost_range_of(cq)
+    def missing_commit_log_files(self) -> list[str]:
+        """Names of the commit-log files missing between the first and the last (a copy with holes), oldest first:
+        the broker reads around them, and the units pointing into them are :meth:`lost_ranges`."""
+        return missing_file_names(self.commitlog.missing, self.commitlog.file_size)
+
+    def lost_ranges_of(self, cq) -> list:
+        """The messages consume queue ``cq`` lost (:class:`~.recovery.LostRange` s, in queue-offset order)."""
+        return self.queues.lost_ranges_of(cq)
 
     def queue_edges(self, topic: str, queue_id: int) -> tuple[int, int]:
         """(:meth:`min_offset`, :meth:`max_offset`) with one lookup."""

@@ -5,7 +5,8 @@
 * every consume-queue unit points at a record of its topic and queue with the unit's size and queue offset;
 * every index entry points at a record that carries a key with the entry's hash;
 * the checkpoint's timestamps are plausible for the records present;
-* no consume queue points past the commit log's valid end (messages a cut copy lost, per queue).
+* no commit-log file is missing between others, and no consume queue points into one or past the commit log's
+  valid end (messages a cut copy lost, per queue).
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ def _verify_commitlog(store: StoreReader, progress: Progress) -> list[Problem]:
         elif walk.end_kind == END_INVALID:
             out.append(Problem(f"{info.path}@{walk.end_position}",
                                f"torn tail (recovery ends the log here): {walk.problem}"))
+    for name in store.missing_commit_log_files():
+        out.append(Problem(str(store.commitlog.queue.directory / name),
+                           "commit-log file missing between others (a copy with holes): its messages are lost"))
     if progress:
         progress("commit log", len(files), len(files))
     return out
@@ -76,7 +80,9 @@ def _verify_queues(store: StoreReader, progress: Progress) -> list[Problem]:
             progress("consume queues", k, len(queues))
         lo, hi = store.min_offset(topic, qid), store.max_offset(topic, qid)
         try:
-            for batch in store.read_queue(topic, qid, lo, hi, columns=("topic", "queueId", "queueOffset")):
+            # units into missing commit-log files are lost ranges, reported below
+            for batch in store.read_queue(topic, qid, lo, hi, columns=("topic", "queueId", "queueOffset"),
+                                          fail_on_data_loss=False):
                 bad_topic = np.asarray(pc.not_equal(batch.column(0), topic))
                 bad_queue = np.asarray(batch.column(1)) != qid
                 for i in np.flatnonzero(bad_topic | bad_queue)[:3]:
@@ -107,6 +113,7 @@ def _verify_index(store: StoreReader, progress: Progress) -> list[Problem]:
         inside = (phy >= store.min_phy_offset()) & (phy < store.max_phy_offset())
         for i in np.flatnonzero(~inside)[:3]:
             out.append(Problem(f"{f.path} entry {int(i) + 1}", f"points at offset {int(phy[i])} outside the log"))
+        inside &= ~store.commitlog.in_missing(phy)  # entries into missing commit-log files: no record to check
         uniq_phy, inverse = np.unique(phy[inside], return_inverse=True)
         try:
             table = store.read_records_at(uniq_phy, ("commitLogOffset", "topic", "uniqKey", "keys"))

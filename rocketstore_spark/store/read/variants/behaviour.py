@@ -77,7 +77,7 @@ class VariantBehaviour:
         # a split commit log: the files of every path, in offset order, as one queue (MultiPathMappedFileQueue)
         split = list_offset_files_in(list(spec.directories), strays) if len(spec.directories) > 1 else None
         files = MappedFileQueue(spec.directory, sizes.commit_log_file_size, files=split, strays=strays,
-                                cut_last=spec.cut_last)
+                                cut_last=spec.cut_last, gaps=True)
         return spec.open(files, spec, settings)
 
     def open_queues(self, store, queues) -> None:
