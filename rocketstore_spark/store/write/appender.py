@@ -22,11 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...errors import DiskFullError, StoreClosedError, StoreNotFoundError
+from ...errors import DiskFullError, StoreClosedError, StoreFormatError, StoreNotFoundError
 from ..files.checkpoint import Checkpoint, write_checkpoint
 from ..files.disk_full import disk_full, os_cause, with_advice
 from ..files.known_end import forget_known_end, known_end, record_known_end
 from ..files.locking import StoreLock
+from ..files.mapped_file_queue import list_offset_files, missing_file_names
 from ..files.sizes import detect_sizes
 from ..files.store_location import local_store_path
 from ..files.topic_config import existing_queue_counts, load_topic_table, queue_dir_counts, register_topics
@@ -47,6 +48,24 @@ from .write_recovery import recover_store
 
 DEFAULT_STORE_HOST = "127.0.0.1:10911"
 CHUNK_BYTES = 64 * 1024 * 1024  # encode at most this much message payload at a time
+
+
+def refuse_commit_log_holes(root: Path, file_size: Optional[int]) -> None:
+    """A store whose commit log misses files between others (a copy with holes) is read around them, but never
+    appended to: the messages they held are lost, and a store grown on top of them would look whole to a broker
+    that only logs the gap."""
+    files = list_offset_files(root / L.COMMITLOG_DIR)
+    if not file_size or len(files) < 2:
+        return
+    gaps = [(a.from_offset + file_size, b.from_offset) for a, b in zip(files, files[1:])
+            if b.from_offset > a.from_offset + file_size]
+    if gaps:
+        names = missing_file_names(gaps, file_size)
+        raise StoreFormatError(f"expected consecutive commit-log files, found {len(names)} missing between others "
+                               f"({', '.join(names[:5])}{' …' if len(names) > 5 else ''}); a store with holes is "
+                               "read around them but not appended to: restore the files, or copy its readable "
+                               "messages into a new store (spark.read … df.write, or `rocketstore dump`)",
+                               root / L.COMMITLOG_DIR)
 
 
 class StoreWriter:
@@ -108,6 +127,7 @@ class StoreWriter:
             sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
                                  index_max_entries)
             sizes.require_index_sizes()  # a writer extends the index: it must know its exact layout
+            refuse_commit_log_holes(root, sizes.commit_log_file_size)
             actions = recover_store(root, sizes) if recover else []
             writer = cls(root, sizes, lock, store_host, max_message_size)
             writer.recovery_actions = actions

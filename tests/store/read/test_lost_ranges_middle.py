@@ -288,3 +288,4 @@ def test_a_variant_store_missing_a_middle_file(variant_golden, tmp_path, variant
         if variant == "lmq":
             assert any(t.startswith("%LMQ%") for t, _ in got)
         assert all_rows(s) == expected_rows
+
