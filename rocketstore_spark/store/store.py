@@ -42,11 +42,14 @@ from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
 from .format.subscription import Subscription
+from .format.timer import TIMER_STATES
 from .read.group_offsets import GROUP_OFFSET_FIELDS, group_positions
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
 from .read.store_reader import StoreReader, resolve_store_root
+from .read.timers import TIMER_MESSAGE_FIELDS
+from .read.transactions import PENDING_TRANSACTION_FIELDS
 from .read.verify import verify_store
 from .write.appender import DEFAULT_STORE_HOST, StoreWriter
 from .write.producer import COMPRESS_THRESHOLD, QUEUE_SELECTORS, flag_compression, select_queues
@@ -134,4 +137,6 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "verify_store", "STATE_OPEN", "staged_jobs", "remove_staged_jobs", "parse_age", "broker_managed",
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path",
            # consumer groups: the broker's committed offsets
-           "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS"]
+           "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS",
+           # special topics: unresolved transactions, timer messages
+           "PENDING_TRANSACTION_FIELDS", "TIMER_MESSAGE_FIELDS", "TIMER_STATES"]

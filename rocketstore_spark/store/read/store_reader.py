@@ -35,6 +35,8 @@ from ..files.strays import warn_strays
 from ..files.variant import BrokerSettings, StoreVariant, detect_variant
 from ..format import layout as L
 from .group_offsets import GroupOffsets
+from .timers import TimerMessages
+from .transactions import PendingTransactions
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
 from .ordered_scan import DEFAULT_SCAN_ROWS, OrderedScanner
@@ -74,6 +76,8 @@ class StoreReader:
         self.scanner = OrderedScanner(self.store, self.queues)
         self.lookups = MessageLookups(self.store, self.queues, self.records, self.reader, self.variants)
         self.group_offsets = GroupOffsets(self, root)
+        self.transactions = PendingTransactions(self, root)
+        self.timers = TimerMessages(self, root)
         self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
         if not behaviour.consume_queue_files or (lazy_queues and valid_end is not None):
@@ -368,6 +372,18 @@ class StoreReader:
                                        f"{self.root / 'config'} (consumerOffset.json, lmqConsumerOffset.json); its "
                                        f"groups are {', '.join(self.consumer_groups()) or 'none'}")
         return self.group_offsets.starting_offsets(group)
+
+    # --- special topics ---------------------------------------------------------------------------------
+
+    def pending_transactions(self, topic: Optional[str] = None) -> list[dict]:
+        """The transactional messages still waiting on a commit or rollback (of real topic ``topic``): the half
+        messages the broker would go on checking with their producers. See :mod:`.transactions`."""
+        return self.transactions.rows(topic)
+
+    def timer_messages(self, topic: Optional[str] = None, state: Optional[str] = None) -> list[dict]:
+        """The timer messages (sent with a delivery time) of real topic ``topic`` / in ``state`` (pending,
+        delivered, rolled, cancelled) as the broker's timer wheel stands. See :mod:`.timers`."""
+        return self.timers.rows(topic, state)
 
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]

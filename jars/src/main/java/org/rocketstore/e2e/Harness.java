@@ -41,6 +41,11 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *                                        committed and one rolled-back transaction, a batch, large bodies
  *                                        (compressed by the client) - one "sent" line each
  *   trickle     NAMESRV TOPIC FROM N MS  plain messages FROM..FROM+N-1, one every MS milliseconds
+ *   transactions NAMESRV TOPIC N MS      N transactional messages whose local transaction answers COMMIT,
+ *                                        ROLLBACK or UNKNOW in turn (decision property); the producer stays up MS
+ *                                        milliseconds answering the broker's checks the same ("checked" lines)
+ *   timers      NAMESRV TOPIC N MS...    N messages per delay MS: each delivered MS milliseconds after it is sent
+ *                                        (setDeliverTimeMs, the 5.x timer wheel)
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -62,6 +67,10 @@ public final class Harness {
                 case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]));
                 case "trickle" -> trickle(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
                     Long.parseLong(args[5]));
+                case "transactions" -> transactions(args[1], args[2], Integer.parseInt(args[3]),
+                    Long.parseLong(args[4]));
+                case "timers" -> timers(args[1], args[2], Integer.parseInt(args[3]),
+                    java.util.Arrays.stream(args, 4, args.length).mapToLong(Long::parseLong).toArray());
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -177,6 +186,75 @@ public final class Harness {
         }
     }
 
+    private static final String[] DECISIONS = {"commit", "rollback", "unknown"};
+
+    private static LocalTransactionState decide(Message msg) {
+        return switch (msg.getUserProperty("decision")) {
+            case "commit" -> LocalTransactionState.COMMIT_MESSAGE;
+            case "rollback" -> LocalTransactionState.ROLLBACK_MESSAGE;
+            default -> LocalTransactionState.UNKNOW;
+        };
+    }
+
+    private static void transactions(String namesrv, String topic, int count, long stayMs) throws Exception {
+        TransactionMQProducer tx = new TransactionMQProducer("e2e-tx-pending");
+        tx.setNamesrvAddr(namesrv);
+        tx.setSendMsgTimeout(15_000);
+        tx.setTransactionListener(new TransactionListener() {
+            @Override
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return decide(msg);
+            }
+
+            @Override
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                Map<String, Object> line = new TreeMap<>();
+                line.put("transactionId", msg.getTransactionId());
+                line.put("uniqKey", msg.getProperty("UNIQ_KEY"));
+                line.put("index", msg.getUserProperty("index"));
+                line.put("checkTimes", msg.getProperty("TRANSACTION_CHECK_TIMES"));
+                line.put("queueOffset", msg.getQueueOffset());
+                line.put("decision", msg.getUserProperty("decision"));
+                print("checked", line);
+                return decide(msg);  // the local transaction's state: UNKNOW ones stay pending
+            }
+        });
+        tx.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message m = message(topic, i, 30 + i % 50);
+                m.putUserProperty("decision", DECISIONS[i % DECISIONS.length]);
+                SendResult r = tx.sendMessageInTransaction(m, null);
+                sent("tx-" + DECISIONS[i % DECISIONS.length], m, r);
+            }
+            Thread.sleep(stayMs);
+        } finally {
+            tx.shutdown();
+        }
+    }
+
+    private static void timers(String namesrv, String topic, int count, long[] delaysMs) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer("e2e-timer");
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(15_000);
+        producer.start();
+        int i = 0;
+        try {
+            for (long delay : delaysMs) {
+                for (int n = 0; n < count; n++, i++) {
+                    Message m = message(topic, i, 25 + i % 40);
+                    long deliverAt = System.currentTimeMillis() + delay;
+                    m.setDeliverTimeMs(deliverAt);
+                    m.putUserProperty("delayMs", Long.toString(delay));
+                    SendResult r = producer.send(m);
+                    sent("timer", m, r);
+                }
+            }
+        } finally {
+            producer.shutdown();
+        }
+    }
+
     private static void sent(String kind, Message m, SendResult r) {
         if (r.getSendStatus() != SendStatus.SEND_OK) {
             throw new IllegalStateException("send status " + r.getSendStatus() + " for " + kind);
@@ -187,6 +265,7 @@ public final class Harness {
         line.put("offsetMsgId", r.getOffsetMsgId());
         line.put("queueId", r.getMessageQueue().getQueueId());
         line.put("queueOffset", r.getQueueOffset());
+        line.put("transactionId", r.getTransactionId());
         print("sent", line);
     }
 
