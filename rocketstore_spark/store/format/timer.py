@@ -14,7 +14,7 @@ again with ``TIMER_ROLL_TIMES`` incremented, and waits another window. A message
 
 from __future__ import annotations
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC (TopicValidator.SYSTEM_TOPIC_PREFIX + "wheel_timer")
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # TimerMessageStore.TIMER_TOPIC (SYSTEM_TOPIC_PREFIX + "wheel_timer")
 
 # MessageConst's property names
 PROPERTY_TIMER_OUT_MS = "TIMER_OUT_MS"

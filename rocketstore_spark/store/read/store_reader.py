@@ -35,8 +35,6 @@ from ..files.strays import warn_strays
 from ..files.variant import BrokerSettings, StoreVariant, detect_variant
 from ..format import layout as L
 from .group_offsets import GroupOffsets
-from .timers import TimerMessages
-from .transactions import PendingTransactions
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
 from .ordered_scan import DEFAULT_SCAN_ROWS, OrderedScanner
@@ -46,6 +44,8 @@ from .queue_set import QueueSet
 from .records import DEFAULT_BATCH_ROWS, CommitLogReads
 from .recovery import RecoveryResult
 from .redispatch import StoreRecovery
+from .timers import TimerMessages
+from .transactions import PendingTransactions
 from .variant_reads import VariantReads
 from .variants.behaviour import VariantBehaviour, choose_behaviour
 
