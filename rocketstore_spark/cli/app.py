@@ -58,6 +58,7 @@ from .common import (
 )
 from .generate import generate
 from .plan import plan_command
+from .special import timers, transactions
 
 MAX_KEY_RESULTS = 64  # a broker answers a key query with at most maxMsgsNumBatch (64) messages
 
@@ -317,6 +318,8 @@ def verify(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
 
 app.command()(generate)
 app.command(name="plan")(plan_command)
+app.command()(transactions)
+app.command()(timers)
 
 
 @app.command()

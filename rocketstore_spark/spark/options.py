@@ -49,7 +49,11 @@ SCAN_RAW = "raw"  # every record of the commit log, those no consume queue refer
 SCAN_MODES = (SCAN_AUTO, SCAN_QUEUE, SCAN_COMMITLOG, SCAN_RAW)
 TABLE_MESSAGES = "messages"  # the messages of the store (the default)
 TABLE_CONSUMER_OFFSETS = "consumerOffsets"  # the consumer groups' committed offsets, with their lag
-TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS)
+TABLE_PENDING_TRANSACTIONS = "pendingTransactions"  # transactional messages waiting on a commit or rollback
+TABLE_TIMER_MESSAGES = "timerMessages"  # messages sent with a delivery time, and their state in the timer wheel
+TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS, TABLE_PENDING_TRANSACTIONS, TABLE_TIMER_MESSAGES)
+#: the tables that are not messages: batch reads only, one partition per store
+SIDE_TABLES = (TABLE_CONSUMER_OFFSETS, TABLE_PENDING_TRANSACTIONS, TABLE_TIMER_MESSAGES)
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
 MIN_BYTES_PER_PARTITION = 1 << 16
@@ -125,9 +129,12 @@ READ_SPEC = (
                "entries DLedger's checkpoint marks committed are served", shown_default="one peer",
                cli=("--dledger-peers",)),
     # consumer groups: the broker's committed offsets (config/consumerOffset.json, lmqConsumerOffset.json)
-    OptionSpec("table", CHOICE, "what a batch read returns: `messages`, or `consumerOffsets`: one row per "
+    OptionSpec("table", CHOICE, "what a batch read returns: `messages`; `consumerOffsets`: one row per "
                "consumer group and queue with the group's committed offset, the queue's min and max offsets, the "
-               "lag and the store time of the group's next message (docs/consumer-groups.md)",
+               "lag and the store time of the group's next message (docs/consumer-groups.md); "
+               "`pendingTransactions`: the transactional messages still waiting on a commit or rollback; "
+               "`timerMessages`: the messages sent with a delivery time, pending, delivered, rolled or cancelled "
+               "(docs/special-topics.md). `topics` selects the real topics of these tables",
                default=TABLE_MESSAGES, choices=TABLES, scopes=("read",)),
     OptionSpec("startingGroup", STRING, "start where a consumer group of the store's broker stands: its "
                "committed offsets are the starting offsets (0 for the other queues of its topics; queues of "
