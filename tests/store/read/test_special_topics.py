@@ -1,0 +1,113 @@
+"""The special topics' views on stores a real Apache RocketMQ 5.3.3 broker wrote (``data/``, captured as the e2e
+tests ``tests/e2e/test_broker_special_topics.py`` run it): the harness's JSON lines next to each store are what
+the broker's Java client sent and what the broker asked it.
+
+* ``special-topics-broker-5.3.3``: nine transactional messages answering COMMIT, ROLLBACK or UNKNOW in turn (the
+  broker checked the UNKNOW ones 21 times, ``transactionCheckMax=1000``), and eight timer messages, four due
+  after 2 s (delivered before the broker stopped) and four after an hour (``timerRollWindowSlot=6``: rolled
+  every few seconds);
+* ``transactions-discarded-broker-5.3.3``: a broker whose checks (``transactionCheckMax`` 15) ran out for every
+  half it re-put: all were moved to ``TRANS_CHECK_MAX_TIME_TOPIC``, none is pending any more.
+"""
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from rocketstore_spark.store import TIMER_MESSAGE_FIELDS, RocketStore
+
+DATA = Path(__file__).parent / "data"
+
+
+def unpack(tmp_path, name):
+    with tarfile.open(DATA / f"{name}.tar.xz") as tar:
+        tar.extractall(tmp_path / name, filter="data")
+    lines = [json.loads(line) for line in (DATA / f"{name}.harness.jsonl").read_text().splitlines() if line]
+    return tmp_path / name, lines
+
+
+@pytest.fixture
+def special(tmp_path):
+    return unpack(tmp_path, "special-topics-broker-5.3.3")
+
+
+def test_pending_transactions_are_the_unknown_ones(special):
+    root, lines = special
+    sent = {line["msgId"]: line for line in lines if line["event"] == "sent" and line["kind"].startswith("tx-")}
+    checked = [line for line in lines if line["event"] == "checked"]
+    unknown = {i for i, s in sent.items() if s["kind"] == "tx-unknown"}
+    assert len(sent) == 9 and len(unknown) == 3
+    # the broker checked exactly the transactions its op records leave unresolved
+    assert {c["transactionId"] for c in checked} == unknown
+    with RocketStore.open(root) as store:
+        rows = store.pending_transactions()
+        assert {r["transactionId"] for r in rows} == unknown
+        for r in rows:
+            s = sent[r["transactionId"]]
+            assert (r["topic"], r["queueId"]) == (s["topic"], s["queueId"])
+            assert r["producerGroup"] == "e2e-tx-pending" == s["properties"]["PGROUP"]
+            assert r["uniqKey"] == r["transactionId"] and r["tags"] == s["tags"] and r["keys"] == s["keys"]
+            assert r["properties"]["index"] == s["properties"]["index"]
+            # checked at least as often as the client was asked (the broker may check once more before it stops)
+            asked = max(int(c["checkTimes"]) for c in checked if c["transactionId"] == r["transactionId"])
+            assert r["checkTimes"] >= asked >= 1
+            assert r["bornTimestamp"] <= r["storeTimestamp"]
+            assert r["halfOffset"] >= 9  # the first copies (offsets 0..8) were written anew at each check
+            raw = next(store.read_queue("RMQ_SYS_TRANS_HALF_TOPIC", r["halfQueueId"], r["halfOffset"],
+                                        r["halfOffset"] + 1, columns=["commitLogOffset", "body"])).to_pylist()[0]
+            assert (raw["commitLogOffset"], raw["body"]) == (r["commitLogOffset"], r["body"])
+        assert store.pending_transactions("tx-orders") == rows and store.pending_transactions("other") == []
+        # the committed ones are in their topic, the others are not
+        committed = {s["properties"]["index"] for s in sent.values() if s["kind"] == "tx-commit"}
+        in_topic = {dict(row["properties"])["index"] for q in store.queue_ids("tx-orders")
+                    for b in store.read_queue("tx-orders", q, columns=["properties"]) for row in b.to_pylist()}
+        assert in_topic == committed
+
+
+def test_transactions_the_broker_gave_up_on_are_not_pending(tmp_path):
+    root, lines = unpack(tmp_path, "transactions-discarded-broker-5.3.3")
+    with RocketStore.open(root) as store:
+        assert store.pending_transactions() == []
+        discarded = {dict(row["properties"])["UNIQ_KEY"] for q in store.queue_ids("TRANS_CHECK_MAX_TIME_TOPIC")
+                     for b in store.read_queue("TRANS_CHECK_MAX_TIME_TOPIC", q, columns=["properties"])
+                     for row in b.to_pylist()}
+    checked = {c["transactionId"] for c in lines if c["event"] == "checked"}
+    assert discarded and discarded == checked
+
+
+def test_timer_messages_delivered_rolled_pending(special):
+    root, lines = special
+    sent = {line["msgId"]: line for line in lines if line["event"] == "sent" and line["kind"] == "timer"}
+    near = {i for i, s in sent.items() if s["properties"]["delayMs"] == "2000"}
+    far = set(sent) - near
+    assert len(near) == len(far) == 4
+    with RocketStore.open(root) as store:
+        rows = store.timer_messages()
+        assert all(tuple(r) == TIMER_MESSAGE_FIELDS for r in rows)
+        by_state = {}
+        for r in rows:
+            by_state.setdefault(r["state"], []).append(r)
+            s = sent[r["uniqKey"]]
+            assert (r["topic"], r["queueId"]) == ("timed", s["queueId"])
+            requested = int(s["properties"]["TIMER_DELIVER_MS"])
+            assert r["requestedDeliverTime"] == requested and r["deliverTime"] == requested // 1000 * 1000
+            assert r["properties"]["index"] == s["properties"]["index"]
+        assert {r["uniqKey"] for r in by_state["delivered"]} == near
+        assert {r["uniqKey"] for r in by_state["pending"]} == far
+        for r in by_state["pending"]:  # the latest entry of each far message; every earlier one was rolled
+            rolled = sorted(x["rollTimes"] for x in by_state["rolled"] if x["uniqKey"] == r["uniqKey"])
+            assert rolled == list(range(r["rollTimes"])) and r["rollTimes"] >= 1
+        assert set(by_state) == {"delivered", "rolled", "pending"}
+        # what was delivered is in the real topic, with the wheel's dequeue time
+        delivered = {}
+        for q in store.queue_ids("timed"):
+            for b in store.read_queue("timed", q, columns=["uniqKey", "queueId", "properties"]):
+                for row in b.to_pylist():
+                    delivered[row["uniqKey"]] = (row["queueId"], dict(row["properties"]))
+        assert set(delivered) == near
+        for key, (qid, props) in delivered.items():
+            assert qid == sent[key]["queueId"] and int(props["TIMER_DEQUEUE_MS"]) >= int(props["TIMER_OUT_MS"])
+        assert store.timer_messages(state="pending") == by_state["pending"]
+        assert store.timer_messages("nothing") == []
