@@ -43,12 +43,14 @@ from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
 from .format.subscription import Subscription
 from .format.timer import TIMER_STATES
+from .format.trace import RMQ_SYS_TRACE_TOPIC, TRACE_TYPES
 from .read.group_offsets import GROUP_OFFSET_FIELDS, group_positions
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
 from .read.store_reader import StoreReader, resolve_store_root
 from .read.timers import TIMER_MESSAGE_FIELDS
+from .read.traces import MESSAGE_TRACE_FIELDS
 from .read.transactions import PENDING_TRANSACTION_FIELDS
 from .read.verify import verify_store
 from .write.appender import DEFAULT_STORE_HOST, StoreWriter
@@ -138,5 +140,6 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "load_topic_table", "queue_dir_counts", "register_topics", "topics_path",
            # consumer groups: the broker's committed offsets
            "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS",
-           # special topics: unresolved transactions, timer messages
-           "PENDING_TRANSACTION_FIELDS", "TIMER_MESSAGE_FIELDS", "TIMER_STATES"]
+           # special topics: unresolved transactions, timer messages, message traces
+           "PENDING_TRANSACTION_FIELDS", "TIMER_MESSAGE_FIELDS", "TIMER_STATES", "MESSAGE_TRACE_FIELDS",
+           "RMQ_SYS_TRACE_TOPIC", "TRACE_TYPES"]

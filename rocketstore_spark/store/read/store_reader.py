@@ -34,6 +34,7 @@ from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
 from ..files.variant import BrokerSettings, StoreVariant, detect_variant
 from ..format import layout as L
+from ..format.trace import RMQ_SYS_TRACE_TOPIC
 from .group_offsets import GroupOffsets
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
@@ -45,6 +46,7 @@ from .records import DEFAULT_BATCH_ROWS, CommitLogReads
 from .recovery import RecoveryResult
 from .redispatch import StoreRecovery
 from .timers import TimerMessages
+from .traces import MessageTraces
 from .transactions import PendingTransactions
 from .variant_reads import VariantReads
 from .variants.behaviour import VariantBehaviour, choose_behaviour
@@ -78,6 +80,7 @@ class StoreReader:
         self.group_offsets = GroupOffsets(self, root)
         self.transactions = PendingTransactions(self, root)
         self.timers = TimerMessages(self, root)
+        self.traces = MessageTraces(self)
         self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
         if not behaviour.consume_queue_files or (lazy_queues and valid_end is not None):
@@ -384,6 +387,12 @@ class StoreReader:
         """The timer messages (sent with a delivery time) of real topic ``topic`` / in ``state`` (pending,
         delivered, rolled, cancelled) as the broker's timer wheel stands. See :mod:`.timers`."""
         return self.timers.rows(topic, state)
+
+    def message_traces(self, trace_topic: str = RMQ_SYS_TRACE_TOPIC, msg_id: Optional[str] = None,
+                       trace_type: Optional[str] = None) -> list[dict]:
+        """The trace records clients with message trace on wrote to ``trace_topic`` (of message ``msg_id`` / of
+        ``trace_type``: Pub, SubBefore, SubAfter, EndTransaction, Recall), decoded. See :mod:`.traces`."""
+        return self.traces.rows(trace_topic, msg_id, trace_type)
 
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]

@@ -46,6 +46,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *                                        milliseconds answering the broker's checks the same ("checked" lines)
  *   timers      NAMESRV TOPIC N MS...    N messages per delay MS: each delivered MS milliseconds after it is sent
  *                                        (setDeliverTimeMs, the 5.x timer wheel)
+ *   traced      NAMESRV TOPIC N          N messages from a producer with message trace on (enableMsgTrace), then
+ *                                        a push consumer with trace on (group e2e-traced-consumer) receives them:
+ *                                        the clients' trace records go to RMQ_SYS_TRACE_TOPIC
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -71,6 +74,7 @@ public final class Harness {
                     Long.parseLong(args[4]));
                 case "timers" -> timers(args[1], args[2], Integer.parseInt(args[3]),
                     java.util.Arrays.stream(args, 4, args.length).mapToLong(Long::parseLong).toArray());
+                case "traced" -> traced(args[1], args[2], Integer.parseInt(args[3]));
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -252,6 +256,43 @@ public final class Harness {
             }
         } finally {
             producer.shutdown();
+        }
+    }
+
+    private static void traced(String namesrv, String topic, int count) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer("e2e-traced", true, null);
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(15_000);
+        producer.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message m = message(topic, i, 20 + i % 30);
+                sent("traced", m, producer.send(m));
+            }
+        } finally {
+            producer.shutdown();  // flushes the trace dispatcher
+        }
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("e2e-traced-consumer", true, null);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        CountDownLatch done = new CountDownLatch(count);
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (MessageExt m : msgs) {
+                if (seen.add(m.getQueueId() + "/" + m.getQueueOffset())) {
+                    received(m);
+                    done.countDown();
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+        boolean all = done.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        Thread.sleep(2_000);  // the trace dispatcher sends in batches
+        consumer.shutdown();
+        if (!all) {
+            throw new IllegalStateException("traced consumer received " + seen.size() + " of " + count);
         }
     }
 
