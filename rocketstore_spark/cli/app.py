@@ -58,7 +58,7 @@ from .common import (
 )
 from .generate import generate
 from .plan import plan_command
-from .special import timers, transactions
+from .special import timers, traces, transactions
 
 MAX_KEY_RESULTS = 64  # a broker answers a key query with at most maxMsgsNumBatch (64) messages
 
@@ -320,6 +320,7 @@ app.command()(generate)
 app.command(name="plan")(plan_command)
 app.command()(transactions)
 app.command()(timers)
+app.command()(traces)
 
 
 @app.command()

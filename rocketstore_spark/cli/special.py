@@ -1,5 +1,5 @@
-"""``rocketstore transactions`` and ``rocketstore timers``: the special topics' views (the tables
-``pendingTransactions`` and ``timerMessages`` of a Spark read)."""
+"""``rocketstore transactions``, ``rocketstore timers`` and ``rocketstore traces``: the special topics' views
+(the tables ``pendingTransactions``, ``timerMessages`` and ``messageTraces`` of a Spark read)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InvalidArgumentError
-from ..store import TIMER_STATES, RocketStore
+from ..store import RMQ_SYS_TRACE_TOPIC, TIMER_STATES, TRACE_TYPES, RocketStore
 from .common import (
     BATCH_TOPICS,
     BCQ_SIZE,
@@ -32,6 +32,7 @@ from .common import (
     console,
     format_ms,
     fs_given,
+    mirror,
     settings_given,
     sizes_given,
 )
@@ -121,3 +122,42 @@ def timers(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
     for r in rows:
         counts[r["state"]] = counts.get(r["state"], 0) + 1
     console.print(", ".join(f"{n:,} {s}" for s, n in counts.items()))
+
+
+def traces(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
+           trace_topic: Optional[str] = mirror("traceTopic"),
+           msg_id: Optional[str] = typer.Option(None, "--msg-id", help="only the records of this message (its "
+                                                                      "UNIQ_KEY, the msgId a producer sees)"),
+           trace_type: Optional[str] = typer.Option(None, "--type", help="only records of this type: "
+                                                                          + ", ".join(TRACE_TYPES)),
+           as_json: bool = typer.Option(False, "--json", help="JSON lines, one per trace record"),
+           commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+           consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+           index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+           variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+           commitlog_path: Optional[str] = COMMITLOG_PATH):
+    """Message traces: the records clients with message trace on (enableMsgTrace) wrote to the trace topic,
+    decoded: who sent or consumed which message, when, how long it took and whether it succeeded."""
+    if trace_type is not None and trace_type not in TRACE_TYPES:
+        raise InvalidArgumentError(f"--type must be one of {', '.join(TRACE_TYPES)}, found {trace_type!r}")
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers, commitlog_path)
+    with _open(store, fs, variant, sizes) as s:
+        rows = s.message_traces(trace_topic or RMQ_SYS_TRACE_TOPIC, msg_id, trace_type)
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json.dumps(r) + "\n")
+        return
+    if not rows:
+        console.print(f"no trace record in {trace_topic or RMQ_SYS_TRACE_TOPIC}")
+        return
+    table = Table("type", "time", "group", "topic", "msg id", "cost ms", "success")
+    for r in rows:
+        table.add_row(r["traceType"], format_ms(r["timestamp"]), r["groupName"] or "-", r["topic"] or "-",
+                      r["msgId"] or "-", "-" if r["costTime"] is None else str(r["costTime"]),
+                      "-" if r["success"] is None else str(r["success"]).lower())
+    console.print(table)
+    console.print(f"{len(rows):,} trace record(s)")
