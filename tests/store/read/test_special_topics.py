@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketstore_spark.store import TIMER_MESSAGE_FIELDS, RocketStore
+from rocketstore_spark.store import MESSAGE_TRACE_FIELDS, TIMER_MESSAGE_FIELDS, RocketStore
 
 DATA = Path(__file__).parent / "data"
 
@@ -111,3 +111,60 @@ def test_timer_messages_delivered_rolled_pending(special):
             assert qid == sent[key]["queueId"] and int(props["TIMER_DEQUEUE_MS"]) >= int(props["TIMER_OUT_MS"])
         assert store.timer_messages(state="pending") == by_state["pending"]
         assert store.timer_messages("nothing") == []
+
+
+def test_message_traces_are_what_the_traced_clients_did(tmp_path):
+    root, lines = unpack(tmp_path, "traces-broker-5.3.3")
+    sent = {line["msgId"]: line for line in lines if line["event"] == "sent"}
+    received = {line["msgId"]: line for line in lines if line["event"] == "received"}
+    assert len(sent) == 6 and set(received) == set(sent)
+    with RocketStore.open(root) as store:
+        rows = store.message_traces()
+        assert all(tuple(r) == MESSAGE_TRACE_FIELDS for r in rows)
+        pubs = {r["msgId"]: r for r in rows if r["traceType"] == "Pub"}
+        assert set(pubs) == set(sent)
+        for key, r in pubs.items():
+            s = sent[key]
+            assert (r["topic"], r["groupName"], r["tags"], r["keys"].split(), r["offsetMsgId"], r["success"]) == \
+                   ("traced-orders", "e2e-traced", s["tags"], s["keys"], s["offsetMsgId"], True)
+            assert r["bodyLength"] == s["bodyLength"] and r["msgType"] == "Normal_Msg"
+        for kind in ("SubBefore", "SubAfter"):
+            subs = [r for r in rows if r["traceType"] == kind]
+            assert {r["msgId"] for r in subs} == set(sent) and len(subs) == len(sent)
+            assert {r["groupName"] for r in subs} == {"e2e-traced-consumer"}
+        after = {r["requestId"] for r in rows if r["traceType"] == "SubAfter"}
+        assert after == {r["requestId"] for r in rows if r["traceType"] == "SubBefore"}
+        assert all(r["success"] and r["consumeResult"] == "SUCCESS" for r in rows if r["traceType"] == "SubAfter")
+        one = next(iter(sent))
+        assert {r["traceType"] for r in store.message_traces(msg_id=one)} == {"Pub", "SubBefore", "SubAfter"}
+        assert store.message_traces(trace_type="Pub") == list(pubs.values())
+        assert store.message_traces("no-such-topic") == []
+        # the trace messages are indexed by the traced msgIds and keys: the records lie where the rows say
+        for r in rows:
+            raw = store.look_message_by_offset(r["traceCommitLogOffset"], columns=["topic", "queueOffset"])
+            assert (raw["topic"], raw["queueOffset"]) == ("RMQ_SYS_TRACE_TOPIC", r["traceQueueOffset"])
+
+
+def test_messages_that_are_not_trace_records_give_no_rows(special):
+    root, _ = special
+    with RocketStore.open(root) as store:  # the client's decoder skips what has no trace type first
+        assert store.message_traces("tx-orders") == []
+
+
+def test_a_damaged_trace_record_is_an_error_naming_its_file_and_offset(tmp_path):
+    import pyarrow as pa
+
+    from rocketstore_spark.errors import StoreFormatError
+
+    good = "Recall\u00011000\u0001r\u0001g\u0001t\u0001id\u0001true\u0002"
+    bad = "SubBefore\u0001soon\u0001r\u0001g\u0001req\u0001id\u00010\u0001k\u0002"
+    root = tmp_path / "store"
+    with RocketStore.open_writer(root, commit_log_file_size=1 << 20, consume_queue_file_size=6000) as w:
+        w.append(pa.table({"topic": ["RMQ_SYS_TRACE_TOPIC"] * 2, "queueId": [0, 0],
+                           "body": [good.encode(), bad.encode()]}))
+    with RocketStore.open(root) as store:
+        second = next(store.read_queue("RMQ_SYS_TRACE_TOPIC", 0, 1, 2, columns=["commitLogOffset"])).to_pylist()
+        with pytest.raises(StoreFormatError, match="queue offset 1 of RMQ_SYS_TRACE_TOPIC/0.*timeStamp is not a "
+                                                   "number: 'soon'.*customizedTraceTopic") as e:
+            store.message_traces()
+    assert e.value.path.endswith("00000000000000000000") and e.value.offset == second[0]["commitLogOffset"]
