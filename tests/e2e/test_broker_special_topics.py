@@ -107,3 +107,34 @@ def test_timer_messages_delivered_and_pending(broker_factory, harness, spark, tm
              .where("state = 'delivered'").collect())
     assert {t.uniqKey for t in table} == near
     assert all(t.topic == TIMER_TOPIC and t.deliverTime is not None for t in table)
+
+
+def test_message_traces_are_what_the_traced_clients_did(broker_factory, harness, spark, tmp_path):
+    """A producer and a push consumer with message trace on: the trace table holds one Pub record per message
+    sent (as the producer's send result says) and a SubBefore and SubAfter per message consumed (as the consumer
+    received it), read back after the broker stopped."""
+    store_dir = tmp_path / "store"
+    broker = broker_factory(store_dir, traceTopicEnable="true")
+    lines = harness("traced", "traced-orders", 6)
+    broker.stop()
+    sent = {line["msgId"]: line for line in lines if line["event"] == "sent"}
+    received = {line["msgId"]: line for line in lines if line["event"] == "received"}
+    assert len(sent) == 6 and set(received) == set(sent)
+
+    with RocketStore.open(store_dir) as store:
+        rows = store.message_traces()
+    pubs = {r["msgId"]: r for r in rows if r["traceType"] == "Pub"}
+    assert set(pubs) == set(sent)
+    for key, r in pubs.items():
+        assert (r["topic"], r["offsetMsgId"], r["tags"], r["success"]) == \
+               ("traced-orders", sent[key]["offsetMsgId"], sent[key]["tags"], True)
+    for kind in ("SubBefore", "SubAfter"):
+        assert sorted(r["msgId"] for r in rows if r["traceType"] == kind) == sorted(received)
+
+    one = next(iter(sent))
+    cli = cli_json("traces", str(store_dir), "--msg-id", one)
+    assert sorted(c["traceType"] for c in cli) == ["Pub", "SubAfter", "SubBefore"]
+    table = (spark.read.format("rocketstore").option("table", "messageTraces").option("topics", "traced-orders")
+             .load(str(store_dir)))
+    assert table.count() == len(rows) == 18
+    assert {r.msgId for r in table.where("traceType = 'SubAfter' and success").collect()} == set(received)
