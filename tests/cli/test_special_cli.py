@@ -33,3 +33,17 @@ def test_timers(tmp_path):
     assert "4 delivered, 12 rolled, 4 pending" in run("timers", root).stdout
     bad = run("timers", root, "--state", "late", check=False)
     assert bad.returncode == 2 and "--state must be one of pending, delivered, rolled, cancelled" in bad.stderr
+
+
+def test_traces(tmp_path):
+    root, lines = unpack(tmp_path, "traces-broker-5.3.3")
+    rows = json_rows("traces", root)
+    assert len(rows) == 18 and {r["traceType"] for r in rows} == {"Pub", "SubBefore", "SubAfter"}
+    one = next(line["msgId"] for line in lines if line["event"] == "sent")
+    assert sorted(r["traceType"] for r in json_rows("traces", root, "--msg-id", one)) == \
+           ["Pub", "SubAfter", "SubBefore"]
+    assert len(json_rows("traces", root, "--type", "Pub")) == 6
+    assert json_rows("traces", root, "--trace-topic", "traced-orders") == []
+    assert "18 trace record(s)" in run("traces", root).stdout
+    bad = run("traces", root, "--type", "Publish", check=False)
+    assert bad.returncode == 2 and "--type must be one of Pub, Recall" in bad.stderr

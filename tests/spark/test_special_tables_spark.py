@@ -5,8 +5,9 @@ against a running broker)."""
 import pytest
 
 from rocketstore_spark.errors import InvalidArgumentError
+from rocketstore_spark.spark.options import parse_read_options
 from rocketstore_spark.spark.source import RocketStoreDataSource
-from rocketstore_spark.store import PENDING_TRANSACTION_FIELDS, TIMER_MESSAGE_FIELDS, RocketStore
+from rocketstore_spark.store import MESSAGE_TRACE_FIELDS, PENDING_TRANSACTION_FIELDS, TIMER_MESSAGE_FIELDS, RocketStore
 from tests.store.read.test_special_topics import unpack
 
 pytestmark = pytest.mark.spark
@@ -46,7 +47,38 @@ def test_timer_messages_table(spark, tmp_path):
 
 def test_the_tables_are_batch_only(tmp_path):
     root, _ = unpack(tmp_path, "special-topics-broker-5.3.3")
-    for table in ("pendingTransactions", "timerMessages"):
+    for table in ("pendingTransactions", "timerMessages", "messageTraces"):
         source = RocketStoreDataSource({"path": str(root), "table": table})
         with pytest.raises(InvalidArgumentError, match=f"table={table} is a batch table"):
             source.streamReader(None)
+
+
+def test_message_traces_table(spark, tmp_path):
+    root, _ = unpack(tmp_path, "traces-broker-5.3.3")
+    df = spark.read.format("rocketstore").option("table", "messageTraces").load(str(root))
+    assert df.columns == ["brokerName", *MESSAGE_TRACE_FIELDS]
+    with RocketStore.open(root) as store:
+        api = store.message_traces()
+    rows = df.collect()
+    assert len(rows) == len(api) == 18
+    for r, a in zip(sorted(rows, key=lambda r: (r.traceQueueOffset, r.traceType, r.msgId)),
+                    sorted(api, key=lambda a: (a["traceQueueOffset"], a["traceType"], a["msgId"]))):
+        assert (r.traceType, r.msgId, r.groupName, r.costTime, r.success, r.keys) == \
+               (a["traceType"], a["msgId"], a["groupName"], a["costTime"], a["success"], a["keys"])
+        assert (None if r.timestamp is None else round(r.timestamp.timestamp() * 1000)) == a["timestamp"]
+    # topics keeps the producers' records of the topic and the consumers' records of their messages
+    assert (spark.read.format("rocketstore").option("table", "messageTraces").option("topics", "traced-orders")
+            .load(str(root)).count()) == 18
+    assert (spark.read.format("rocketstore").option("table", "messageTraces").option("topics", "other")
+            .load(str(root)).count()) == 0
+    assert (spark.read.format("rocketstore").option("table", "messageTraces").option("traceTopic", "traced-orders")
+            .load(str(root)).count()) == 0  # a topic of plain messages holds no trace record
+
+
+def test_trace_topic_belongs_to_the_trace_table(tmp_path):
+    root, _ = unpack(tmp_path, "traces-broker-5.3.3")
+    with pytest.raises(InvalidArgumentError, match="traceTopic names the clients' trace topic of table messageTraces"):
+        parse_read_options({"path": str(root), "traceTopic": "MY_TRACES"})
+    assert parse_read_options({"path": str(root), "table": "messageTraces"}).trace_topic == "RMQ_SYS_TRACE_TOPIC"
+    assert parse_read_options({"path": str(root), "table": "messageTraces",
+                               "traceTopic": "MY_TRACES"}).trace_topic == "MY_TRACES"
