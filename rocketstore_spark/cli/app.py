@@ -58,7 +58,7 @@ from .common import (
 )
 from .generate import generate
 from .plan import plan_command
-from .special import timers, traces, transactions
+from .special import compacted, timers, traces, transactions
 
 MAX_KEY_RESULTS = 64  # a broker answers a key query with at most maxMsgsNumBatch (64) messages
 
@@ -321,6 +321,7 @@ app.command(name="plan")(plan_command)
 app.command()(transactions)
 app.command()(timers)
 app.command()(traces)
+app.command()(compacted)
 
 
 @app.command()

@@ -1,5 +1,5 @@
-"""``rocketstore transactions``, ``rocketstore timers`` and ``rocketstore traces``: the special topics' views
-(the tables ``pendingTransactions``, ``timerMessages`` and ``messageTraces`` of a Spark read)."""
+"""``rocketstore transactions``, ``timers``, ``traces`` and ``compacted``: the special topics' views (the tables
+``pendingTransactions``, ``timerMessages``, ``messageTraces`` and ``compactedValues`` of a Spark read)."""
 
 from __future__ import annotations
 
@@ -161,3 +161,35 @@ def traces(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
                       "-" if r["success"] is None else str(r["success"]).lower())
     console.print(table)
     console.print(f"{len(rows):,} trace record(s)")
+
+
+def compacted(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
+              topic: Optional[str] = typer.Option(None, "--topic", help="only this compaction topic"),
+              as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+              commit_log_file_size: Optional[int] = COMMIT_LOG_SIZE,
+              consume_queue_file_size: Optional[int] = CONSUME_QUEUE_SIZE,
+              index_hash_slots: Optional[int] = INDEX_SLOTS, index_max_entries: Optional[int] = INDEX_ENTRIES,
+              variant: Optional[str] = VARIANT, batch_topics: Optional[str] = BATCH_TOPICS,
+              bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
+              dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
+              dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
+              commitlog_path: Optional[str] = COMMITLOG_PATH):
+    """Compaction topics (cleanup.policy=COMPACTION): the latest value per key of each queue, what a consumer
+    ends up with."""
+    sizes = sizes_given(commit_log_file_size, consume_queue_file_size, index_hash_slots, index_max_entries) | \
+        settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers, commitlog_path)
+    with _open(store, fs, variant, sizes) as s:
+        rows = s.compacted_values(topic)
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json_line(r) + "\n")
+        return
+    if not rows:
+        console.print("no compacted value" + (f" in topic {topic}" if topic else ""))
+        return
+    table = Table("topic", "queue", "key", "offset", "versions", "stored", "body bytes")
+    for r in rows:
+        table.add_row(r["topic"], str(r["queueId"]), r["key"], f"{r['queueOffset']:,}", str(r["versions"]),
+                      format_ms(r["storeTimestamp"]), f"{len(r['body']):,}")
+    console.print(table)
+    console.print(f"{len(rows):,} key(s)")

@@ -52,8 +52,9 @@ TABLE_CONSUMER_OFFSETS = "consumerOffsets"  # the consumer groups' committed off
 TABLE_PENDING_TRANSACTIONS = "pendingTransactions"  # transactional messages waiting on a commit or rollback
 TABLE_TIMER_MESSAGES = "timerMessages"  # messages sent with a delivery time, and their state in the timer wheel
 TABLE_MESSAGE_TRACES = "messageTraces"  # the clients' trace records, decoded
+TABLE_COMPACTED_VALUES = "compactedValues"  # the latest value per key of the compaction topics
 TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS, TABLE_PENDING_TRANSACTIONS, TABLE_TIMER_MESSAGES,
-          TABLE_MESSAGE_TRACES)
+          TABLE_MESSAGE_TRACES, TABLE_COMPACTED_VALUES)
 #: the tables that are not messages: batch reads only, one partition per store
 SIDE_TABLES = TABLES[1:]
 DEFAULT_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"  # TopicValidator.RMQ_SYS_TRACE_TOPIC
@@ -137,7 +138,8 @@ READ_SPEC = (
                "lag and the store time of the group's next message (docs/consumer-groups.md); "
                "`pendingTransactions`: the transactional messages still waiting on a commit or rollback; "
                "`timerMessages`: the messages sent with a delivery time, pending, delivered, rolled or cancelled; "
-               "`messageTraces`: the trace records of clients with message trace on, decoded "
+               "`messageTraces`: the trace records of clients with message trace on, decoded; "
+               "`compactedValues`: the latest value per key of the compaction topics "
                "(docs/special-topics.md). `topics` selects the real (traced) topics of these tables",
                default=TABLE_MESSAGES, choices=TABLES, scopes=("read",)),
     OptionSpec("traceTopic", STRING, "with `table` `messageTraces`: the topic the clients write their traces to "

@@ -1,7 +1,8 @@
 """The tables of special topics, ``option("table", ...)``: ``pendingTransactions`` (the transactional messages
 still waiting on a commit or rollback, ``RocketStore.pending_transactions``), ``timerMessages`` (the messages
 sent with a delivery time and their state in the timer wheel, ``RocketStore.timer_messages``) and
-``messageTraces`` (the clients' trace records, ``RocketStore.message_traces``). One partition per store
+``messageTraces`` (the clients' trace records, ``RocketStore.message_traces``) and ``compactedValues`` (the
+latest value per key of the compaction topics, ``RocketStore.compacted_values``). One partition per store
 (broker), each read through the store facade."""
 
 from __future__ import annotations
@@ -24,8 +25,20 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from ..store import MESSAGE_TRACE_FIELDS, PENDING_TRANSACTION_FIELDS, TIMER_MESSAGE_FIELDS, RocketStore
-from .options import TABLE_MESSAGE_TRACES, TABLE_PENDING_TRANSACTIONS, TABLE_TIMER_MESSAGES, ReadOptions
+from ..store import (
+    COMPACTED_FIELDS,
+    MESSAGE_TRACE_FIELDS,
+    PENDING_TRANSACTION_FIELDS,
+    TIMER_MESSAGE_FIELDS,
+    RocketStore,
+)
+from .options import (
+    TABLE_COMPACTED_VALUES,
+    TABLE_MESSAGE_TRACES,
+    TABLE_PENDING_TRANSACTIONS,
+    TABLE_TIMER_MESSAGES,
+    ReadOptions,
+)
 from .schema import BROKER_NAME
 from .user_errors import message_first
 
@@ -43,9 +56,11 @@ _TYPES: dict[str, DataType] = {
     "retryTimes": IntegerType(), "consumeResult": StringType(),
     "transactionState": StringType(), "fromTransactionCheck": BooleanType(), "traceQueueId": IntegerType(),
     "traceQueueOffset": LongType(), "traceCommitLogOffset": LongType(), "traceStoreTimestamp": TimestampType(),
+    "key": StringType(), "queueOffset": LongType(), "versions": IntegerType(),
 }
 _NOT_NULL = {"halfQueueId", "halfOffset", "commitLogOffset", "checkTimes", "state", "rollTimes", "timerQueueOffset",
-             "traceType", "traceQueueId", "traceQueueOffset", "traceCommitLogOffset"}
+             "traceType", "traceQueueId", "traceQueueOffset", "traceCommitLogOffset", "key", "queueOffset",
+             "versions"}
 _TIMES = {name for name, t in _TYPES.items() if isinstance(t, TimestampType)}
 
 
@@ -81,11 +96,16 @@ def _message_traces(store, opts: ReadOptions):
     return [r for r in rows if r["topic"] in opts.topics or (r["topic"] is None and r["msgId"] in traced)]
 
 
+def _compacted_values(store, opts: ReadOptions):
+    return [r for r in store.compacted_values() if opts.topics is None or r["topic"] in opts.topics]
+
+
 SPECIAL_TABLES = {
     TABLE_PENDING_TRANSACTIONS: SpecialTable(PENDING_TRANSACTION_FIELDS, _pending_transactions),
     TABLE_TIMER_MESSAGES: SpecialTable(TIMER_MESSAGE_FIELDS, _timer_messages),
     # a trace record's keys are the client's text (space-separated), its timestamp and cost as the client measured
     TABLE_MESSAGE_TRACES: SpecialTable(MESSAGE_TRACE_FIELDS, _message_traces, {"keys": StringType()}),
+    TABLE_COMPACTED_VALUES: SpecialTable(COMPACTED_FIELDS, _compacted_values),
 }
 
 

@@ -44,6 +44,7 @@ from .format.java_hash import java_string_hashes
 from .format.subscription import Subscription
 from .format.timer import TIMER_STATES
 from .format.trace import RMQ_SYS_TRACE_TOPIC, TRACE_TYPES
+from .read.compaction import COMPACTED_FIELDS
 from .read.group_offsets import GROUP_OFFSET_FIELDS, group_positions
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
@@ -142,4 +143,4 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS",
            # special topics: unresolved transactions, timer messages, message traces
            "PENDING_TRANSACTION_FIELDS", "TIMER_MESSAGE_FIELDS", "TIMER_STATES", "MESSAGE_TRACE_FIELDS",
-           "RMQ_SYS_TRACE_TOPIC", "TRACE_TYPES"]
+           "RMQ_SYS_TRACE_TOPIC", "TRACE_TYPES", "COMPACTED_FIELDS"]

@@ -35,6 +35,7 @@ from ..files.strays import warn_strays
 from ..files.variant import BrokerSettings, StoreVariant, detect_variant
 from ..format import layout as L
 from ..format.trace import RMQ_SYS_TRACE_TOPIC
+from .compaction import CompactedTopics
 from .group_offsets import GroupOffsets
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
@@ -81,6 +82,7 @@ class StoreReader:
         self.transactions = PendingTransactions(self, root)
         self.timers = TimerMessages(self, root)
         self.traces = MessageTraces(self)
+        self.compacted = CompactedTopics(self, root)
         self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
         if not behaviour.consume_queue_files or (lazy_queues and valid_end is not None):
@@ -393,6 +395,19 @@ class StoreReader:
         """The trace records clients with message trace on wrote to ``trace_topic`` (of message ``msg_id`` / of
         ``trace_type``: Pub, SubBefore, SubAfter, EndTransaction, Recall), decoded. See :mod:`.traces`."""
         return self.traces.rows(trace_topic, msg_id, trace_type)
+
+    def compaction_topics(self) -> list[str]:
+        """The topics with ``cleanup.policy=COMPACTION`` in the broker's topic table, sorted."""
+        return self.compacted.topics()
+
+    def compacted_values(self, topic: Optional[str] = None) -> list[dict]:
+        """The latest value per key of each queue of the compaction topics (of ``topic``, which must be one): what
+        a consumer ends up with. See :mod:`.compaction`."""
+        if topic is not None and topic not in self.compaction_topics():
+            raise InvalidArgumentError(f"topic {topic!r} is not a compaction topic (cleanup.policy=COMPACTION in "
+                                       f"{self.root / 'config'}/topics.json); the compaction topics are "
+                                       f"{', '.join(self.compaction_topics()) or 'none'}")
+        return self.compacted.rows(topic)
 
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]

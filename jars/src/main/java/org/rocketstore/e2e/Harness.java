@@ -49,6 +49,10 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   traced      NAMESRV TOPIC N          N messages from a producer with message trace on (enableMsgTrace), then
  *                                        a push consumer with trace on (group e2e-traced-consumer) receives them:
  *                                        the clients' trace records go to RMQ_SYS_TRACE_TOPIC
+ *   compacted   NAMESRV TOPIC N KEYS     creates TOPIC with cleanup.policy=COMPACTION (2 queues), sends N messages
+ *                                        keyed k0..k(KEYS-1) in turn ("sent"), then a lite pull consumer reads
+ *                                        the topic from its first offset as the broker serves a compaction topic
+ *                                        (from its compaction log) until nothing new comes for 10 s ("received")
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -75,6 +79,8 @@ public final class Harness {
                 case "timers" -> timers(args[1], args[2], Integer.parseInt(args[3]),
                     java.util.Arrays.stream(args, 4, args.length).mapToLong(Long::parseLong).toArray());
                 case "traced" -> traced(args[1], args[2], Integer.parseInt(args[3]));
+                case "compacted" -> compacted(args[1], args[2], Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]));
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -294,6 +300,51 @@ public final class Harness {
         if (!all) {
             throw new IllegalStateException("traced consumer received " + seen.size() + " of " + count);
         }
+    }
+
+    private static void compacted(String namesrv, String topic, int count, int keys) throws Exception {
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(namesrv);
+        admin.start();
+        org.apache.rocketmq.common.TopicConfig config = new org.apache.rocketmq.common.TopicConfig(topic, 2, 2);
+        config.setAttributes(Map.of("+cleanup.policy", "COMPACTION"));
+        for (BrokerData b : admin.examineBrokerClusterInfo().getBrokerAddrTable().values()) {
+            admin.createAndUpdateTopicConfig(b.getBrokerAddrs().get(0L), config);
+        }
+        Thread.sleep(3_000);  // the route reaches the name server with the next registration
+        DefaultMQProducer producer = new DefaultMQProducer("e2e-compacted");
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(15_000);
+        producer.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message m = new Message(topic, "tag" + (i % 2), "k" + (i % keys),
+                    ("value-" + i).getBytes(StandardCharsets.UTF_8));
+                m.putUserProperty("index", Integer.toString(i));
+                sent("compacted", m, producer.send(m));
+            }
+        } finally {
+            producer.shutdown();
+        }
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("e2e-compacted-reader");
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setAutoCommit(false);
+        consumer.subscribe(topic, "*");
+        consumer.start();
+        Set<String> seen = new HashSet<>();
+        long quietUntil = System.currentTimeMillis() + 10_000;
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (System.currentTimeMillis() < quietUntil && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : consumer.poll(1_000)) {
+                if (seen.add(m.getQueueId() + "/" + m.getQueueOffset())) {
+                    received(m);
+                    quietUntil = System.currentTimeMillis() + 10_000;
+                }
+            }
+        }
+        consumer.shutdown();
+        admin.shutdown();
     }
 
     private static void sent(String kind, Message m, SendResult r) {
