@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from rocketstore_spark.store import MESSAGE_TRACE_FIELDS, TIMER_MESSAGE_FIELDS, RocketStore
+from rocketstore_spark.errors import InvalidArgumentError
+from rocketstore_spark.store import COMPACTED_FIELDS, MESSAGE_TRACE_FIELDS, TIMER_MESSAGE_FIELDS, RocketStore
+from tests.e2e.common import sha256
 
 DATA = Path(__file__).parent / "data"
 
@@ -168,3 +170,51 @@ def test_a_damaged_trace_record_is_an_error_naming_its_file_and_offset(tmp_path)
                                                    "number: 'soon'.*customizedTraceTopic") as e:
             store.message_traces()
     assert e.value.path.endswith("00000000000000000000") and e.value.offset == second[0]["commitLogOffset"]
+
+
+def latest_received(lines) -> dict:
+    """(queueId, KEYS) → the last message of the key a consumer of the compaction topic received, as the broker
+    served the topic (from its compaction log)."""
+    latest = {}
+    for line in sorted((x for x in lines if x["event"] == "received"), key=lambda x: x["queueOffset"]):
+        latest[(line["queueId"], line["properties"]["KEYS"])] = line
+    return latest
+
+
+def test_compacted_values_are_the_latest_a_consumer_received(tmp_path):
+    root, lines = unpack(tmp_path, "compaction-broker-5.3.3")
+    sent = [line for line in lines if line["event"] == "sent"]
+    latest = latest_received(lines)
+    assert len(sent) == 40 and len(latest) == 10  # five keys in each of two queues
+    with RocketStore.open(root) as store:
+        assert store.compaction_topics() == ["compacted-prices"]
+        rows = store.compacted_values()
+        assert store.compacted_values("compacted-prices") == rows
+        with pytest.raises(InvalidArgumentError, match="'orders' is not a compaction topic.*compacted-prices"):
+            store.compacted_values("orders")
+    assert all(tuple(r) == COMPACTED_FIELDS for r in rows)
+    assert {(r["queueId"], r["key"]): (r["queueOffset"], r["uniqKey"]) for r in rows} == \
+           {k: (v["queueOffset"], v["msgId"]) for k, v in latest.items()}
+    for r in rows:
+        got = latest[(r["queueId"], r["key"])]
+        assert r["body"] == b"value-" + got["properties"]["index"].encode() and r["versions"] == 4
+        assert sha256(r["body"]) == got["bodySha256"]
+
+
+def test_a_message_without_a_body_deletes_its_key(tmp_path):
+    import pyarrow as pa
+
+    from rocketstore_spark.store import register_topics
+
+    root = tmp_path / "store"
+    with RocketStore.open_writer(root, commit_log_file_size=1 << 20, consume_queue_file_size=6000) as w:
+        w.append(pa.table({"topic": ["prices"] * 4, "queueId": [0] * 4, "keys": [["a"], ["b"], ["a"], []],
+                           "body": [b"1", b"2", b"", b"no key"]}))
+    register_topics(root, {"prices": 1})
+    topics = root / "config" / "topics.json"
+    table = json.loads(topics.read_text())
+    table["topicConfigTable"]["prices"]["attributes"] = {"+cleanup.policy": "COMPACTION"}
+    topics.write_text(json.dumps(table))
+    with RocketStore.open(root) as store:
+        rows = store.compacted_values()
+    assert [(r["key"], r["body"], r["versions"]) for r in rows] == [("b", b"2", 1)]
