@@ -138,3 +138,29 @@ def test_message_traces_are_what_the_traced_clients_did(broker_factory, harness,
              .load(str(store_dir)))
     assert table.count() == len(rows) == 18
     assert {r.msgId for r in table.where("traceType = 'SubAfter' and success").collect()} == set(received)
+
+
+def test_compacted_values_are_what_a_consumer_ends_up_with(broker_factory, harness, spark, tmp_path):
+    """A topic created with cleanup.policy=COMPACTION through the admin API, forty messages over five keys; a
+    consumer reads it as the broker serves a compaction topic (from its compaction log, compacted every 2 s
+    here). The compacted values are, per queue and key, the last message the consumer received."""
+    store_dir = tmp_path / "store"
+    broker = broker_factory(store_dir, compactionScheduleInternal=2000)
+    lines = harness("compacted", "compacted-prices", 40, 5)
+    broker.stop()
+    latest = {}
+    for line in sorted((x for x in lines if x["event"] == "received"), key=lambda x: x["queueOffset"]):
+        latest[(line["queueId"], line["properties"]["KEYS"])] = line
+    assert {k for _, k in latest} == {f"k{i}" for i in range(5)}
+    assert (store_dir / "compaction" / "compactionLog" / "compacted-prices").is_dir()
+
+    with RocketStore.open(store_dir) as store:
+        assert store.compaction_topics() == ["compacted-prices"]
+        rows = store.compacted_values()
+    assert {(r["queueId"], r["key"]): (r["queueOffset"], r["uniqKey"]) for r in rows} == \
+           {k: (v["queueOffset"], v["msgId"]) for k, v in latest.items()}
+    cli = cli_json("compacted", str(store_dir), "--topic", "compacted-prices")
+    assert [(c["queueId"], c["key"], c["queueOffset"]) for c in cli] == \
+           [(r["queueId"], r["key"], r["queueOffset"]) for r in rows]
+    table = spark.read.format("rocketstore").option("table", "compactedValues").load(str(store_dir)).collect()
+    assert {(t.queueId, t.key): bytes(t.body) for t in table} == {(r["queueId"], r["key"]): r["body"] for r in rows}
