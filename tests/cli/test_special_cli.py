@@ -47,3 +47,13 @@ def test_traces(tmp_path):
     assert "18 trace record(s)" in run("traces", root).stdout
     bad = run("traces", root, "--type", "Publish", check=False)
     assert bad.returncode == 2 and "--type must be one of Pub, Recall" in bad.stderr
+
+
+def test_compacted(tmp_path):
+    root, _ = unpack(tmp_path, "compaction-broker-5.3.3")
+    rows = json_rows("compacted", root)
+    assert len(rows) == 10 and {r["key"] for r in rows} == {f"k{i}" for i in range(5)}
+    assert all(base64.b64decode(r["body"]).startswith(b"value-") for r in rows)
+    assert "10 key(s)" in run("compacted", root).stdout
+    bad = run("compacted", root, "--topic", "orders", check=False)
+    assert bad.returncode == 2 and "not a compaction topic" in bad.stderr

@@ -7,7 +7,13 @@ import pytest
 from rocketstore_spark.errors import InvalidArgumentError
 from rocketstore_spark.spark.options import parse_read_options
 from rocketstore_spark.spark.source import RocketStoreDataSource
-from rocketstore_spark.store import MESSAGE_TRACE_FIELDS, PENDING_TRANSACTION_FIELDS, TIMER_MESSAGE_FIELDS, RocketStore
+from rocketstore_spark.store import (
+    COMPACTED_FIELDS,
+    MESSAGE_TRACE_FIELDS,
+    PENDING_TRANSACTION_FIELDS,
+    TIMER_MESSAGE_FIELDS,
+    RocketStore,
+)
 from tests.store.read.test_special_topics import unpack
 
 pytestmark = pytest.mark.spark
@@ -47,7 +53,7 @@ def test_timer_messages_table(spark, tmp_path):
 
 def test_the_tables_are_batch_only(tmp_path):
     root, _ = unpack(tmp_path, "special-topics-broker-5.3.3")
-    for table in ("pendingTransactions", "timerMessages", "messageTraces"):
+    for table in ("pendingTransactions", "timerMessages", "messageTraces", "compactedValues"):
         source = RocketStoreDataSource({"path": str(root), "table": table})
         with pytest.raises(InvalidArgumentError, match=f"table={table} is a batch table"):
             source.streamReader(None)
@@ -82,3 +88,15 @@ def test_trace_topic_belongs_to_the_trace_table(tmp_path):
     assert parse_read_options({"path": str(root), "table": "messageTraces"}).trace_topic == "RMQ_SYS_TRACE_TOPIC"
     assert parse_read_options({"path": str(root), "table": "messageTraces",
                                "traceTopic": "MY_TRACES"}).trace_topic == "MY_TRACES"
+
+
+def test_compacted_values_table(spark, tmp_path):
+    root, _ = unpack(tmp_path, "compaction-broker-5.3.3")
+    df = spark.read.format("rocketstore").option("table", "compactedValues").load(str(root))
+    assert df.columns == ["brokerName", *COMPACTED_FIELDS]
+    with RocketStore.open(root) as store:
+        api = store.compacted_values()
+    assert sorted((r.queueId, r.key, r.queueOffset, bytes(r.body), r.versions) for r in df.collect()) == \
+           sorted((a["queueId"], a["key"], a["queueOffset"], a["body"], a["versions"]) for a in api)
+    assert (spark.read.format("rocketstore").option("table", "compactedValues").option("topics", "other")
+            .load(str(root)).count()) == 0
