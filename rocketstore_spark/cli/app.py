@@ -58,6 +58,7 @@ from .common import (
 )
 from .generate import generate
 from .plan import plan_command
+from .special import compacted, timers, traces, transactions
 
 MAX_KEY_RESULTS = 64  # a broker answers a key query with at most maxMsgsNumBatch (64) messages
 
@@ -362,6 +363,10 @@ def verify(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
 
 app.command()(generate)
 app.command(name="plan")(plan_command)
+app.command()(transactions)
+app.command()(timers)
+app.command()(traces)
+app.command()(compacted)
 
 
 @app.command()

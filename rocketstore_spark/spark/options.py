@@ -51,7 +51,15 @@ SCAN_RAW = "raw"  # every record of the commit log, those no consume queue refer
 SCAN_MODES = (SCAN_AUTO, SCAN_QUEUE, SCAN_COMMITLOG, SCAN_RAW)
 TABLE_MESSAGES = "messages"  # the messages of the store (the default)
 TABLE_CONSUMER_OFFSETS = "consumerOffsets"  # the consumer groups' committed offsets, with their lag
-TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS)
+TABLE_PENDING_TRANSACTIONS = "pendingTransactions"  # transactional messages waiting on a commit or rollback
+TABLE_TIMER_MESSAGES = "timerMessages"  # messages sent with a delivery time, and their state in the timer wheel
+TABLE_MESSAGE_TRACES = "messageTraces"  # the clients' trace records, decoded
+TABLE_COMPACTED_VALUES = "compactedValues"  # the latest value per key of the compaction topics
+TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS, TABLE_PENDING_TRANSACTIONS, TABLE_TIMER_MESSAGES,
+          TABLE_MESSAGE_TRACES, TABLE_COMPACTED_VALUES)
+#: the tables that are not messages: batch reads only, one partition per store
+SIDE_TABLES = TABLES[1:]
+DEFAULT_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"  # TopicValidator.RMQ_SYS_TRACE_TOPIC
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
 MIN_BYTES_PER_PARTITION = 1 << 16
@@ -135,10 +143,18 @@ READ_SPEC = (
                "entries DLedger's checkpoint marks committed are served", shown_default="one peer",
                cli=("--dledger-peers",)),
     # consumer groups: the broker's committed offsets (config/consumerOffset.json, lmqConsumerOffset.json)
-    OptionSpec("table", CHOICE, "what a batch read returns: `messages`, or `consumerOffsets`: one row per "
+    OptionSpec("table", CHOICE, "what a batch read returns: `messages`; `consumerOffsets`: one row per "
                "consumer group and queue with the group's committed offset, the queue's min and max offsets, the "
-               "lag and the store time of the group's next message (docs/consumer-groups.md)",
+               "lag and the store time of the group's next message (docs/consumer-groups.md); "
+               "`pendingTransactions`: the transactional messages still waiting on a commit or rollback; "
+               "`timerMessages`: the messages sent with a delivery time, pending, delivered, rolled or cancelled; "
+               "`messageTraces`: the trace records of clients with message trace on, decoded; "
+               "`compactedValues`: the latest value per key of the compaction topics "
+               "(docs/special-topics.md). `topics` selects the real (traced) topics of these tables",
                default=TABLE_MESSAGES, choices=TABLES, scopes=("read",)),
+    OptionSpec("traceTopic", STRING, "with `table` `messageTraces`: the topic the clients write their traces to "
+               "(their `customizedTraceTopic`)", default=DEFAULT_TRACE_TOPIC, scopes=("read",),
+               cli=("--trace-topic",)),
     OptionSpec("startingGroup", STRING, "start where a consumer group of the store's broker stands: its "
                "committed offsets are the starting offsets (0 for the other queues of its topics; queues of "
                "other topics start as with JSON `startingOffsets`: earliest, streams latest); instead of "
@@ -212,6 +228,7 @@ class ReadOptions:
     table: str = TABLE_MESSAGES
     starting_group: Optional[str] = None  # startingOffsets were taken from this consumer group's committed ones
     tiered_path: Optional[str] = None  # tieredStorePath: the broker's tiered storage read with the store
+    trace_topic: str = DEFAULT_TRACE_TOPIC  # table messageTraces: the clients' trace topic
 
     def wants_topic(self, topic: str) -> bool:
         """Is ``topic`` selected by topics / topicPattern / the system- and retry-topic defaults?"""
@@ -385,6 +402,10 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
     if stream and "startingOffsets" not in opts:
         starting = LATEST  # a stream follows what arrives from now on unless told otherwise (as Kafka's source)
     table = option(opts, "table")
+    if "traceTopic" in opts and table != TABLE_MESSAGE_TRACES:
+        raise InvalidArgumentError(f"option traceTopic names the clients' trace topic of table {TABLE_MESSAGE_TRACES}; "
+                                   f"this read's table is {table}: drop traceTopic, or read "
+                                   f'.option("table", "{TABLE_MESSAGE_TRACES}")')
     group = opts.get("startingGroup")
     if group is not None:
         if "startingOffsets" in opts or "startingTimestamp" in opts:
@@ -452,6 +473,7 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         starting_timestamps=starting_times, ending_timestamps=ending_times,
         variant=None if opts.get("variant") is None else "+".join(parse_variant(opts["variant"])) or "default",
         settings=settings, table=table, starting_group=group, tiered_path=tiered_path,
+        trace_topic=option(opts, "traceTopic"),
     )
 
 

@@ -56,7 +56,7 @@ class RocketStoreDataSource(DataSource):
 
     @message_first
     def schema(self):
-        from .options import TABLE_CONSUMER_OFFSETS, parse_read_options
+        from .options import TABLE_CONSUMER_OFFSETS, TABLE_MESSAGES, parse_read_options
         from .schema import SCHEMA
 
         # called at load() when no schema is given: validate the options now so mistakes surface early
@@ -65,11 +65,15 @@ class RocketStoreDataSource(DataSource):
             from .group_reader import CONSUMER_OFFSETS_SCHEMA
 
             return CONSUMER_OFFSETS_SCHEMA
+        if opts.table != TABLE_MESSAGES:
+            from .special_reader import SPECIAL_TABLES
+
+            return SPECIAL_TABLES[opts.table].schema
         return SCHEMA
 
     @message_first
     def reader(self, schema: StructType) -> RocketStoreReader:
-        from .options import TABLE_CONSUMER_OFFSETS, parse_read_options
+        from .options import TABLE_CONSUMER_OFFSETS, TABLE_MESSAGES, parse_read_options
         from .reader import RocketStorePushdownReader, RocketStoreReader
         from .schema import SPARK_COLUMNS, validate_user_schema
 
@@ -78,6 +82,10 @@ class RocketStoreDataSource(DataSource):
             from .group_reader import ConsumerOffsetsReader
 
             return ConsumerOffsetsReader(opts)
+        if opts.table != TABLE_MESSAGES:
+            from .special_reader import SpecialTableReader
+
+            return SpecialTableReader(opts)
         columns = validate_user_schema(schema) if schema is not None else SPARK_COLUMNS
         cls = RocketStorePushdownReader if called_from_pushdown_worker() else RocketStoreReader
         return cls(opts, columns)
@@ -99,13 +107,13 @@ class RocketStoreDataSource(DataSource):
     @message_first
     def streamReader(self, schema: StructType):
         from ..errors import InvalidArgumentError
-        from .options import TABLE_CONSUMER_OFFSETS, parse_read_options
+        from .options import SIDE_TABLES, parse_read_options
         from .schema import SPARK_COLUMNS, validate_user_schema
         from .stream_reader import RocketStoreStreamReader
 
         opts = parse_read_options(self.options, stream=True)
-        if opts.table == TABLE_CONSUMER_OFFSETS:
-            raise InvalidArgumentError("option table=consumerOffsets is a batch table: read it with spark.read, "
+        if opts.table in SIDE_TABLES:
+            raise InvalidArgumentError(f"option table={opts.table} is a batch table: read it with spark.read, "
                                        "not spark.readStream")
         if opts.tiered_path is not None and not any(ref.path for ref in opts.stores):
             raise InvalidArgumentError("option tieredStorePath without a path: a stream follows a local store's "

@@ -42,12 +42,18 @@ from .format.codec import decode_msg_id, parse_host
 from .format.columns import COLUMNS, RAW_COLUMNS, arrow_schema
 from .format.java_hash import java_string_hashes
 from .format.subscription import Subscription
+from .format.timer import TIMER_STATES
+from .format.trace import RMQ_SYS_TRACE_TOPIC, TRACE_TYPES
+from .read.compaction import COMPACTED_FIELDS
 from .read.group_offsets import GROUP_OFFSET_FIELDS, group_positions
 from .read.live_tail import LiveTail
 from .read.messages import GetMessageResult
 from .read.queue_reads import DEFAULT_BATCH_ROWS
 from .read.store_reader import StoreReader, resolve_store_root
 from .read.tiered_history import LOCAL, TIERED, QueueRanges, StoreHistory, TieredQueues
+from .read.timers import TIMER_MESSAGE_FIELDS
+from .read.traces import MESSAGE_TRACE_FIELDS
+from .read.transactions import PENDING_TRANSACTION_FIELDS
 from .read.verify import verify_store
 from .write.appender import DEFAULT_STORE_HOST, StoreWriter
 from .write.producer import COMPRESS_THRESHOLD, QUEUE_SELECTORS, flag_compression, select_queues
@@ -150,4 +156,7 @@ __all__ = ["RocketStore", "StoreWriter", "GetMessageResult", "LiveTail", "StoreS
            # consumer groups: the broker's committed offsets
            "CommittedOffset", "load_consumer_offsets", "group_positions", "GROUP_OFFSET_FIELDS",
            # tiered history: a broker's tiered storage alone or with its local store
-           "StoreHistory", "TieredQueues", "QueueRanges", "LOCAL", "TIERED"]
+           "StoreHistory", "TieredQueues", "QueueRanges", "LOCAL", "TIERED",
+           # special topics: unresolved transactions, timer messages, message traces
+           "PENDING_TRANSACTION_FIELDS", "TIMER_MESSAGE_FIELDS", "TIMER_STATES", "MESSAGE_TRACE_FIELDS",
+           "RMQ_SYS_TRACE_TOPIC", "TRACE_TYPES", "COMPACTED_FIELDS"]

@@ -44,6 +44,8 @@ PERM_READ_WRITE = 0x6  # PermName.PERM_READ (0x4) | PermName.PERM_WRITE (0x2)
 SINGLE_TAG = "SINGLE_TAG"  # TopicFilterType.SINGLE_TAG
 QUEUE_TYPE_ATTRIBUTE = "queue.type"  # TopicAttributes.QUEUE_TYPE_ATTRIBUTE
 BATCH_CQ_TYPE = "BatchCQ"  # CQType.BatchCQ
+CLEANUP_POLICY_ATTRIBUTE = "cleanup.policy"  # TopicAttributes.CLEANUP_POLICY_ATTRIBUTE
+COMPACTION_POLICY = "COMPACTION"  # CleanupPolicy.COMPACTION
 
 
 def topics_path(root) -> Path:
@@ -110,16 +112,28 @@ def read_queue_nums(root) -> dict[str, int]:
     return out
 
 
-def batch_cq_topics(root) -> frozenset:
-    """Topics whose table entry has ``queue.type=BatchCQ`` (``QueueTypeUtils.isBatchCq``: their queues are batch
-    consume queues); attribute names are accepted with the ``+`` an update command gives them."""
+def topics_with_attribute(root, attribute: str, value: str) -> frozenset:
+    """Topics whose table entry has ``attribute=value``; attribute names are accepted with the ``+`` an update
+    command gives them."""
     out = set()
     for name, config in load_topic_table(root).get("topicConfigTable", {}).items():
         attributes = config.get("attributes") if isinstance(config, dict) else None
-        if isinstance(attributes, dict) and any(k.lstrip("+") == QUEUE_TYPE_ATTRIBUTE and v == BATCH_CQ_TYPE
+        if isinstance(attributes, dict) and any(k.lstrip("+") == attribute and v == value
                                                 for k, v in attributes.items()):
             out.add(name)
     return frozenset(out)
+
+
+def batch_cq_topics(root) -> frozenset:
+    """Topics whose table entry has ``queue.type=BatchCQ`` (``QueueTypeUtils.isBatchCq``: their queues are batch
+    consume queues)."""
+    return topics_with_attribute(root, QUEUE_TYPE_ATTRIBUTE, BATCH_CQ_TYPE)
+
+
+def compaction_topics(root) -> frozenset:
+    """Topics whose table entry has ``cleanup.policy=COMPACTION`` (``CleanupPolicyUtils.isCompaction``: the
+    broker keeps the latest message per key of their queues and serves them from its compaction log)."""
+    return topics_with_attribute(root, CLEANUP_POLICY_ATTRIBUTE, COMPACTION_POLICY)
 
 
 def queue_dir_counts(root) -> dict[str, int]:

@@ -35,6 +35,8 @@ from ..files.store_location import resolve_store_root
 from ..files.strays import warn_strays
 from ..files.variant import BrokerSettings, StoreVariant, detect_variant
 from ..format import layout as L
+from ..format.trace import RMQ_SYS_TRACE_TOPIC
+from .compaction import CompactedTopics
 from .group_offsets import GroupOffsets
 from .messages import GetMessageResult, MessageLookups
 from .opened_store import OpenedStore
@@ -46,6 +48,9 @@ from .queue_set import QueueSet
 from .records import DEFAULT_BATCH_ROWS, CommitLogReads
 from .recovery import RecoveryResult
 from .redispatch import StoreRecovery
+from .timers import TimerMessages
+from .traces import MessageTraces
+from .transactions import PendingTransactions
 from .variant_reads import VariantReads
 from .variants.behaviour import VariantBehaviour, choose_behaviour
 
@@ -76,6 +81,10 @@ class StoreReader:
         self.scanner = OrderedScanner(self.store, self.queues)
         self.lookups = MessageLookups(self.store, self.queues, self.records, self.reader, self.variants)
         self.group_offsets = GroupOffsets(self, root)
+        self.transactions = PendingTransactions(self, root)
+        self.timers = TimerMessages(self, root)
+        self.traces = MessageTraces(self)
+        self.compacted = CompactedTopics(self, root)
         self.store.recover_with(StoreRecovery(self.store, self.queues, self.variants))
         # a rocksdb-cq store's consumequeue/ is a RocksDB database, not queue directories; lazy readers list none
         if not behaviour.consume_queue_files or (lazy_queues and valid_end is not None):
@@ -386,6 +395,37 @@ class StoreReader:
                                        f"{self.root / 'config'} (consumerOffset.json, lmqConsumerOffset.json); its "
                                        f"groups are {', '.join(self.consumer_groups()) or 'none'}")
         return self.group_offsets.starting_offsets(group)
+
+    # --- special topics ---------------------------------------------------------------------------------
+
+    def pending_transactions(self, topic: Optional[str] = None) -> list[dict]:
+        """The transactional messages still waiting on a commit or rollback (of real topic ``topic``): the half
+        messages the broker would go on checking with their producers. See :mod:`.transactions`."""
+        return self.transactions.rows(topic)
+
+    def timer_messages(self, topic: Optional[str] = None, state: Optional[str] = None) -> list[dict]:
+        """The timer messages (sent with a delivery time) of real topic ``topic`` / in ``state`` (pending,
+        delivered, rolled, cancelled) as the broker's timer wheel stands. See :mod:`.timers`."""
+        return self.timers.rows(topic, state)
+
+    def message_traces(self, trace_topic: str = RMQ_SYS_TRACE_TOPIC, msg_id: Optional[str] = None,
+                       trace_type: Optional[str] = None) -> list[dict]:
+        """The trace records clients with message trace on wrote to ``trace_topic`` (of message ``msg_id`` / of
+        ``trace_type``: Pub, SubBefore, SubAfter, EndTransaction, Recall), decoded. See :mod:`.traces`."""
+        return self.traces.rows(trace_topic, msg_id, trace_type)
+
+    def compaction_topics(self) -> list[str]:
+        """The topics with ``cleanup.policy=COMPACTION`` in the broker's topic table, sorted."""
+        return self.compacted.topics()
+
+    def compacted_values(self, topic: Optional[str] = None) -> list[dict]:
+        """The latest value per key of each queue of the compaction topics (of ``topic``, which must be one): what
+        a consumer ends up with. See :mod:`.compaction`."""
+        if topic is not None and topic not in self.compaction_topics():
+            raise InvalidArgumentError(f"topic {topic!r} is not a compaction topic (cleanup.policy=COMPACTION in "
+                                       f"{self.root / 'config'}/topics.json); the compaction topics are "
+                                       f"{', '.join(self.compaction_topics()) or 'none'}")
+        return self.compacted.rows(topic)
 
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]

@@ -42,6 +42,18 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *                                        (compressed by the client) - one "sent" line each
  *   trickle     NAMESRV TOPIC FROM N MS  plain messages FROM..FROM+N-1, one every MS milliseconds
  *   bulk        NAMESRV TOPIC FROM N B   plain messages FROM..FROM+N-1 with uncompressed bodies of B bytes
+ *   transactions NAMESRV TOPIC N MS      N transactional messages whose local transaction answers COMMIT,
+ *                                        ROLLBACK or UNKNOW in turn (decision property); the producer stays up MS
+ *                                        milliseconds answering the broker's checks the same ("checked" lines)
+ *   timers      NAMESRV TOPIC N MS...    N messages per delay MS: each delivered MS milliseconds after it is sent
+ *                                        (setDeliverTimeMs, the 5.x timer wheel)
+ *   traced      NAMESRV TOPIC N          N messages from a producer with message trace on (enableMsgTrace), then
+ *                                        a push consumer with trace on (group e2e-traced-consumer) receives them:
+ *                                        the clients' trace records go to RMQ_SYS_TRACE_TOPIC
+ *   compacted   NAMESRV TOPIC N KEYS     creates TOPIC with cleanup.policy=COMPACTION (2 queues), sends N messages
+ *                                        keyed k0..k(KEYS-1) in turn ("sent"), then a lite pull consumer reads
+ *                                        the topic from its first offset as the broker serves a compaction topic
+ *                                        (from its compaction log) until nothing new comes for 10 s ("received")
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -65,6 +77,13 @@ public final class Harness {
                     Long.parseLong(args[5]));
                 case "bulk" -> TieredHistory.bulk(args[1], args[2], Integer.parseInt(args[3]),
                     Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+                case "transactions" -> transactions(args[1], args[2], Integer.parseInt(args[3]),
+                    Long.parseLong(args[4]));
+                case "timers" -> timers(args[1], args[2], Integer.parseInt(args[3]),
+                    java.util.Arrays.stream(args, 4, args.length).mapToLong(Long::parseLong).toArray());
+                case "traced" -> traced(args[1], args[2], Integer.parseInt(args[3]));
+                case "compacted" -> compacted(args[1], args[2], Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]));
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -180,6 +199,157 @@ public final class Harness {
         }
     }
 
+    private static final String[] DECISIONS = {"commit", "rollback", "unknown"};
+
+    private static LocalTransactionState decide(Message msg) {
+        return switch (msg.getUserProperty("decision")) {
+            case "commit" -> LocalTransactionState.COMMIT_MESSAGE;
+            case "rollback" -> LocalTransactionState.ROLLBACK_MESSAGE;
+            default -> LocalTransactionState.UNKNOW;
+        };
+    }
+
+    private static void transactions(String namesrv, String topic, int count, long stayMs) throws Exception {
+        TransactionMQProducer tx = new TransactionMQProducer("e2e-tx-pending");
+        tx.setNamesrvAddr(namesrv);
+        tx.setSendMsgTimeout(15_000);
+        tx.setTransactionListener(new TransactionListener() {
+            @Override
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return decide(msg);
+            }
+
+            @Override
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                Map<String, Object> line = new TreeMap<>();
+                line.put("transactionId", msg.getTransactionId());
+                line.put("uniqKey", msg.getProperty("UNIQ_KEY"));
+                line.put("index", msg.getUserProperty("index"));
+                line.put("checkTimes", msg.getProperty("TRANSACTION_CHECK_TIMES"));
+                line.put("queueOffset", msg.getQueueOffset());
+                line.put("decision", msg.getUserProperty("decision"));
+                print("checked", line);
+                return decide(msg);  // the local transaction's state: UNKNOW ones stay pending
+            }
+        });
+        tx.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message m = message(topic, i, 30 + i % 50);
+                m.putUserProperty("decision", DECISIONS[i % DECISIONS.length]);
+                SendResult r = tx.sendMessageInTransaction(m, null);
+                sent("tx-" + DECISIONS[i % DECISIONS.length], m, r);
+            }
+            Thread.sleep(stayMs);
+        } finally {
+            tx.shutdown();
+        }
+    }
+
+    private static void timers(String namesrv, String topic, int count, long[] delaysMs) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer("e2e-timer");
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(15_000);
+        producer.start();
+        int i = 0;
+        try {
+            for (long delay : delaysMs) {
+                for (int n = 0; n < count; n++, i++) {
+                    Message m = message(topic, i, 25 + i % 40);
+                    long deliverAt = System.currentTimeMillis() + delay;
+                    m.setDeliverTimeMs(deliverAt);
+                    m.putUserProperty("delayMs", Long.toString(delay));
+                    SendResult r = producer.send(m);
+                    sent("timer", m, r);
+                }
+            }
+        } finally {
+            producer.shutdown();
+        }
+    }
+
+    private static void traced(String namesrv, String topic, int count) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer("e2e-traced", true, null);
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(15_000);
+        producer.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message m = message(topic, i, 20 + i % 30);
+                sent("traced", m, producer.send(m));
+            }
+        } finally {
+            producer.shutdown();  // flushes the trace dispatcher
+        }
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("e2e-traced-consumer", true, null);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        CountDownLatch done = new CountDownLatch(count);
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (MessageExt m : msgs) {
+                if (seen.add(m.getQueueId() + "/" + m.getQueueOffset())) {
+                    received(m);
+                    done.countDown();
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+        boolean all = done.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        Thread.sleep(2_000);  // the trace dispatcher sends in batches
+        consumer.shutdown();
+        if (!all) {
+            throw new IllegalStateException("traced consumer received " + seen.size() + " of " + count);
+        }
+    }
+
+    private static void compacted(String namesrv, String topic, int count, int keys) throws Exception {
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(namesrv);
+        admin.start();
+        org.apache.rocketmq.common.TopicConfig config = new org.apache.rocketmq.common.TopicConfig(topic, 2, 2);
+        config.setAttributes(Map.of("+cleanup.policy", "COMPACTION"));
+        for (BrokerData b : admin.examineBrokerClusterInfo().getBrokerAddrTable().values()) {
+            admin.createAndUpdateTopicConfig(b.getBrokerAddrs().get(0L), config);
+        }
+        Thread.sleep(3_000);  // the route reaches the name server with the next registration
+        DefaultMQProducer producer = new DefaultMQProducer("e2e-compacted");
+        producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(15_000);
+        producer.start();
+        try {
+            for (int i = 0; i < count; i++) {
+                Message m = new Message(topic, "tag" + (i % 2), "k" + (i % keys),
+                    ("value-" + i).getBytes(StandardCharsets.UTF_8));
+                m.putUserProperty("index", Integer.toString(i));
+                sent("compacted", m, producer.send(m));
+            }
+        } finally {
+            producer.shutdown();
+        }
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("e2e-compacted-reader");
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setAutoCommit(false);
+        consumer.subscribe(topic, "*");
+        consumer.start();
+        Set<String> seen = new HashSet<>();
+        long quietUntil = System.currentTimeMillis() + 10_000;
+        long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+        while (System.currentTimeMillis() < quietUntil && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : consumer.poll(1_000)) {
+                if (seen.add(m.getQueueId() + "/" + m.getQueueOffset())) {
+                    received(m);
+                    quietUntil = System.currentTimeMillis() + 10_000;
+                }
+            }
+        }
+        consumer.shutdown();
+        admin.shutdown();
+    }
+
     static void sent(String kind, Message m, SendResult r) {
         if (r.getSendStatus() != SendStatus.SEND_OK) {
             throw new IllegalStateException("send status " + r.getSendStatus() + " for " + kind);
@@ -190,6 +360,7 @@ public final class Harness {
         line.put("offsetMsgId", r.getOffsetMsgId());
         line.put("queueId", r.getMessageQueue().getQueueId());
         line.put("queueOffset", r.getQueueOffset());
+        line.put("transactionId", r.getTransactionId());
         print("sent", line);
     }
 
