@@ -62,16 +62,31 @@ class EncodedBatch:
         ``queues[g]`` (a ``(topic, queue id)`` pair), in row order."""
         if self._queue_groups is None:
             rows = np.flatnonzero(self.dispatch)
-            pairs = (self.topic_idx[rows].astype(np.int64) << 32) | self.queue_id[rows].astype(np.int64)
-            uniq = np.unique(pairs)  # few queues: hashing finds them, a binary search numbers the rows
-            inv = np.searchsorted(uniq, pairs)
+            topic, qid = self.topic_idx[rows].astype(np.int64), self.queue_id[rows].astype(np.int64)
+            width = int(qid.max()) + 1 if len(rows) else 1
+            slots = len(self.topic_names) * width
+            if slots <= max(4 * len(rows), 1 << 16):
+                # the (topic, queue) pairs numbered densely: counting them finds the queues, in the same order as
+                # sorting the pairs would, and a table lookup numbers the rows (no hashing, no binary search)
+                key = topic * width + qid
+                counts = np.bincount(key, minlength=slots)
+                present = np.flatnonzero(counts)
+                rank = np.zeros(slots, dtype=np.int64)
+                rank[present] = np.arange(len(present))
+                inv = rank[key]
+                uniq_topic, uniq_qid, per_queue = present // width, present % width, counts[present]
+            else:  # queue ids too sparse to number densely
+                pairs = (topic << 32) | qid
+                uniq = np.unique(pairs)
+                inv = np.searchsorted(uniq, pairs)
+                uniq_topic, uniq_qid = uniq >> 32, uniq & 0xFFFFFFFF
+                per_queue = np.bincount(inv, minlength=len(uniq))
             # a stable sort of small ints is a radix sort: far cheaper than sorting the 64-bit pairs
-            order = np.argsort(inv.astype(np.uint16) if len(uniq) <= 0xFFFF else inv, kind="stable")
-            bounds = np.zeros(len(uniq) + 1, dtype=np.int64)
-            np.cumsum(np.bincount(inv, minlength=len(uniq)), out=bounds[1:])
+            order = np.argsort(inv.astype(np.uint16) if len(per_queue) <= 0xFFFF else inv, kind="stable")
+            bounds = np.zeros(len(per_queue) + 1, dtype=np.int64)
+            np.cumsum(per_queue, out=bounds[1:])
             # thousands of queues per batch: the pairs are built from two lists, not per element
-            queues = list(zip(map(self.topic_names.__getitem__, (uniq >> 32).tolist()),
-                              (uniq & 0xFFFFFFFF).tolist()))
+            queues = list(zip(map(self.topic_names.__getitem__, uniq_topic.tolist()), uniq_qid.tolist()))
             self._queue_groups = (rows[order], bounds, queues)
         return self._queue_groups
 
