@@ -1,4 +1,4 @@
-//! The write half of `rocketstore_spark._native`: record encoding, Java string hashes, index keys,
+//! The write half of `rocketstore_spark._native`: record encoding and patching, Java string hashes, index keys,
 //! consume-queue units.
 //!
 //! Each function views its buffers, releases the GIL and runs one kernel. Rows a kernel cannot handle come back
