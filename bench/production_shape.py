@@ -2,6 +2,7 @@
 
     python bench/production_shape.py [--messages N] [--topics T] [--queues-per-topic Q] [--retry-groups G]
                                      [--sizes lognormal:MEAN,SIGMA] [--workdir DIR] [--keep] [--no-spark]
+                                     [--write-messages N] [--write-only]
 
 The defaults make a small store (300k messages, 2,110 queues) that runs in a few minutes; the large
 shape is ``--messages 10000000 --topics 2400 --queues-per-topic 8 --retry-groups 800`` (20,000 queues). The
@@ -71,7 +72,14 @@ def main():
                     help="new messages of the streaming-trigger measurement, run last: it appends them (0: skip)")
     ap.add_argument("--write-messages", type=int, default=1_000_000,
                     help="rows of the many-queue write measurement (0: skip it)")
+    ap.add_argument("--write-only", action="store_true",
+                    help="only the many-queue write measurement (no store generated, no reads)")
     args = ap.parse_args()
+    if args.write_only:
+        spark = spark_session("bench-production-write")
+        print(f"write_vs_parquet={_write_many_queues(spark, args):.2f}")
+        spark.stop()
+        return
     store, parquet = os.path.join(args.workdir, "store"), os.path.join(args.workdir, "parquet")
     from rocketstore_spark.samples import ProductionSpec, SizeSpec, generate_production_store
 

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod queue_units;
 pub mod record_chain;
 pub mod record_crc;
+pub mod record_patch;
 
 #[cfg(feature = "python")]
 mod python;

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +32,34 @@ from ..errors import MessageValidationError
 from ..store import discard_staged, flag_compression, publish_staged, select_queues, stage
 from ..store.format import layout as L
 from .write_options import WriteOptions
+
+#: Spark hands a Python sink Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
+#: default); every batch costs the encoder a fixed amount of work (and per queue it writes to: thousands of queues
+#: in a batch of a job spread over many topics), so consecutive batches are encoded together, up to these sizes
+MERGED_ROWS = 65_536
+MERGED_BYTES = 32 * 1024 * 1024
+
+
+def merged_batches(batches: Iterable[pa.RecordBatch], max_rows: int = MERGED_ROWS,
+                   max_bytes: int = MERGED_BYTES) -> Iterator[pa.Table]:
+    """Consecutive ``batches`` as tables of at most ``max_rows`` rows or about ``max_bytes`` (a batch larger than
+    either is a table of its own), in order, each column one contiguous array."""
+    pending: list = []
+    rows = size = 0
+    for batch in batches:
+        if pending and (rows + batch.num_rows > max_rows or size + batch.nbytes > max_bytes):
+            yield _one_table(pending)
+            pending, rows, size = [], 0, 0
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+    if pending:
+        yield _one_table(pending)
+
+
+def _one_table(batches: list) -> pa.Table:
+    table = pa.Table.from_batches(batches)
+    return table.combine_chunks() if len(batches) > 1 else table
 
 
 @dataclass(frozen=True)
@@ -67,8 +95,8 @@ class RocketStoreWriter(DataSourceArrowWriter):
 
         def tables():
             nonlocal count
-            for batch in iterator:
-                table = self.normalize(pa.Table.from_batches([batch]), partition, count, new_topics)
+            for table in merged_batches(iterator):
+                table = self.normalize(table, partition, count, new_topics)
                 count += table.num_rows
                 yield table
 

@@ -1,4 +1,4 @@
-//! The write half of `rocketstore_spark._native`: record encoding, Java string hashes, index keys,
+//! The write half of `rocketstore_spark._native`: record encoding and patching, Java string hashes, index keys,
 //! consume-queue units.
 //!
 //! Each function views its buffers, releases the GIL and runs one kernel. Rows a kernel cannot handle come back
@@ -12,6 +12,7 @@ use crate::encode::{self, EncodeError, RecordColumns, Strings};
 use crate::index::{self, IndexError};
 use crate::java_hash::{self, HashError};
 use crate::queue_units::{self, UnitsError};
+use crate::record_patch::{self, PatchError};
 
 /// Every row was encoded (or hashed).
 const ENCODE_OK: i64 = 0;
@@ -290,6 +291,50 @@ fn consume_queue_units(
     }
 }
 
+/// patch_records(buf, starts, queue_offsets, phy_offsets, ts_positions, store_timestamps) -> (problem, row)
+///
+/// `buf`: uint8, the records' bytes (a scratch buffer or a staged file's map); `starts`: int64, where each record
+/// begins in `buf`; the others int64, one per record (`phy_offsets` empty: left as encoded).
+#[pyfunction]
+fn patch_records(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    starts: &Bound<'_, PyAny>,
+    queue_offsets: &Bound<'_, PyAny>,
+    phy_offsets: &Bound<'_, PyAny>,
+    ts_positions: &Bound<'_, PyAny>,
+    store_timestamps: &Bound<'_, PyAny>,
+) -> PyResult<(i64, i64)> {
+    let starts = View::<i64>::read(starts)?;
+    let queue = View::<i64>::read(queue_offsets)?;
+    let phy = View::<i64>::read(phy_offsets)?;
+    let ts_pos = View::<i64>::read(ts_positions)?;
+    let ts = View::<i64>::read(store_timestamps)?;
+    let inputs = [
+        starts.span(),
+        queue.span(),
+        phy.span(),
+        ts_pos.span(),
+        ts.span(),
+    ];
+    let mut buf = View::<u8>::write(buf, &inputs)?;
+    let (s, q, p, tp, t, bytes) = (
+        starts.slice(),
+        queue.slice(),
+        phy.slice(),
+        ts_pos.slice(),
+        ts.slice(),
+        buf.slice_mut(),
+    );
+    match py.detach(|| record_patch::patch_records(bytes, s, q, p, tp, t)) {
+        Ok(()) => Ok((ENCODE_OK, -1)),
+        Err(PatchError::Row(k)) => Ok((ENCODE_BAD_OFFSETS, k as i64)),
+        Err(PatchError::Shape) => Err(PyValueError::new_err(
+            "patch_records: the record columns differ in length",
+        )),
+    }
+}
+
 /// Adds the write half's functions and constants to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record_sizes, m)?)?;
@@ -298,6 +343,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(java_string_hash, m)?)?;
     m.add_function(wrap_pyfunction!(put_index_keys, m)?)?;
     m.add_function(wrap_pyfunction!(consume_queue_units, m)?)?;
+    m.add_function(wrap_pyfunction!(patch_records, m)?)?;
     m.add("INDEX_BAD_HEADER", INDEX_BAD_HEADER)?;
     m.add("INDEX_BAD_HASH", INDEX_BAD_HASH)?;
     m.add("ENCODE_OK", ENCODE_OK)?;

@@ -26,10 +26,11 @@ Writes keep what ``MixAll.string2File`` keeps: the previous file as ``topics.jso
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from ...errors import StoreFormatError
 from ..format import layout as L
@@ -136,14 +137,37 @@ def compaction_topics(root) -> frozenset:
     return topics_with_attribute(root, CLEANUP_POLICY_ATTRIBUTE, COMPACTION_POLICY)
 
 
-def queue_dir_counts(root) -> dict[str, int]:
-    """Topic → highest queue id + 1 among its consume-queue directories."""
+def queue_dir_counts(root, topics: Optional[Iterable[str]] = None) -> dict[str, int]:
+    """Topic → highest queue id + 1 among its consume-queue directories (of ``topics`` only, when given)."""
     base = as_path(root) / L.CONSUMEQUEUE_DIR
+    if isinstance(base, Path):  # a local store: directory entries say what they are (no stat per queue)
+        return _local_queue_dir_counts(str(base), topics)
     counts = {}
     for topic in base.iterdir() if base.is_dir() else ():
+        if topics is not None and topic.name not in topics:
+            continue
         ids = [int(q.name) for q in topic.iterdir() if q.is_dir() and q.name.isdigit()] if topic.is_dir() else []
         if ids:
             counts[topic.name] = max(ids) + 1
+    return counts
+
+
+def _local_queue_dir_counts(base: str, topics: Optional[Iterable[str]]) -> dict[str, int]:
+    if topics is None:
+        try:
+            with os.scandir(base) as entries:
+                topics = [e.name for e in entries if e.is_dir()]
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+    counts = {}
+    for topic in topics:
+        try:
+            with os.scandir(os.path.join(base, topic)) as entries:
+                ids = [int(e.name) for e in entries if e.name.isdigit() and e.is_dir()]
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if ids:
+            counts[topic] = max(ids) + 1
     return counts
 
 

@@ -11,13 +11,14 @@ import os
 import time
 import zlib
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ... import _native
-from ...errors import MessageValidationError
+from ...errors import MessageValidationError, StoreFormatError
 from . import layout as L
 from .arrow_buffers import native_strings
 from .codec import body_crc32
@@ -92,17 +93,46 @@ def record_lengths(enc: EncodeInput) -> np.ndarray:
     return sizes
 
 
-def encode_records(enc: EncodeInput, phy_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def encode_records(enc: EncodeInput, phy_offsets: np.ndarray, *, lengths: Optional[np.ndarray] = None,
+                   scratch: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
     """The records of ``enc`` placed at ``phy_offsets``: ``(data, offsets)``, the records end to end (uint8) and
-    the n + 1 int64 offsets of each record in ``data`` (the native encoder writes them, CRCs included)."""
+    the n + 1 int64 offsets of each record in ``data`` (the native encoder writes them, CRCs included).
+
+    ``lengths`` are the records' sizes when the caller has them already (:func:`record_lengths`); with ``scratch``
+    (uint8, large enough) ``data`` is the front of it, so that batch after batch writes into memory that is
+    mapped already instead of faulting in fresh pages."""
     n = len(enc)
     inputs = _native_inputs(enc, phy_offsets)
     offsets = np.zeros(n + 1, dtype=np.int64)
-    _check_encoded(_native.record_sizes(*inputs, offsets[1:]))
+    if lengths is None:
+        _check_encoded(_native.record_sizes(*inputs, offsets[1:]))
+    else:
+        offsets[1:] = lengths
     np.cumsum(offsets, out=offsets)
-    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    total = int(offsets[-1])
+    data = scratch[:total] if scratch is not None and len(scratch) >= total else np.empty(total, dtype=np.uint8)
     _check_encoded(_native.encode_records(*inputs, data))
     return data, offsets
+
+
+def patch_records(buf: np.ndarray, starts: np.ndarray, queue_offsets: np.ndarray, ts_positions: np.ndarray,
+                  store_timestamps: np.ndarray, phy_offsets: Optional[np.ndarray] = None, *,
+                  path: str = "", base: int = 0) -> None:
+    """Fill in what a publisher assigns in records already encoded into ``buf`` (uint8, writable: a scratch buffer
+    or a staged file's map), in one native pass: each record at byte ``starts[k]`` gets its queue offset, its store
+    time at ``ts_positions[k]`` inside it and, when given, its physical offset. ``path`` and ``base`` (where
+    ``buf`` begins in that file) only name a record that lies outside ``buf``."""
+    longs = [np.require(a, dtype=np.int64, requirements=["C", "A"])
+             for a in (starts, queue_offsets, phy_offsets if phy_offsets is not None else _NO_LONGS, ts_positions,
+                       store_timestamps)]
+    problem, row = _native.patch_records(buf, *longs)
+    if problem != _native.ENCODE_OK:
+        raise StoreFormatError(f"record {row} to patch lies outside the {len(buf)} bytes written: expected its "
+                               f"fields inside them, found it at byte {int(longs[0][row])}; the job's staged "
+                               "records are damaged, run the job again", path, base + int(longs[0][row]))
+
+
+_NO_LONGS = np.zeros(0, dtype=np.int64)
 
 
 # --- properties and ids ------------------------------------------------------------------------------------
@@ -195,5 +225,5 @@ def compress_body(data: bytes, sysflag: int) -> bytes:
 COMPRESS_LEVEL = 5  # DefaultMQProducer.compressLevel (rocketmq.message.compressLevel)
 
 
-__all__ = ["EncodeInput", "encode_records", "record_lengths", "serialize_properties",
+__all__ = ["EncodeInput", "encode_records", "patch_records", "record_lengths", "serialize_properties",
            "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]

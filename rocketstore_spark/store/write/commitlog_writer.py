@@ -16,9 +16,10 @@ import numpy as np
 
 from ..files.disk_full import disk_full
 from ..format import layout as L
+from ..format.encoder import patch_records
 from .encoded_batch import EncodedBatch
 from .open_files import OpenFiles
-from .placement import Placement, patch_longs
+from .placement import Placement
 
 PATCH_CHUNK_BYTES = 64 * 1024 * 1024  # records copied through the scratch buffer at most this much at a time
 
@@ -50,9 +51,7 @@ class CommitLogWriter:
                     self._scratch = np.empty(max(need, PATCH_CHUNK_BYTES), dtype=np.uint8)
                 chunk = batch.read_into(int(rec_off[a]), int(rec_off[b]), self._scratch)
                 rel = rec_off[a:b] - rec_off[a]
-                patch_longs(chunk, rel + L.QUEUE_OFFSET_POSITION, queue_offset[a:b])
-                patch_longs(chunk, rel + L.PHYSICAL_OFFSET_POSITION, phy[a:b])
-                patch_longs(chunk, rel + batch.ts_pos[a:b], store_ts[a:b])
+                patch_records(chunk, rel, queue_offset[a:b], batch.ts_pos[a:b], store_ts[a:b], phy[a:b])
                 start = int(file_no[a]) * size
                 with disk_full(self.directory / L.offset_to_file_name(start), "the commit log"):
                     os.pwrite(self._fd(start), memoryview(chunk), int(phy[a] % size))

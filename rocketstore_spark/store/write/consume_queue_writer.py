@@ -81,8 +81,8 @@ class ConsumeQueueWriter:
         self.directory = Path(root) / L.CONSUMEQUEUE_DIR
         self.file_size = file_size
         self._files = files
-        self._made: dict = {}  # (topic, queue id) → its directory, created
-        self._pending: dict = {}  # (topic, queue id) → [(queue offsets, units), ...] in write order
+        self._made: set = set()  # (topic, queue id) of the queues whose directories exist
+        self._pending: list = []  # (queues, bounds, queue offsets, units) of each write, grouped by queue
         self._pending_units = 0
 
     def write(self, batch: EncodedBatch, phy: np.ndarray, queue_offset: np.ndarray,
@@ -93,10 +93,7 @@ class ConsumeQueueWriter:
         rows, bounds, queues = batch.queue_groups()
         if not len(rows):
             return
-        units = encode_units(rows, phy, batch.lengths, tags_code)
-        offsets = queue_offset[rows]
-        for queue, lo, hi in zip(queues, bounds[:-1].tolist(), bounds[1:].tolist()):
-            self._pending.setdefault(queue, []).append((offsets[lo:hi], units[lo:hi]))
+        self._pending.append((queues, bounds, queue_offset[rows], encode_units(rows, phy, batch.lengths, tags_code)))
         self._pending_units += len(rows)
         if self._pending_units >= PENDING_UNITS:
             self.write_pending()
@@ -104,27 +101,46 @@ class ConsumeQueueWriter:
     def write_pending(self) -> None:
         """Write the gathered units: per queue, one ``pwrite`` per consume-queue file and run of offsets. New
         directories and new files (created whole, units included) are made by several threads at once: a job
-        spread over thousands of new queues is bound by the filesystem's metadata operations, not by bytes."""
+        spread over thousands of new queues is bound by the filesystem's metadata operations, not by bytes.
+
+        The runs of all queues are found in one vectorised pass (thousands of queues: no array work per queue)."""
+        if not self._pending:
+            return
         cq_size = self.file_size
-        self._make_dirs(list(self._pending))
+        number: dict = {}  # (topic, queue id) → its number, in order of first appearance
+        queue_no, offsets, units = [], [], []
+        for queues, bounds, queue_offsets, part_units in self._pending:
+            numbered = np.fromiter((number.setdefault(q, len(number)) for q in queues), np.int64, len(queues))
+            queue_no.append(np.repeat(numbered, np.diff(bounds)))
+            offsets.append(queue_offsets)
+            units.append(part_units)
+        queue_no, offsets = np.concatenate(queue_no), np.concatenate(offsets)
+        # (the dtype named: promoting would turn the units' big-endian fields native)
+        units = np.concatenate(units, dtype=L.CQ_UNIT_DTYPE) if len(units) > 1 else units[0]
+        if len(self._pending) > 1:  # a queue's units of every write together, in write order
+            order = np.argsort(queue_no, kind="stable")
+            queue_no, offsets, units = queue_no[order], offsets[order], units[order]
+        keys = list(number)
+        self._make_dirs(keys)
+        byte = offsets * L.CQ_STORE_UNIT_SIZE
+        file_no = byte // cq_size
+        # a queue's offsets only grow, one by one: its runs break only at file boundaries
+        starts = np.flatnonzero(np.concatenate(([True], (np.diff(queue_no) != 0) | (np.diff(file_no) != 0)
+                                                | (np.diff(offsets) != 1))))
+        ends = np.append(starts[1:], len(units)) * L.CQ_STORE_UNIT_SIZE
+        raw = units.view(np.uint8)
         new_files: dict[Path, list] = {}
         existing = []
-        for (topic, queue_id), parts in self._pending.items():
-            directory = self._made[(topic, int(queue_id))]
-            offsets = parts[0][0] if len(parts) == 1 else np.concatenate([o for o, _ in parts])
-            units = parts[0][1] if len(parts) == 1 else np.concatenate([u for _, u in parts], dtype=L.CQ_UNIT_DTYPE)
-            byte = offsets * L.CQ_STORE_UNIT_SIZE
-            file_no = byte // cq_size
-            # a queue's offsets only grow, one by one: runs break only at file boundaries
-            cuts = (np.flatnonzero((np.diff(file_no) != 0) | (np.diff(offsets) != 1)) + 1).tolist()
-            for a, b in zip([0] + cuts, cuts + [len(units)]):
-                f = int(file_no[a])
-                path = directory / L.offset_to_file_name(f * cq_size)
-                write = (int(byte[a]) - f * cq_size, units[a:b].view(np.uint8))
-                if path in new_files or (path not in self._files and not path.exists()):
-                    new_files.setdefault(path, []).append(write)
-                else:
-                    existing.append((path, write))
+        for q, f, at, lo, hi in zip(queue_no[starts].tolist(), file_no[starts].tolist(),
+                                    (byte[starts] - file_no[starts] * cq_size).tolist(),
+                                    (starts * L.CQ_STORE_UNIT_SIZE).tolist(), ends.tolist()):
+            topic, queue_id = keys[q]  # one path parsed, not joined part by part (thousands of queues)
+            path = Path(f"{self.directory}/{topic}/{int(queue_id)}/{L.offset_to_file_name(f * cq_size)}")
+            write = (at, raw[lo:hi])
+            if path in new_files or (path not in self._files and not path.exists()):
+                new_files.setdefault(path, []).append(write)
+            else:
+                existing.append((path, write))
         sync = self._files.sync_evicted
         _in_parallel(lambda item: create_full_size(item[0], cq_size, writes=item[1], sync=sync), new_files.items())
         for path, (at, data) in existing:
@@ -146,15 +162,13 @@ class ConsumeQueueWriter:
             self.directory.mkdir(parents=True, exist_ok=True)
             _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True), sorted({t for t, _ in todo}))
             _in_parallel(lambda k: (self.directory / k[0] / str(k[1])).mkdir(exist_ok=True), todo)
-        for t, q in todo:
-            self._made[(t, q)] = self.directory / t / str(q)
+        self._made.update(todo)
 
     def adopted(self, queues: dict) -> None:
         """Queue directories that now exist without this writer having made them (topic → queue ids: a job's
         skeleton moved into the store)."""
         for topic, qids in queues.items():
-            for qid in qids:
-                self._made[(topic, int(qid))] = self.directory / topic / str(qid)
+            self._made.update((topic, int(qid)) for qid in qids)
 
     def create_queues(self, queue_nums: dict) -> None:
         """The consume-queue directories 0..n-1 of every new topic of ``queue_nums`` (topic → n: a new topic's

@@ -15,7 +15,7 @@ import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from ...errors import StoreFormatError
 from ..files.index_file import index_key
 from ..format import layout as L
-from ..format.encoder import UniqKeyFactory, encode_records
+from ..format.encoder import UniqKeyFactory, encode_records, record_lengths
 from ..format.java_hash import java_string_hash, java_string_hashes
 from .message_input import PreparedMessages, prepare_messages
 
@@ -62,16 +62,31 @@ class EncodedBatch:
         ``queues[g]`` (a ``(topic, queue id)`` pair), in row order."""
         if self._queue_groups is None:
             rows = np.flatnonzero(self.dispatch)
-            pairs = (self.topic_idx[rows].astype(np.int64) << 32) | self.queue_id[rows].astype(np.int64)
-            uniq = np.unique(pairs)  # few queues: hashing finds them, a binary search numbers the rows
-            inv = np.searchsorted(uniq, pairs)
+            topic, qid = self.topic_idx[rows].astype(np.int64), self.queue_id[rows].astype(np.int64)
+            width = int(qid.max()) + 1 if len(rows) else 1
+            slots = len(self.topic_names) * width
+            if slots <= max(4 * len(rows), 1 << 16):
+                # the (topic, queue) pairs numbered densely: counting them finds the queues, in the same order as
+                # sorting the pairs would, and a table lookup numbers the rows (no hashing, no binary search)
+                key = topic * width + qid
+                counts = np.bincount(key, minlength=slots)
+                present = np.flatnonzero(counts)
+                rank = np.zeros(slots, dtype=np.int64)
+                rank[present] = np.arange(len(present))
+                inv = rank[key]
+                uniq_topic, uniq_qid, per_queue = present // width, present % width, counts[present]
+            else:  # queue ids too sparse to number densely
+                pairs = (topic << 32) | qid
+                uniq = np.unique(pairs)
+                inv = np.searchsorted(uniq, pairs)
+                uniq_topic, uniq_qid = uniq >> 32, uniq & 0xFFFFFFFF
+                per_queue = np.bincount(inv, minlength=len(uniq))
             # a stable sort of small ints is a radix sort: far cheaper than sorting the 64-bit pairs
-            order = np.argsort(inv.astype(np.uint16) if len(uniq) <= 0xFFFF else inv, kind="stable")
-            bounds = np.zeros(len(uniq) + 1, dtype=np.int64)
-            np.cumsum(np.bincount(inv, minlength=len(uniq)), out=bounds[1:])
+            order = np.argsort(inv.astype(np.uint16) if len(per_queue) <= 0xFFFF else inv, kind="stable")
+            bounds = np.zeros(len(per_queue) + 1, dtype=np.int64)
+            np.cumsum(per_queue, out=bounds[1:])
             # thousands of queues per batch: the pairs are built from two lists, not per element
-            queues = list(zip(map(self.topic_names.__getitem__, (uniq >> 32).tolist()),
-                              (uniq & 0xFFFFFFFF).tolist()))
+            queues = list(zip(map(self.topic_names.__getitem__, uniq_topic.tolist()), uniq_qid.tolist()))
             self._queue_groups = (rows[order], bounds, queues)
         return self._queue_groups
 
@@ -194,9 +209,15 @@ def _save_concatenated(fh, pieces: list) -> None:
 
 
 def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
-                 max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE) -> EncodedBatch:
+                 max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE,
+                 place: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+                 scratch: Optional[np.ndarray] = None) -> EncodedBatch:
     """Check, resolve and encode the messages of ``table`` (see :mod:`.message_input`): what the store writer
-    does before publishing and a Spark task before staging."""
+    does before publishing and a Spark task before staging.
+
+    Without ``place`` the records' physical offsets are left zero (patched when published); ``place(lengths)``
+    returns the offsets the records of those lengths will occupy, and they are encoded there (the batch's
+    ``phy``). ``scratch`` is memory the records may be encoded into (see :func:`~..format.encoder.encode_records`)."""
     prepared = prepare_messages(table, store_host=store_host, uniq_factory=uniq_factory,
                                 max_message_size=max_message_size)
     if "storeTimestamp" in table.column_names:
@@ -205,14 +226,23 @@ def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFacto
                                           else column))
     else:
         ts_given = np.zeros(table.num_rows, dtype=bool)
-    return encode_batch(prepared, ts_given)
+    return encode_batch(prepared, ts_given, place=place, scratch=scratch)
 
 
-def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
-    """Encode prepared messages with zero physical and queue offsets (patched when published)."""
+def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *,
+                 place: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+                 scratch: Optional[np.ndarray] = None) -> EncodedBatch:
+    """Encode prepared messages with zero queue offsets and, without ``place``, zero physical offsets (patched
+    when published); see :func:`encode_table`."""
     enc = msgs.enc
     n = len(enc)
-    data, offsets = encode_records(enc, np.zeros(n, dtype=np.int64))
+    if place is None:
+        phy = None
+        data, offsets = encode_records(enc, np.zeros(n, dtype=np.int64))
+    else:
+        lengths = record_lengths(enc)
+        phy = np.asarray(place(lengths), dtype=np.int64)
+        data, offsets = encode_records(enc, phy, lengths=lengths, scratch=scratch)
     tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
     dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
     topic_names = msgs.topic_codes.dictionary.to_pylist()
@@ -227,7 +257,7 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray) -> EncodedBatch:
         queue_id=enc.queue_id.astype(np.int32), queue_offset_given=np.where(dispatch, given, -1),
         dispatch=dispatch, tags_code=tags_code, delay_ms=delay_ms, store_ts=enc.store_timestamp.astype(np.int64),
         ts_given=np.asarray(ts_given, dtype=bool), ts_pos=ts_pos.astype(np.int64), entry_rec=entry_rec,
-        entry_hash=entry_hash)
+        entry_hash=entry_hash, phy=phy)
 
 
 def _tags_codes(msgs: PreparedMessages, topic_names, topic_idx) -> tuple[np.ndarray, np.ndarray]:

@@ -33,9 +33,11 @@ class OpenFiles:
         """The descriptor of ``path``, creating the file at ``size`` bytes when it does not exist yet."""
         fd = self._fds.pop(path, None)
         if fd is None:
-            if not path.exists():
+            try:
+                fd = os.open(path, os.O_RDWR)
+            except FileNotFoundError:
                 create_full_size(path, size)  # never a short file in the store, whatever kills us
-            fd = os.open(path, os.O_RDWR, 0o644)
+                fd = os.open(path, os.O_RDWR)
             if os.fstat(fd).st_size < size:
                 os.ftruncate(fd, size)
             while len(self._fds) >= self.max_open:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ...errors import MessageValidationError
 from ..format import layout as L
@@ -56,17 +55,4 @@ def place_records(next_phy: int, lengths: np.ndarray, file_size: int) -> Placeme
     return Placement(out, tuple(blanks), pos, file_size)
 
 
-def patch_longs(buf: np.ndarray, positions: np.ndarray, values: np.ndarray) -> None:
-    """Write big-endian longs into ``buf`` (uint8) at byte ``positions`` (any alignment, not overlapping)."""
-    if len(positions) == 0:
-        return
-    raw = np.ascontiguousarray(values, dtype=">i8").view(_LONG_BYTES)
-    # every byte position as the start of an 8-byte item: one index per long instead of one per byte
-    at_any_byte = as_strided(buf, shape=(len(buf) - 7, 8), strides=(buf.strides[0], buf.strides[0]))
-    at_any_byte.view(_LONG_BYTES).reshape(-1)[np.asarray(positions, dtype=np.int64)] = raw
-
-
-_LONG_BYTES = np.dtype("V8")
-
-
-__all__ = ["Placement", "place_records", "patch_longs"]
+__all__ = ["Placement", "place_records"]

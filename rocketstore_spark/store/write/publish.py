@@ -232,7 +232,7 @@ def _written_topic_queues(root: Path, chunks: list[EncodedBatch], new_topic_queu
     for chunk in chunks:
         rows = np.flatnonzero(chunk.dispatch)
         written.update(chunk.topic_names[int(i)] for i in np.unique(chunk.topic_idx[rows]).tolist())
-    dirs = queue_dir_counts(root)
+    dirs = queue_dir_counts(root, written)
     return {t: max(int(new_topic_queues.get(t, 0)), dirs.get(t, 0)) for t in written}
 
 
@@ -307,11 +307,20 @@ def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
     for topic, n in new_topic_queues.items():
         keys.update((topic, q) for q in range(n))
     cq = writer.root / L.CONSUMEQUEUE_DIR
+    present: dict = {}  # topic → its queue directories (listed once per topic: thousands of new queues have none)
 
-    def files(directory):
+    def files(topic, qid):
+        if topic not in present:
+            try:
+                present[topic] = set(os.listdir(cq / topic))
+            except (FileNotFoundError, NotADirectoryError):
+                present[topic] = set()
+        if str(qid) not in present[topic]:
+            return None
+        directory = cq / topic / str(qid)
         return sorted(p.name for p in directory.iterdir() if not is_temporary(p)) if directory.is_dir() else None
 
-    return {f"{t}/{q}": [writer.queue_next_offset(t, q), files(cq / t / str(q))] for t, q in sorted(keys)}
+    return {f"{t}/{q}": [writer.queue_next_offset(t, q), files(t, q)] for t, q in sorted(keys)}
 
 
 def new_job_id() -> str:

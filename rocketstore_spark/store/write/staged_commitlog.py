@@ -19,8 +19,8 @@ import numpy as np
 from ...errors import StoreFormatError
 from ..files.disk_full import disk_full
 from ..format import layout as L
+from ..format.encoder import patch_records
 from .encoded_batch import EncodedBatch
-from .placement import patch_longs
 
 COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
@@ -40,8 +40,8 @@ def patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamp
                 rows = np.flatnonzero(file_no == f)
                 at = chunk.phy[rows] - f * file_size
                 _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[rows[-1]]) + 8)  # up to the last store time
-                patch_longs(maps[f][1], at + L.QUEUE_OFFSET_POSITION, queue_offset[rows])
-                patch_longs(maps[f][1], at + chunk.ts_pos[rows], store_ts[rows])
+                patch_records(maps[f][1], at, queue_offset[rows], chunk.ts_pos[rows], store_ts[rows],
+                              path=str(staged / L.offset_to_file_name(f * file_size)))
     finally:
         for f in list(maps):
             mm = maps.pop(f)[0]  # the numpy view went with the tuple: the map can close

@@ -27,7 +27,6 @@ from ..format import layout as L
 from ..format.encoder import UniqKeyFactory
 from ..read.store_reader import StoreReader
 from .encoded_batch import EncodedBatch, encode_table
-from .placement import patch_longs
 from .queue_skeleton import SkeletonBuilder
 from .reservation import JobReservation, close_job, staged_commitlog_dir
 from .store_meta import meta_dir, remove_empty_dirs, staging_dir
@@ -75,19 +74,27 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
     parts: list[EncodedBatch] = []
     rows = 0
     cq_file_size = lambda: detect_sizes(root, **(sizes or {})).consume_queue_file_size  # noqa: E731
+    scratch = np.empty(0, np.uint8)  # the records of one table, encoded at their reserved offsets (reused)
     with JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files, \
             SkeletonBuilder(job_dir, cq_file_size) as skeleton:
         for table in tables:
             if table.num_rows == 0:
                 continue
+            placed = []
+
+            def place(lengths, placed=placed):
+                """Reserve room for records of ``lengths``: they are encoded straight at their offsets."""
+                placed.append(reservation.reserve(lengths, lambda: _store_start(root, sizes or {}, overwrite)))
+                return placed[0].phy
+
             batch = encode_table(table, store_host=store_host, uniq_factory=factory,
-                                 max_message_size=max_message_size)
+                                                 max_message_size=max_message_size, place=place, scratch=scratch)
+            if len(batch.data) > len(scratch):  # grown for the largest table so far
+                scratch = batch.data
             if new_topic_queues is not None:
                 skeleton.add(batch, new_topic_queues())
-            placement = reservation.reserve(batch.lengths, lambda: _store_start(root, sizes or {}, overwrite))
             with reservation.writing():
-                files.write(batch, placement)
-            batch.phy = placement.phy
+                files.write(batch, placed[0])
             batch.data = np.zeros(0, np.uint8)  # written: keep only the metadata
             parts.append(batch)
             rows += len(batch)
@@ -145,12 +152,11 @@ class _StagedFiles:
         return fd
 
     def write(self, batch: EncodedBatch, placement) -> None:
-        """Write ``batch``'s records at their reserved offsets, with those offsets as their PHYSICALOFFSET
-        (final when the commit publishes in place, which then patches only queue offsets and store times)."""
+        """Write ``batch``'s records, encoded at their reserved offsets (their PHYSICALOFFSET final when the
+        commit publishes in place, which then patches only queue offsets and store times), where they belong."""
         size = placement.file_size
         self._file_size = size
         phy, rec_off = placement.phy, batch.record_offsets
-        patch_longs(batch.data, rec_off[:-1] + L.PHYSICAL_OFFSET_POSITION, phy)  # still in cache: ~free
         file_no = phy // size
         bounds = np.flatnonzero(np.diff(file_no)) + 1
         for a, b in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(phy)]))):

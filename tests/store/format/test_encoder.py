@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketstore_spark.errors import MessageValidationError
+from rocketstore_spark.errors import MessageValidationError, StoreFormatError
 from rocketstore_spark.store.format import layout as L
 from rocketstore_spark.store.format.codec import parse_records
-from rocketstore_spark.store.format.encoder import EncodeInput, encode_records, record_lengths
+from rocketstore_spark.store.format.encoder import EncodeInput, encode_records, patch_records, record_lengths
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
@@ -145,3 +145,43 @@ def test_properties_too_long_for_a_record_name_the_row():
 def test_no_rows_encode_to_nothing():
     data, offsets = encode_records(encode_input([]), np.zeros(0, dtype=np.int64))
     assert len(data) == 0 and offsets.tolist() == [0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(MESSAGE, min_size=1, max_size=12), st.lists(st.tuples(INT64, INT64, INT64), min_size=12,
+                                                               max_size=12), st.booleans())
+def test_patched_records_equal_records_encoded_with_those_values(msgs, assigned, with_phy):
+    """What a publisher fills in (queue offset, store time, physical offset) patched into encoded records gives
+    exactly the bytes of records encoded with those values."""
+    enc = encode_input(msgs)
+    data, offsets = encode_records(enc, np.array([m["phy_offset"] for m in msgs], dtype=np.int64))
+    data = data.copy()
+    queue_offset, store_ts, phy = (np.array(col[:len(msgs)], dtype=np.int64) for col in zip(*assigned))
+    ts_pos = np.where(enc.sysflag & L.BORNHOST_V6_FLAG, 68, 56).astype(np.int64)
+    patch_records(data, offsets[:-1], queue_offset, ts_pos, store_ts, phy if with_phy else None)
+    for m, q, t, p in zip(msgs, queue_offset.tolist(), store_ts.tolist(), phy.tolist()):
+        m.update(queue_offset=q, store_ts=t, phy_offset=p if with_phy else m["phy_offset"])
+    want, want_offsets = encode_records(encode_input(msgs), np.array([m["phy_offset"] for m in msgs], np.int64))
+    assert data.tobytes() == want.tobytes()
+
+
+def test_encoding_into_scratch_memory_with_known_lengths_gives_the_same_records():
+    msgs = [a_message(), a_message(body=b"x" * 500, born_v6=True), a_message(topic="t" * 200)]
+    enc = encode_input(msgs)
+    phy = np.array([5, 600, 9000], dtype=np.int64)
+    data, offsets = encode_records(enc, phy)
+    scratch = np.full(len(data) + 100, 0xAA, dtype=np.uint8)
+    into, into_offsets = encode_records(enc, phy, lengths=record_lengths(enc), scratch=scratch)
+    assert into.tobytes() == data.tobytes() and into_offsets.tolist() == offsets.tolist()
+    assert np.shares_memory(into, scratch)
+    small = np.zeros(10, dtype=np.uint8)  # too small: fresh memory instead
+    again, _ = encode_records(enc, phy, scratch=small)
+    assert again.tobytes() == data.tobytes() and not np.shares_memory(again, small)
+
+
+def test_a_record_patched_outside_the_buffer_names_file_and_offset():
+    data, offsets = encode_records(encode_input([a_message()]), np.zeros(1, dtype=np.int64))
+    one = np.zeros(1, dtype=np.int64)
+    with pytest.raises(StoreFormatError, match="record 0 to patch lies outside") as err:
+        patch_records(data.copy(), np.array([len(data) - 10]), one, np.array([56]), one, path="/x/00", base=4096)
+    assert err.value.path == "/x/00" and err.value.offset == 4096 + len(data) - 10

@@ -1,6 +1,4 @@
-"""``place_records`` (CommitLog.doAppend's placement rule) and ``patch_longs``, checked as properties."""
-
-import struct
+"""``place_records`` (CommitLog.doAppend's placement rule), checked as properties."""
 
 import numpy as np
 import pytest
@@ -9,7 +7,7 @@ from hypothesis import strategies as st
 
 from rocketstore_spark.errors import MessageValidationError
 from rocketstore_spark.store.format import layout as L
-from rocketstore_spark.store.write.placement import patch_longs, place_records
+from rocketstore_spark.store.write.placement import place_records
 
 FILE = 4096
 
@@ -47,23 +45,3 @@ def test_placing_in_two_steps_equals_placing_at_once():
 def test_a_record_larger_than_a_file_is_refused():
     with pytest.raises(MessageValidationError, match="row 1: a 4090-byte record cannot fit"):
         place_records(0, np.array([100, 4090]), FILE)
-
-
-@settings(deadline=None)
-@given(st.integers(8, 300).flatmap(lambda size: st.tuples(
-    st.just(size), st.lists(st.integers(0, size - 8), max_size=20, unique=True),
-    st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=20, max_size=20))))
-def test_patch_longs_writes_big_endian_longs_at_any_byte(case):
-    size, starts, values = case
-    taken = np.zeros(size + 8, dtype=bool)
-    positions = []
-    for p in starts:  # longs that do not overlap, as record fields never do
-        if not taken[p:p + 8].any():
-            taken[p:p + 8] = True
-            positions.append(p)
-    buf = np.frombuffer(bytearray(range(256)) * 2, dtype=np.uint8)[:size].copy()
-    expected = bytearray(buf.tobytes())
-    for p, v in zip(positions, values):
-        struct.pack_into(">q", expected, p, v)
-    patch_longs(buf, np.array(positions, dtype=np.int64), np.array(values[:len(positions)], dtype=np.int64))
-    assert buf.tobytes() == bytes(expected)
