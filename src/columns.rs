@@ -26,6 +26,8 @@ pub enum GatherError {
     OutOfRange(usize),
     /// The outputs do not match the rows (offsets need n + 1, validity n.div_ceil(8), data the values' total).
     Shape,
+    /// A data buffer is too small for the values (a caller that sized it from a bound may retry with more room).
+    Room,
 }
 
 /// The bytes `buf[pos .. pos + len]`, or None when they do not lie inside `buf`.
@@ -379,27 +381,106 @@ pub const MAX_HOST_TEXT: usize = 1 + 8 * 4 + 7 + 2 + 10;
 /// Longest offsetMsgId: 28 bytes (IPv6 address, port, physical offset) in hex.
 pub const MAX_MSG_ID_TEXT: usize = 56;
 
-const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 
-/// Appends the decimal digits of `v` to `out`.
-fn push_decimal(out: &mut Vec<u8>, mut v: u32) {
-    let mut digits = [0u8; 10]; // u32::MAX has 10 digits
-    let mut used = 0;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        used += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+/// Each byte's two uppercase hex digits.
+static HEX_UPPER_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut table = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = [DIGITS[b >> 4], DIGITS[b & 0xF]];
+        b += 1;
     }
-    out.extend_from_slice(digits.get(digits.len() - used..).unwrap_or_default());
+    table
+};
+
+/// Each byte's decimal digits (1 to 3, left-aligned) and their count.
+static DECIMAL_BYTES: [([u8; 3], u8); 256] = {
+    let mut table = [([0u8; 3], 0u8); 256];
+    let mut b = 0;
+    while b < 256 {
+        let (h, t, o) = ((b / 100) as u8, (b / 10 % 10) as u8, (b % 10) as u8);
+        table[b] = if b >= 100 {
+            ([b'0' + h, b'0' + t, b'0' + o], 3)
+        } else if b >= 10 {
+            ([b'0' + t, b'0' + o, 0], 2)
+        } else {
+            ([b'0' + o, 0, 0], 1)
+        };
+        b += 1;
+    }
+    table
+};
+
+/// A short text (a host or a msgId) built on the stack: at most [`SHORT_TEXT`] bytes, more is dropped.
+pub struct ShortText {
+    bytes: [u8; SHORT_TEXT],
+    len: usize,
 }
 
-/// Appends a host field (`address ‖ port`: 4 or 16 address bytes) as Java's `InetSocketAddress` prints it
+/// Room of a [`ShortText`]: the longest host or msgId.
+pub const SHORT_TEXT: usize = if MAX_HOST_TEXT > MAX_MSG_ID_TEXT {
+    MAX_HOST_TEXT
+} else {
+    MAX_MSG_ID_TEXT
+};
+
+impl Default for ShortText {
+    fn default() -> Self {
+        Self {
+            bytes: [0; SHORT_TEXT],
+            len: 0,
+        }
+    }
+}
+
+impl ShortText {
+    /// The text written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+
+    #[inline]
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn extend(&mut self, bytes: &[u8]) {
+        let end = (self.len + bytes.len()).min(SHORT_TEXT);
+        if let (Some(room), Some(part)) = (
+            self.bytes.get_mut(self.len..end),
+            bytes.get(..end - self.len),
+        ) {
+            room.copy_from_slice(part);
+            self.len = end;
+        }
+    }
+
+    /// The decimal digits of `v`.
+    fn decimal(&mut self, mut v: u32) {
+        let mut digits = [0u8; 10]; // u32::MAX has 10 digits
+        let mut used = 0;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            used += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.extend(digits.get(digits.len() - used..).unwrap_or_default());
+    }
+}
+
+/// Writes a host field (`address ‖ port`: 4 or 16 address bytes) as Java's `InetSocketAddress` prints it
 /// here: `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` with unpadded lowercase groups. None for another width.
-pub(crate) fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
+pub(crate) fn host_text(host: &[u8]) -> Option<ShortText> {
+    let mut out = ShortText::default();
     let (address, port) = host.split_at_checked(host.len().checked_sub(4)?)?;
     let port = u32::from_be_bytes(port.try_into().ok()?);
     match address.len() {
@@ -408,7 +489,8 @@ pub(crate) fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
                 if k > 0 {
                     out.push(b'.');
                 }
-                push_decimal(out, u32::from(octet));
+                let (digits, count) = &DECIMAL_BYTES[usize::from(octet)];
+                out.extend(digits.get(..usize::from(*count)).unwrap_or_default());
             }
         }
         16 => {
@@ -428,8 +510,8 @@ pub(crate) fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
         _ => return None,
     }
     out.push(b':');
-    push_decimal(out, port);
-    Some(())
+    out.decimal(port);
+    Some(out)
 }
 
 /// The host field at `pos` of a record with `sysflag`: 20 bytes when `v6_flag` is set, else 8.
@@ -438,48 +520,57 @@ pub(crate) fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Optio
     span(buf, pos, width)
 }
 
-/// Appends `MessageDecoder.createMessageId` of a store host field and a physical offset: uppercase hex.
-pub(crate) fn push_msg_id(out: &mut Vec<u8>, store_host: &[u8], phy_offset: i64) {
+/// `MessageDecoder.createMessageId` of a store host field and a physical offset: uppercase hex.
+pub(crate) fn msg_id_text(store_host: &[u8], phy_offset: i64) -> ShortText {
+    let mut out = ShortText::default();
     for &b in store_host.iter().chain(&phy_offset.to_be_bytes()) {
-        out.push(HEX_UPPER[usize::from(b >> 4)]);
-        out.push(HEX_UPPER[usize::from(b & 0xF)]);
+        out.extend(&HEX_UPPER_PAIRS[usize::from(b)]);
     }
+    out
 }
 
 #[cfg(test)]
 mod text_tests {
     use super::*;
 
-    fn host_text(host: &[u8]) -> String {
-        let mut out = Vec::new();
-        push_host(&mut out, host).unwrap();
-        assert!(out.len() <= MAX_HOST_TEXT);
-        String::from_utf8(out).unwrap()
+    fn text_of(host: &[u8]) -> String {
+        let out = host_text(host).unwrap();
+        assert!(out.as_bytes().len() <= MAX_HOST_TEXT);
+        String::from_utf8(out.as_bytes().to_vec()).unwrap()
     }
 
     #[test]
     fn hosts_print_as_java_prints_them() {
         assert_eq!(
-            host_text(&[10, 0, 0, 255, 0, 0, 0x2A, 0x6F]),
+            text_of(&[10, 0, 0, 255, 0, 0, 0x2A, 0x6F]),
             "10.0.0.255:10863"
         );
+        assert_eq!(text_of(&[0, 9, 99, 100, 0, 0, 0, 0]), "0.9.99.100:0");
         let mut v6 = vec![
             0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0, 1,
         ];
         v6.extend(u32::MAX.to_be_bytes());
-        assert_eq!(host_text(&v6), "[2001:db8:0:0:0:0:a:1]:4294967295");
+        assert_eq!(text_of(&v6), "[2001:db8:0:0:0:0:a:1]:4294967295");
         let widest = [0xFFu8; 20];
-        assert_eq!(host_text(&widest).len(), MAX_HOST_TEXT);
-        assert_eq!(push_host(&mut Vec::new(), &[1, 2, 3]), None);
+        assert_eq!(text_of(&widest).len(), MAX_HOST_TEXT);
+        assert!(host_text(&[1, 2, 3]).is_none());
+        assert!(host_text(&[1, 2, 3, 4, 5, 6, 7, 8, 9]).is_none());
+    }
+
+    #[test]
+    fn every_octet_prints_in_decimal() {
+        for octet in 0..=255u8 {
+            let text = text_of(&[octet, 0, 0, 1, 0, 0, 0, 7]);
+            assert_eq!(text, format!("{octet}.0.0.1:7"));
+        }
     }
 
     #[test]
     fn msg_ids_are_upper_hex_of_store_host_and_offset() {
-        let mut out = Vec::new();
-        push_msg_id(&mut out, &[127, 0, 0, 1, 0, 0, 0x2A, 0x9F], 0x1234);
-        assert_eq!(out, b"7F00000100002A9F0000000000001234");
-        out.clear();
-        push_msg_id(&mut out, &[0xAB; 20], -1);
-        assert_eq!(out.len(), MAX_MSG_ID_TEXT);
+        let out = msg_id_text(&[127, 0, 0, 1, 0, 0, 0x2A, 0x9F], 0x1234);
+        assert_eq!(out.as_bytes(), b"7F00000100002A9F0000000000001234");
+        let out = msg_id_text(&[0xAB; 20], -1);
+        assert_eq!(out.as_bytes().len(), MAX_MSG_ID_TEXT);
+        assert!(out.as_bytes().ends_with(b"FFFFFFFFFFFFFFFF"));
     }
 }

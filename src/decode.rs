@@ -13,17 +13,15 @@
 //! | properties map     | map offsets (n + 1), name offsets (p + 1), names, value offsets (p + 1), values | 3 × the properties' each |
 //! | tags, uniqKey      | offsets (n + 1), data, validity (n.div_ceil(8))             | 3 × the properties'    |
 //! | keys               | list offsets (n + 1), token offsets (p + 1), data           | 3 × the properties'    |
-//! | msgId              | offsets (n + 1), data                                       | n × [`MAX_MSG_ID_TEXT`] |
-//! | bornHost, storeHost| offsets (n + 1), data                                       | n × [`MAX_HOST_TEXT`]  |
+//! | msgId              | offsets (n + 1), data                                       | n × [`crate::columns::MAX_MSG_ID_TEXT`] |
+//! | bornHost, storeHost| offsets (n + 1), data                                       | n × [`crate::columns::MAX_HOST_TEXT`]  |
 //!
 //! `p` is [`crate::columns::max_property_pairs`] of the properties' bytes (for keys [`max_key_tokens`]). Text columns are UTF-8 as Java's
 //! `new String(bytes, UTF_8)` makes it: each maximal ill-formed subsequence becomes U+FFFD (3 bytes), hence the
 //! 3 × bounds. The properties map, tags, uniqKey and keys follow `MessageDecoder.string2messageProperties`.
 
-use crate::columns::{
-    host_at, kept_pairs, pair_value, push_host, push_msg_id, span, GatherError, MAX_HOST_TEXT,
-    MAX_MSG_ID_TEXT,
-};
+use crate::columns::{host_at, host_text, kept_pairs, msg_id_text, span, GatherError};
+use crate::header;
 use crate::layout::{load_lines, BORNHOST_V6_FLAG, READ_AHEAD, STOREHOSTADDRESS_V6_FLAG};
 
 /// The input rows, in the order of [`DECODE_INPUTS`].
@@ -111,14 +109,15 @@ impl<'a> BinaryOut<'a> {
         self.nulls
     }
 
+    #[inline]
     fn append(&mut self, bytes: &[u8]) -> Result<(), GatherError> {
         let end = self
             .used
             .checked_add(bytes.len())
-            .ok_or(GatherError::Shape)?;
+            .ok_or(GatherError::Room)?;
         self.data
             .get_mut(self.used..end)
-            .ok_or(GatherError::Shape)?
+            .ok_or(GatherError::Room)?
             .copy_from_slice(bytes);
         self.used = end;
         Ok(())
@@ -147,6 +146,16 @@ impl<'a> BinaryOut<'a> {
         self.end_row(true)
     }
 
+    /// A row of text: the bytes as they are when `well_formed` (UTF-8), else as [`Self::push_text`] makes them.
+    #[inline]
+    pub fn push_str(&mut self, value: &[u8], well_formed: bool) -> Result<(), GatherError> {
+        if well_formed {
+            self.push(value)
+        } else {
+            self.push_text(value)
+        }
+    }
+
     /// A row of the bytes as UTF-8 text, ill-formed sequences replaced by U+FFFD.
     pub fn push_text(&mut self, value: &[u8]) -> Result<(), GatherError> {
         self.append_text(value)?;
@@ -154,7 +163,7 @@ impl<'a> BinaryOut<'a> {
     }
 
     fn append_text(&mut self, value: &[u8]) -> Result<(), GatherError> {
-        if value.is_ascii() || std::str::from_utf8(value).is_ok() {
+        if is_utf8(value) {
             return self.append(value);
         }
         for chunk in value.utf8_chunks() {
@@ -212,20 +221,261 @@ pub struct Outputs<'a> {
     pub store_host: Option<BinaryOut<'a>>,
 }
 
-/// A nullable string row: the value of `name` in `properties`, or null.
-fn push_property(
-    out: &mut BinaryOut<'_>,
-    properties: &[u8],
-    found: Option<(usize, usize)>,
-) -> Result<(), GatherError> {
-    match found.and_then(|(at, len)| properties.get(at..at + len)) {
-        Some(value) => out.push_text(value),
-        None => out.push_null(),
+/// Whether `bytes` are well-formed UTF-8: then every part split at ASCII separators is too, and is copied as
+/// it is.
+#[inline]
+fn is_utf8(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok()
+}
+
+/// The places of one sound record's fields the decode reads (from its header columns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Places {
+    pub sysflag: i64,
+    pub phy_offset: i64,
+    pub born_host_pos: i64,
+    pub store_host_pos: i64,
+    pub body_pos: i64,
+    pub body_len: i64,
+    pub topic_pos: i64,
+    pub topic_len: i64,
+    pub props_pos: i64,
+    pub props_len: i64,
+}
+
+impl Places {
+    /// The places of a record parsed by [`crate::header::parse_record`].
+    fn of_row(row: &[i64; header::COLUMNS]) -> Self {
+        let c = |column: header::Column| row[column as usize];
+        Self {
+            sysflag: c(header::Column::Sysflag),
+            phy_offset: c(header::Column::PhyOffset),
+            born_host_pos: c(header::Column::BornHostPos),
+            store_host_pos: c(header::Column::StoreHostPos),
+            body_pos: c(header::Column::BodyPos),
+            body_len: c(header::Column::BodyLen),
+            topic_pos: c(header::Column::TopicPos),
+            topic_len: c(header::Column::TopicLen),
+            props_pos: c(header::Column::PropsPos),
+            props_len: c(header::Column::PropsLen),
+        }
+    }
+}
+
+/// A decode in progress: the outputs, filled one record at a time, and what they ask for.
+struct Decoder<'o, 'a> {
+    out: &'o mut Outputs<'a>,
+    rows: usize,
+    pairs: Vec<(usize, usize, usize, usize)>,
+    counts: Counts,
+    wants_pairs: bool,
+    wants_properties: bool,
+}
+
+impl<'o, 'a> Decoder<'o, 'a> {
+    fn new(out: &'o mut Outputs<'a>) -> Result<Self, GatherError> {
+        let wants_pairs = out.properties.is_some()
+            || out.tags.is_some()
+            || out.uniq_key.is_some()
+            || out.keys.is_some();
+        let wants_properties = wants_pairs || out.properties_string.is_some();
+        if let Some(map) = out.properties.as_mut() {
+            *map.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
+        }
+        if let Some(keys) = out.keys.as_mut() {
+            *keys.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
+        }
+        Ok(Self {
+            out,
+            rows: 0,
+            pairs: Vec::new(),
+            counts: Counts::default(),
+            wants_pairs,
+            wants_properties,
+        })
+    }
+
+    /// The cache lines of a record's fields worth loading ahead (the body is copied in order: the CPU
+    /// prefetches it).
+    fn scattered_places(&self, p: &Places) -> [i64; 4] {
+        let wants_header = self.out.msg_id.is_some()
+            || self.out.born_host.is_some()
+            || self.out.store_host.is_some();
+        let pick = |wanted: bool, at: i64| if wanted { at } else { -1 };
+        [
+            pick(wants_header, p.born_host_pos),
+            pick(self.out.topic.is_some(), p.topic_pos),
+            pick(self.wants_properties, p.props_pos),
+            pick(self.wants_properties && p.props_len > 64, p.props_pos + 64),
+        ]
+    }
+
+    /// One record's row of every column; `OutOfRange(row)` when a field does not lie inside `buf`.
+    fn record(&mut self, buf: &[u8], p: &Places) -> Result<(), GatherError> {
+        let row = self.rows;
+        let part = |pos: i64, len: i64| span(buf, pos, len).ok_or(GatherError::OutOfRange(row));
+        if let Some(topic) = self.out.topic.as_mut() {
+            topic.push_text(part(p.topic_pos, p.topic_len)?)?;
+        }
+        if let Some(body) = self.out.body.as_mut() {
+            body.push(part(p.body_pos, p.body_len)?)?;
+        }
+        if self.wants_properties {
+            let properties = part(p.props_pos, p.props_len)?;
+            let text = is_utf8(properties);
+            if let Some(string) = self.out.properties_string.as_mut() {
+                string.push_str(properties, text)?;
+            }
+            if self.wants_pairs {
+                self.properties(properties, text)?;
+            }
+        }
+        if let Some(msg_id) = self.out.msg_id.as_mut() {
+            let host = host_at(buf, p.store_host_pos, p.sysflag, STOREHOSTADDRESS_V6_FLAG)
+                .ok_or(GatherError::OutOfRange(row))?;
+            msg_id.push(msg_id_text(host, p.phy_offset).as_bytes())?;
+        }
+        for (host_out, pos, v6) in [
+            (
+                self.out.born_host.as_mut(),
+                p.born_host_pos,
+                BORNHOST_V6_FLAG,
+            ),
+            (
+                self.out.store_host.as_mut(),
+                p.store_host_pos,
+                STOREHOSTADDRESS_V6_FLAG,
+            ),
+        ] {
+            if let Some(host_out) = host_out {
+                let host = host_at(buf, pos, p.sysflag, v6).ok_or(GatherError::OutOfRange(row))?;
+                let text = host_text(host).ok_or(GatherError::OutOfRange(row))?;
+                host_out.push(text.as_bytes())?;
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The row of a record that failed its checks: empty values, null tags and uniqKey, no pairs or keys.
+    fn failed_record(&mut self) -> Result<(), GatherError> {
+        let out = &mut *self.out;
+        for column in [
+            out.topic.as_mut(),
+            out.body.as_mut(),
+            out.properties_string.as_mut(),
+            out.msg_id.as_mut(),
+            out.born_host.as_mut(),
+            out.store_host.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            column.push(&[])?;
+        }
+        for column in [out.tags.as_mut(), out.uniq_key.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            column.push_null()?;
+        }
+        self.end_lists()?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The properties map, tags, uniqKey and keys of one record's properties string (`text`: well-formed UTF-8).
+    fn properties(&mut self, properties: &[u8], text: bool) -> Result<(), GatherError> {
+        kept_pairs(properties, &mut self.pairs);
+        let of = |at: usize, len: usize| properties.get(at..at + len).unwrap_or_default();
+        let (mut tags, mut uniq_key, mut keys) = (None, None, None);
+        for &(name_at, name_len, value_at, value_len) in &self.pairs {
+            let (name, value) = (of(name_at, name_len), of(value_at, value_len));
+            if let Some(map) = self.out.properties.as_mut() {
+                map.names.push_str(name, text)?;
+                map.values.push_str(value, text)?;
+            }
+            match name {
+                PROPERTY_TAGS => tags = Some(value),
+                PROPERTY_KEYS => keys = Some(value),
+                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX => uniq_key = Some(value),
+                _ => {}
+            }
+        }
+        self.counts.pairs += if self.out.properties.is_some() {
+            self.pairs.len()
+        } else {
+            0
+        };
+        for (column, value) in [
+            (self.out.tags.as_mut(), tags),
+            (self.out.uniq_key.as_mut(), uniq_key),
+        ] {
+            if let Some(column) = column {
+                match value {
+                    Some(value) => column.push_str(value, text)?,
+                    None => column.push_null()?,
+                }
+            }
+        }
+        if let (Some(list), Some(value)) = (self.out.keys.as_mut(), keys) {
+            for token in value
+                .split(|&b| b == KEY_SEPARATOR)
+                .filter(|t| !t.is_empty())
+            {
+                list.tokens.push_str(token, text)?;
+                self.counts.tokens += 1;
+            }
+        }
+        self.end_lists()
+    }
+
+    /// Ends the current row of the properties map and the keys (their pairs and tokens so far).
+    fn end_lists(&mut self) -> Result<(), GatherError> {
+        let row = self.rows;
+        if let Some(map) = self.out.properties.as_mut() {
+            let end = i32::try_from(self.counts.pairs).map_err(|_| GatherError::Shape)?;
+            *map.offsets.get_mut(row + 1).ok_or(GatherError::Shape)? = end;
+        }
+        if let Some(keys) = self.out.keys.as_mut() {
+            let end = i32::try_from(self.counts.tokens).map_err(|_| GatherError::Shape)?;
+            *keys.offsets.get_mut(row + 1).ok_or(GatherError::Shape)? = end;
+        }
+        Ok(())
+    }
+
+    /// Every row written: the offsets are full (the names, values and tokens fill only part of their room: the
+    /// caller reads their counts).
+    fn finish(self) -> Result<Counts, GatherError> {
+        let out = &*self.out;
+        for column in [
+            &out.topic,
+            &out.body,
+            &out.properties_string,
+            &out.tags,
+            &out.uniq_key,
+            &out.msg_id,
+            &out.born_host,
+            &out.store_host,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            column.finish()?;
+        }
+        let whole = |offsets: &[i32]| offsets.len() == self.rows + 1;
+        if out.properties.as_ref().is_some_and(|m| !whole(m.offsets))
+            || out.keys.as_ref().is_some_and(|k| !whole(k.offsets))
+        {
+            return Err(GatherError::Shape);
+        }
+        Ok(self.counts)
     }
 }
 
 /// Fills every column of `out` for the `n` records described by `inputs` (`DECODE_INPUTS × n`, row-major).
-/// A record whose fields do not lie inside `buf` is `OutOfRange(row)`; outputs of the wrong sizes are `Shape`.
+/// A record whose fields do not lie inside `buf` is `OutOfRange(row)`; outputs of the wrong sizes are `Shape`,
+/// a data buffer too small for its values `Room`.
 pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Counts, GatherError> {
     if inputs.len() % DECODE_INPUTS.len() != 0 {
         return Err(GatherError::Shape);
@@ -236,149 +486,71 @@ pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Count
             .get(c as usize * n..(c as usize + 1) * n)
             .unwrap_or_default()
     };
-    let (sysflag, phy) = (column(Input::Sysflag), column(Input::PhyOffset));
-    let (born_pos, store_pos) = (column(Input::BornHostPos), column(Input::StoreHostPos));
-    let (body_pos, body_len) = (column(Input::BodyPos), column(Input::BodyLen));
-    let (topic_pos, topic_len) = (column(Input::TopicPos), column(Input::TopicLen));
-    let (props_pos, props_len) = (column(Input::PropsPos), column(Input::PropsLen));
-    let wants_pairs = out.properties.is_some()
-        || out.tags.is_some()
-        || out.uniq_key.is_some()
-        || out.keys.is_some();
-    let wants_properties = wants_pairs || out.properties_string.is_some();
-    let mut pairs = Vec::new();
-    let mut text = Vec::with_capacity(MAX_HOST_TEXT.max(MAX_MSG_ID_TEXT));
-    let mut map_count = 0usize;
-    let mut token_count = 0usize;
-    if let Some(map) = out.properties.as_mut() {
-        *map.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
-    }
-    if let Some(keys) = out.keys.as_mut() {
-        *keys.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
-    }
-    // the places read ahead: a body is copied in order (the CPU prefetches it), the other fields are scattered
-    let wants_header = out.msg_id.is_some() || out.born_host.is_some() || out.store_host.is_some();
-    let scattered = [
-        (wants_header, born_pos, 0),
-        (out.topic.is_some(), topic_pos, 0),
-        (wants_properties, props_pos, 0),
-        (wants_properties, props_pos, 64),
-    ];
-    let scattered: Vec<(&[i64], i64)> = scattered
-        .into_iter()
-        .filter(|&(wanted, _, _)| wanted)
-        .map(|(_, column, shift)| (column, shift))
-        .collect();
+    let places = |i: usize| {
+        let at = |c: Input| column(c).get(i).copied().unwrap_or(-1);
+        Places {
+            sysflag: at(Input::Sysflag),
+            phy_offset: at(Input::PhyOffset),
+            born_host_pos: at(Input::BornHostPos),
+            store_host_pos: at(Input::StoreHostPos),
+            body_pos: at(Input::BodyPos),
+            body_len: at(Input::BodyLen),
+            topic_pos: at(Input::TopicPos),
+            topic_len: at(Input::TopicLen),
+            props_pos: at(Input::PropsPos),
+            props_len: at(Input::PropsLen),
+        }
+    };
+    let mut decoder = Decoder::new(out)?;
     for i in 0..n {
-        if i % READ_AHEAD == 0 && !scattered.is_empty() {
-            let ahead = (i + READ_AHEAD..n.min(i + 2 * READ_AHEAD)).flat_map(|k| {
-                scattered
-                    .iter()
-                    .map(move |&(column, shift)| column.get(k).map_or(-1, |&p| p + shift))
-            });
+        if i % READ_AHEAD == 0 {
+            // the fields of the records ahead are scattered: their lines are loaded together
+            let ahead = (i + READ_AHEAD..n.min(i + 2 * READ_AHEAD))
+                .flat_map(|k| decoder.scattered_places(&places(k)));
             load_lines(buf, ahead);
         }
-        let at = |c: &[i64]| c.get(i).copied().unwrap_or(-1);
-        let part = |pos: &[i64], len: &[i64]| {
-            span(buf, at(pos), at(len)).ok_or(GatherError::OutOfRange(i))
-        };
-        if let Some(topic) = out.topic.as_mut() {
-            topic.push_text(part(topic_pos, topic_len)?)?;
-        }
-        if let Some(body) = out.body.as_mut() {
-            body.push(part(body_pos, body_len)?)?;
-        }
-        if wants_properties {
-            let properties = part(props_pos, props_len)?;
-            if let Some(string) = out.properties_string.as_mut() {
-                string.push_text(properties)?;
-            }
-            if wants_pairs {
-                kept_pairs(properties, &mut pairs);
-                let text_of =
-                    |at: usize, len: usize| properties.get(at..at + len).unwrap_or_default();
-                if let Some(map) = out.properties.as_mut() {
-                    for &(name_at, name_len, value_at, value_len) in &pairs {
-                        map.names.push_text(text_of(name_at, name_len))?;
-                        map.values.push_text(text_of(value_at, value_len))?;
-                    }
-                    map_count += pairs.len();
-                    let end = i32::try_from(map_count).map_err(|_| GatherError::Shape)?;
-                    *map.offsets.get_mut(i + 1).ok_or(GatherError::Shape)? = end;
-                }
-                if let Some(tags) = out.tags.as_mut() {
-                    push_property(
-                        tags,
-                        properties,
-                        pair_value(properties, &pairs, PROPERTY_TAGS),
-                    )?;
-                }
-                if let Some(uniq) = out.uniq_key.as_mut() {
-                    let found =
-                        pair_value(properties, &pairs, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
-                    push_property(uniq, properties, found)?;
-                }
-                if let Some(keys) = out.keys.as_mut() {
-                    if let Some((value_at, value_len)) =
-                        pair_value(properties, &pairs, PROPERTY_KEYS)
-                    {
-                        let tokens = text_of(value_at, value_len).split(|&b| b == KEY_SEPARATOR);
-                        for token in tokens.filter(|t| !t.is_empty()) {
-                            keys.tokens.push_text(token)?;
-                            token_count += 1;
-                        }
-                    }
-                    let end = i32::try_from(token_count).map_err(|_| GatherError::Shape)?;
-                    *keys.offsets.get_mut(i + 1).ok_or(GatherError::Shape)? = end;
-                }
-            }
-        }
-        let flags = at(sysflag);
-        if let Some(msg_id) = out.msg_id.as_mut() {
-            let host = host_at(buf, at(store_pos), flags, STOREHOSTADDRESS_V6_FLAG)
-                .ok_or(GatherError::OutOfRange(i))?;
-            text.clear();
-            push_msg_id(&mut text, host, at(phy));
-            msg_id.push(&text)?;
-        }
-        for (host_out, pos, v6) in [
-            (out.born_host.as_mut(), born_pos, BORNHOST_V6_FLAG),
-            (out.store_host.as_mut(), store_pos, STOREHOSTADDRESS_V6_FLAG),
-        ] {
-            if let Some(host_out) = host_out {
-                let host = host_at(buf, at(pos), flags, v6).ok_or(GatherError::OutOfRange(i))?;
-                text.clear();
-                push_host(&mut text, host).ok_or(GatherError::OutOfRange(i))?;
-                host_out.push(&text)?;
-            }
-        }
+        decoder.record(buf, &places(i))?;
     }
-    for column in [
-        &out.topic,
-        &out.body,
-        &out.properties_string,
-        &out.tags,
-        &out.uniq_key,
-        &out.msg_id,
-        &out.born_host,
-        &out.store_host,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        column.finish()?;
-    }
-    // the names, values and tokens fill only part of their room: the caller reads their counts
-    let whole = |offsets: &[i32]| offsets.len() == n + 1;
-    if out.properties.as_ref().is_some_and(|m| !whole(m.offsets))
-        || out.keys.as_ref().is_some_and(|k| !whole(k.offsets))
-    {
+    decoder.finish()
+}
+
+/// [`crate::header::parse_records`] and [`decode`] in one pass: each record at `positions` is parsed and checked
+/// (the CRC checks of `crc_mode`) into `columns` and `problems`, and, when it passed, decoded into `out` while
+/// its bytes are in the cache; a record that failed gets an empty row (null tags and uniqKey, no pairs, no keys).
+/// Returns the number of records that failed and the pairs and tokens written. A data buffer too small for its
+/// values is `Room` (the caller sized it from the records' bytes: ill-formed text grows), other outputs of the
+/// wrong sizes `Shape`.
+pub fn decode_records(
+    buf: &[u8],
+    positions: &[i64],
+    columns: &mut [i64],
+    problems: &mut [i8],
+    crc_mode: u8,
+    out: &mut Outputs<'_>,
+) -> Result<(usize, Counts), GatherError> {
+    let n = positions.len();
+    if header::COLUMNS.checked_mul(n) != Some(columns.len()) || problems.len() != n {
         return Err(GatherError::Shape);
     }
-    Ok(Counts {
-        pairs: map_count,
-        tokens: token_count,
-    })
+    let mut decoder = Decoder::new(out)?;
+    let mut failed = 0;
+    for (i, (&pos, problem)) in positions.iter().zip(problems.iter_mut()).enumerate() {
+        if i % READ_AHEAD == 0 {
+            let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
+            load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
+        }
+        let (row, code) = header::parse_checked(buf, pos, crc_mode);
+        header::store_row(columns, n, i, &row);
+        *problem = code;
+        if code == header::PROBLEM_NONE {
+            // a sound record's fields lie inside `buf`: no OutOfRange
+            decoder.record(buf, &Places::of_row(&row))?;
+        } else {
+            failed += 1;
+            decoder.failed_record()?;
+        }
+    }
+    Ok((failed, decoder.finish()?))
 }
 
 /// What a decode wrote besides each column's bytes: the properties map's pairs and the keys' tokens.
@@ -596,7 +768,7 @@ mod tests {
             body: Some(small.out()),
             ..Outputs::default()
         };
-        assert_eq!(decode(&buf, &inputs, &mut out), Err(GatherError::Shape));
+        assert_eq!(decode(&buf, &inputs, &mut out), Err(GatherError::Room));
         let mut short = Col::new(1, 5, false);
         let mut out = Outputs {
             body: Some(short.out()),
