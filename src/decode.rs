@@ -1,9 +1,11 @@
 //! A batch's variable-length columns in one pass over its records: every requested column's Arrow buffers are
 //! filled record by record, so each record's bytes are read once while they are in the cache.
 //!
-//! The input is the header columns of [`crate::header::parse_records`] for records that passed its checks (the
-//! places and lengths of their fields), as the rows of a `DECODE_INPUTS × n` i64 matrix. Each output column is
-//! Arrow's binary/string layout (see [`crate::columns`]) in buffers the caller allocated:
+//! [`decode_records`] parses and checks each record ([`crate::header::parse_checked`]) and decodes it in the same
+//! step, so a record's header and fields are read once; [`decode`] takes records already parsed: the header
+//! columns of [`crate::header::parse_records`] for records that passed its checks (the places and lengths of
+//! their fields), as the rows of a `DECODE_INPUTS × n` i64 matrix. Each output column is Arrow's binary/string
+//! layout (see [`crate::columns`]) in buffers the caller allocated:
 //!
 //! | column             | buffers                                                     | data bytes at most     |
 //! |--------------------|-------------------------------------------------------------|------------------------|
@@ -787,6 +789,264 @@ mod tests {
         );
     }
 
+    /// One record's values in every column (then its map's names and values, then its keys).
+    type Row = Vec<Option<Vec<u8>>>;
+
+    /// Owned buffers of every column, sized for `rows` records of `bytes` bytes (text bounded `text_room`).
+    struct AllCols {
+        cols: Vec<Col>,
+        tags: Col,
+        uniq: Col,
+        names: Col,
+        values: Col,
+        tokens: Col,
+        map_offsets: Vec<i32>,
+        key_offsets: Vec<i32>,
+    }
+
+    impl AllCols {
+        fn new(rows: usize, bytes: usize, text_room: usize) -> Self {
+            let pairs = crate::columns::max_property_pairs(bytes, rows);
+            let tokens = max_key_tokens(bytes, rows);
+            let mut cols: Vec<Col> = (0..3).map(|_| Col::new(rows, text_room, false)).collect();
+            cols[1] = Col::new(rows, bytes, false); // the body
+            cols.push(Col::new(
+                rows,
+                rows * crate::columns::MAX_MSG_ID_TEXT,
+                false,
+            ));
+            cols.push(Col::new(rows, rows * crate::columns::MAX_HOST_TEXT, false));
+            cols.push(Col::new(rows, rows * crate::columns::MAX_HOST_TEXT, false));
+            AllCols {
+                cols,
+                tags: Col::new(rows, text_room, true),
+                uniq: Col::new(rows, text_room, true),
+                names: Col::new(pairs, text_room, false),
+                values: Col::new(pairs, text_room, false),
+                tokens: Col::new(tokens, text_room, false),
+                map_offsets: vec![0; rows + 1],
+                key_offsets: vec![0; rows + 1],
+            }
+        }
+
+        fn outputs(&mut self) -> Outputs<'_> {
+            let [topic, body, string, msg_id, born, store] = &mut self.cols[..] else {
+                unreachable!()
+            };
+            Outputs {
+                topic: Some(topic.out()),
+                body: Some(body.out()),
+                properties_string: Some(string.out()),
+                properties: Some(MapOut {
+                    offsets: &mut self.map_offsets,
+                    names: self.names.out(),
+                    values: self.values.out(),
+                }),
+                tags: Some(self.tags.out()),
+                uniq_key: Some(self.uniq.out()),
+                keys: Some(ListOut {
+                    offsets: &mut self.key_offsets,
+                    tokens: self.tokens.out(),
+                }),
+                msg_id: Some(msg_id.out()),
+                born_host: Some(born.out()),
+                store_host: Some(store.out()),
+            }
+        }
+
+        /// Every row of every column: the values per record, the map's and the keys' entries per record.
+        fn rows(&self, rows: usize, counts: Counts) -> Vec<Row> {
+            let mut out: Vec<Row> = vec![Vec::new(); rows];
+            for col in self.cols.iter().chain([&self.tags, &self.uniq]) {
+                for (row, value) in out.iter_mut().zip(col.values(rows)) {
+                    row.push(value);
+                }
+            }
+            let (names, values) = (
+                self.names.values(counts.pairs),
+                self.values.values(counts.pairs),
+            );
+            let tokens = self.tokens.values(counts.tokens);
+            for (i, row) in out.iter_mut().enumerate() {
+                let (a, b) = (
+                    self.map_offsets[i] as usize,
+                    self.map_offsets[i + 1] as usize,
+                );
+                for k in a..b {
+                    row.extend([names[k].clone(), values[k].clone()]);
+                }
+                let (a, b) = (
+                    self.key_offsets[i] as usize,
+                    self.key_offsets[i + 1] as usize,
+                );
+                row.extend(tokens[a..b].iter().cloned());
+            }
+            out
+        }
+    }
+
+    /// The fused decode of `positions` and, for comparison, the header parse then [`decode`] of the records that
+    /// passed: both give the same rows, a failed record's row is empty. Returns the rows and the problems.
+    fn decode_both(buf: &[u8], positions: &[i64], crc_mode: u8) -> (Vec<Row>, Vec<i8>) {
+        let n = positions.len();
+        let mut header_columns = vec![0i64; header::COLUMNS * n];
+        let mut problems = vec![0i8; n];
+        let mut fused = AllCols::new(n, buf.len(), 3 * buf.len());
+        let (failed, counts) = decode_records(
+            buf,
+            positions,
+            &mut header_columns,
+            &mut problems,
+            crc_mode,
+            &mut fused.outputs(),
+        )
+        .unwrap();
+        assert_eq!(failed, problems.iter().filter(|&&p| p != 0).count());
+        let rows = fused.rows(n, counts);
+        let mut expected_columns = vec![0i64; header::COLUMNS * n];
+        let mut expected_problems = vec![0i8; n];
+        header::parse_records(
+            buf,
+            positions,
+            &mut expected_columns,
+            &mut expected_problems,
+            crc_mode,
+        )
+        .unwrap();
+        assert_eq!(
+            (&header_columns, &problems),
+            (&expected_columns, &expected_problems)
+        );
+        let sound: Vec<usize> = (0..n).filter(|&i| problems[i] == 0).collect();
+        let header_columns = &header_columns;
+        let inputs: Vec<i64> = DECODE_INPUTS
+            .iter()
+            .flat_map(|name| {
+                let c = header::COLUMN_NAMES.iter().position(|h| h == name).unwrap();
+                let sound = &sound;
+                sound.iter().map(move |&i| header_columns[c * n + i])
+            })
+            .collect();
+        let mut two_pass = AllCols::new(sound.len(), buf.len(), 3 * buf.len());
+        let counts = decode(buf, &inputs, &mut two_pass.outputs()).unwrap();
+        let expected = two_pass.rows(sound.len(), counts);
+        for (k, &i) in sound.iter().enumerate() {
+            assert_eq!(rows[i], expected[k], "record {i}");
+        }
+        let empty = [vec![Some(vec![]); 6], vec![None, None]].concat();
+        for i in (0..n).filter(|&i| problems[i] != 0) {
+            assert_eq!(rows[i], empty, "failed record {i}");
+        }
+        (rows, problems)
+    }
+
+    fn text_of(value: &Option<Vec<u8>>) -> Option<String> {
+        value
+            .as_ref()
+            .map(|v| String::from_utf8(v.clone()).unwrap())
+    }
+
+    #[test]
+    fn one_pass_parses_and_decodes_hand_built_records() {
+        use crate::header::tests::{encode, fields};
+        let mut v2 = fields(
+            0x30, // both hosts IPv6
+            b"body",
+            "тема/v2".as_bytes(),
+            b"TAGS\x01a\x02KEYS\x01 k1  k2 \x02EMPTY\x01\x02\x01nameless\x02TAGS\x01b\x02UNIQ_KEY\x01U",
+            true,
+        );
+        v2.phy_offset = 0x1234;
+        let empty = fields(0, b"", b"T", b"", false);
+        let ill_formed = fields(
+            0,
+            b"x",
+            b"T\xFF\xC3",
+            b"TAGS\x01\xE2\x82\x02KEYS\x01\xFFk",
+            false,
+        );
+        let widest = fields(
+            0x30,
+            &vec![7u8; 1 << 16],
+            &[b'T'; 127],
+            &vec![b'p'; 32767],
+            false,
+        );
+        let mut buf = Vec::new();
+        let mut positions = Vec::new();
+        for f in [&v2, &empty, &ill_formed, &widest] {
+            positions.push(buf.len() as i64);
+            buf.extend(encode(f));
+        }
+        // a BLANK tail, then a record cut short by the end of the buffer
+        positions.push(buf.len() as i64);
+        buf.extend(64i32.to_be_bytes());
+        buf.extend(crate::layout::BLANK_MAGIC_CODE.to_be_bytes());
+        buf.extend([0u8; 56]);
+        positions.push(buf.len() as i64);
+        buf.extend(&encode(&empty)[..60]);
+        let (rows, problems) = decode_both(&buf, &positions, crate::record_crc::CHECK_PROP_CRC);
+        assert_eq!(
+            problems,
+            [0, 0, 0, 0, header::PROBLEM_MAGIC, header::PROBLEM_TRUNCATED]
+        );
+        // topic, body, propertiesString, msgId, bornHost, storeHost, tags, uniqKey, the map's pairs, keys
+        let texts: Vec<Option<String>> = rows[0].iter().map(text_of).collect();
+        let host = "[b0b0:b0b0:b0b0:b0b0:b0b0:b0b0:b0b0:b0b0]:2964369584";
+        assert_eq!(texts[0].as_deref(), Some("тема/v2"));
+        assert_eq!(
+            texts[3].as_deref(),
+            Some("50505050505050505050505050505050505050500000000000001234")
+        );
+        assert_eq!(texts[4].as_deref(), Some(host));
+        assert_eq!(
+            (texts[6].as_deref(), texts[7].as_deref()),
+            (Some("b"), Some("U"))
+        );
+        let rest: Vec<&str> = texts[8..].iter().map(|t| t.as_deref().unwrap()).collect();
+        assert_eq!(
+            rest,
+            ["KEYS", " k1  k2 ", "TAGS", "b", "UNIQ_KEY", "U", "k1", "k2"]
+        );
+        assert_eq!(rows[1][1], Some(vec![])); // an empty body
+        assert_eq!(rows[1][6..], [None, None]); // no properties: no tags, no uniqKey, no pairs, no keys
+        let ill: Vec<Option<String>> = rows[2].iter().map(text_of).collect();
+        assert_eq!(ill[0].as_deref(), Some("T\u{FFFD}\u{FFFD}"));
+        assert_eq!(ill[6].as_deref(), Some("\u{FFFD}"));
+        assert_eq!(ill.last().unwrap().as_deref(), Some("\u{FFFD}k"));
+        assert_eq!(rows[3][1].as_ref().map(Vec::len), Some(1 << 16));
+        assert_eq!(rows[3][2].as_ref().map(Vec::len), Some(32767));
+        assert_eq!(text_of(&rows[3][4]).as_deref(), Some(host));
+    }
+
+    #[test]
+    fn text_outgrowing_its_room_is_room_not_shape() {
+        use crate::header::tests::{encode, fields};
+        let buf = encode(&fields(0, b"", b"\xFF\xFF", b"", false));
+        let mut header_columns = vec![0i64; header::COLUMNS];
+        let mut problems = vec![0i8; 1];
+        let mut cols = AllCols::new(1, buf.len(), 4); // two ill-formed bytes take six
+        let result = decode_records(
+            &buf,
+            &[0],
+            &mut header_columns,
+            &mut problems,
+            0,
+            &mut cols.outputs(),
+        );
+        assert_eq!(result, Err(GatherError::Room));
+        let mut cols = AllCols::new(2, buf.len(), 6);
+        let result = decode_records(
+            &buf,
+            &[0],
+            &mut header_columns,
+            &mut problems,
+            0,
+            &mut cols.outputs(),
+        );
+        assert_eq!(result, Err(GatherError::Shape)); // outputs for two records, one position
+    }
+
     proptest! {
         #[test]
         fn arbitrary_inputs_never_panic(
@@ -814,6 +1074,37 @@ mod tests {
                 store_host: Some(store.out()),
             };
             let _ = decode(&buf, &inputs, &mut out);
+        }
+
+        #[test]
+        fn the_fused_decode_agrees_with_the_two_passes_on_any_bytes(
+            buf in proptest::collection::vec(any::<u8>(), 0..600),
+            positions in proptest::collection::vec(-4i64..620, 0..8),
+            mode in 0u8..8,
+        ) {
+            decode_both(&buf, &positions, mode);
+        }
+
+        #[test]
+        fn the_fused_decode_agrees_on_encoded_records_with_damage(
+            sizes in proptest::collection::vec((0usize..40, 0usize..20, 0usize..60, 0i32..4), 1..6),
+            damage in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        ) {
+            use crate::header::tests::{encode, fields};
+            let mut buf = Vec::new();
+            let mut positions = Vec::new();
+            for (k, &(body, topic, props, hosts)) in sizes.iter().enumerate() {
+                let properties: Vec<u8> = (0..props).map(|i| b"AB\x01\x02 "[(i * 7 + k) % 5]).collect();
+                positions.push(buf.len() as i64);
+                buf.extend(encode(&fields(hosts << 4, &vec![b'b'; body], &vec![b't'; topic], &properties, k % 2 == 0)));
+            }
+            for &(at, value) in &damage {
+                if !buf.is_empty() {
+                    let at = at % buf.len();
+                    buf[at] = value;
+                }
+            }
+            decode_both(&buf, &positions, 0);
         }
     }
 }

@@ -301,30 +301,36 @@ fn crc_problem(buf: &[u8], pos: i64, row: &[i64; COLUMNS], mode: u8) -> i8 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::layout::{BLANK_MAGIC_CODE, IPV6_HOST_LENGTH, MESSAGE_MAGIC_CODE};
     use proptest::prelude::*;
 
     /// The fields of one record, for a test encoder that writes them the way `MessageExtEncoder.encode` does.
     #[derive(Clone, Debug)]
-    struct Fields {
-        v2: bool,
-        sysflag: i32,
-        queue_id: i32,
-        flag: i32,
-        queue_offset: i64,
-        phy_offset: i64,
-        born_timestamp: i64,
-        store_timestamp: i64,
-        reconsume: i32,
-        prepared: i64,
-        body: Vec<u8>,
-        topic: Vec<u8>,
-        properties: Vec<u8>,
+    pub(crate) struct Fields {
+        pub(crate) v2: bool,
+        pub(crate) sysflag: i32,
+        pub(crate) queue_id: i32,
+        pub(crate) flag: i32,
+        pub(crate) queue_offset: i64,
+        pub(crate) phy_offset: i64,
+        pub(crate) born_timestamp: i64,
+        pub(crate) store_timestamp: i64,
+        pub(crate) reconsume: i32,
+        pub(crate) prepared: i64,
+        pub(crate) body: Vec<u8>,
+        pub(crate) topic: Vec<u8>,
+        pub(crate) properties: Vec<u8>,
     }
 
-    fn fields(sysflag: i32, body: &[u8], topic: &[u8], properties: &[u8], v2: bool) -> Fields {
+    pub(crate) fn fields(
+        sysflag: i32,
+        body: &[u8],
+        topic: &[u8],
+        properties: &[u8],
+        v2: bool,
+    ) -> Fields {
         Fields {
             v2,
             sysflag,
@@ -342,7 +348,7 @@ mod tests {
         }
     }
 
-    fn encode(f: &Fields) -> Vec<u8> {
+    pub(crate) fn encode(f: &Fields) -> Vec<u8> {
         let born = host_length(f.sysflag, BORNHOST_V6_FLAG);
         let store = host_length(f.sysflag, STOREHOSTADDRESS_V6_FLAG);
         let topic_width = if f.v2 { 2 } else { 1 };
