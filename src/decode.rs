@@ -1,8 +1,9 @@
 //! A batch's variable-length columns in one pass over its records: every requested column's Arrow buffers are
 //! filled record by record, so each record's bytes are read once while they are in the cache.
 //!
-//! [`decode_records`] parses and checks each record ([`crate::header::parse_checked`]) and decodes it in the same
-//! step, so a record's header and fields are read once; [`decode`] takes records already parsed: the header
+//! [`decode_records`] parses and checks each record ([`crate::header::parse_record`] and the CRC checks) and
+//! decodes it in the same step, so a record's header and fields are read once; [`decode`] takes records already
+//! parsed: the header
 //! columns of [`crate::header::parse_records`] for records that passed its checks (the places and lengths of
 //! their fields), as the rows of a `DECODE_INPUTS × n` i64 matrix. Each output column is Arrow's binary/string
 //! layout (see [`crate::columns`]) in buffers the caller allocated:
