@@ -159,22 +159,58 @@ pub fn max_property_pairs(bytes: usize, rows: usize) -> usize {
     (bytes + rows) / 4 + rows
 }
 
+/// Calls `f(position, separator)` for each [`NAME_VALUE_SEPARATOR`] and [`PROPERTY_SEPARATOR`] of `bytes`, in
+/// order. Eight bytes are tested at a time (a properties string is short: a SIMD search's set-up costs more).
+#[inline]
+fn for_each_separator(bytes: &[u8], mut f: impl FnMut(usize, u8)) {
+    const THREES: u64 = 0x0303_0303_0303_0303;
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut base = 0usize;
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // the high bit of every byte below 3 is set (and maybe of a byte after one: each is looked at)
+        let mut below_three = x.wrapping_sub(THREES) & !x & HIGH_BITS;
+        while below_three != 0 {
+            let k = below_three.trailing_zeros() as usize / 8;
+            let b = (x >> (8 * k)) as u8;
+            if b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR {
+                f(base + k, b);
+            }
+            below_three &= below_three - 1;
+        }
+        base += 8;
+    }
+    for (k, &b) in words.remainder().iter().enumerate() {
+        if b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR {
+            f(base + k, b);
+        }
+    }
+}
+
 /// The pairs `string2messageProperties(properties)` keeps, in the string's order, a repeated name only at its
 /// last pair: (name start, name length, value start, value length) into `properties`, in `out` (cleared first).
 pub fn kept_pairs(properties: &[u8], out: &mut Vec<(usize, usize, usize, usize)>) {
     out.clear();
-    let mut start = 0usize;
-    let ends = memchr::memchr_iter(PROPERTY_SEPARATOR, properties).chain([properties.len()]);
-    for end in ends {
-        let segment = properties.get(start..end).unwrap_or_default();
-        if let Some(cut) = memchr::memchr(NAME_VALUE_SEPARATOR, segment) {
-            let value_len = segment.len() - cut - 1;
-            if cut > 0 && value_len > 0 {
-                out.push((start, cut, start + cut + 1, value_len));
+    // one pass over both separators: a pair's name ends at the first U+0001 of its segment
+    let (mut start, mut cut) = (0usize, None);
+    let mut segment_end = |at: usize, cut: Option<usize>, start: usize| {
+        if let Some(cut) = cut {
+            let value_len = at - cut - 1;
+            if cut > start && value_len > 0 {
+                out.push((start, cut - start, cut + 1, value_len));
             }
         }
-        start = end + 1;
-    }
+    };
+    for_each_separator(properties, |at, separator| {
+        if separator == NAME_VALUE_SEPARATOR {
+            cut = cut.or(Some(at));
+        } else {
+            segment_end(at, cut, start);
+            (start, cut) = (at + 1, None);
+        }
+    });
+    segment_end(properties.len(), cut, start);
     // HashMap.put: a later pair of the same name replaces an earlier one's value
     let name = |&(at, len, _, _): &(usize, usize, usize, usize)| properties.get(at..at + len);
     let mut kept = 0;
@@ -361,6 +397,65 @@ mod tests {
         assert_eq!(got, Ok(1));
     }
 
+    /// `string2messageProperties` the plain way: split on U+0002, each pair on its first U+0001, empty names
+    /// and values dropped, a repeated name kept at its last pair.
+    fn reference_pairs(properties: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut kept: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
+            let Some(cut) = segment.iter().position(|&b| b == NAME_VALUE_SEPARATOR) else {
+                continue;
+            };
+            let (name, value) = (&segment[..cut], &segment[cut + 1..]);
+            if !name.is_empty() && !value.is_empty() {
+                kept.retain(|(n, _)| n != name);
+                kept.push((name.to_vec(), value.to_vec()));
+            }
+        }
+        kept
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn kept_pairs_are_string2message_properties(
+            properties in proptest::collection::vec(proptest::sample::select(b"ab\x00\x01\x02\x03\xFF".to_vec()), 0..80),
+        ) {
+            let mut pairs = Vec::new();
+            kept_pairs(&properties, &mut pairs);
+            let got: Vec<(Vec<u8>, Vec<u8>)> = pairs
+                .iter()
+                .map(|&(na, nl, va, vl)| (properties[na..na + nl].to_vec(), properties[va..va + vl].to_vec()))
+                .collect();
+            proptest::prop_assert_eq!(got, reference_pairs(&properties));
+        }
+    }
+
+    #[test]
+    fn separators_are_found_in_order_whatever_their_neighbours() {
+        let bytes: Vec<u8> = (0..=255u8)
+            .chain([1, 0, 2, 3, 1, 1, 0xFF, 2, 0, 0])
+            .chain(0..40)
+            .collect();
+        let mut found = Vec::new();
+        for_each_separator(&bytes, |at, b| found.push((at, b)));
+        let expected: Vec<(usize, u8)> = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == 1 || b == 2)
+            .map(|(at, &b)| (at, b))
+            .collect();
+        assert_eq!(found, expected);
+        for start in 0..9 {
+            found.clear();
+            for_each_separator(&bytes[start..start + 13], |at, b| found.push((at, b)));
+            let within: Vec<(usize, u8)> = expected
+                .iter()
+                .filter(|&&(at, _)| (start..start + 13).contains(&at))
+                .map(|&(at, b)| (at - start, b))
+                .collect();
+            assert_eq!(found, within);
+        }
+    }
+
     #[test]
     fn property_values_per_row() {
         let buf = b"TAGS\x01a\x02UNIQ_KEY\x01u\x02";
@@ -520,13 +615,22 @@ pub(crate) fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Optio
     span(buf, pos, width)
 }
 
-/// `MessageDecoder.createMessageId` of a store host field and a physical offset: uppercase hex.
-pub(crate) fn msg_id_text(store_host: &[u8], phy_offset: i64) -> ShortText {
-    let mut out = ShortText::default();
-    for &b in store_host.iter().chain(&phy_offset.to_be_bytes()) {
-        out.extend(&HEX_UPPER_PAIRS[usize::from(b)]);
+/// `MessageDecoder.createMessageId` of a store host field (8 or 20 bytes) and a physical offset: uppercase hex,
+/// and its length (the host's bytes past 20 are left out).
+pub(crate) fn msg_id_text(store_host: &[u8], phy_offset: i64) -> ([u8; MAX_MSG_ID_TEXT], usize) {
+    let mut out = [0u8; MAX_MSG_ID_TEXT];
+    let (host_hex, offset_hex) = out.split_at_mut(MAX_MSG_ID_TEXT - 16);
+    let host = store_host.get(..host_hex.len() / 2).unwrap_or(store_host);
+    for (pair, &b) in host_hex.chunks_exact_mut(2).zip(host) {
+        pair.copy_from_slice(&HEX_UPPER_PAIRS[usize::from(b)]);
     }
-    out
+    for (pair, b) in offset_hex.chunks_exact_mut(2).zip(phy_offset.to_be_bytes()) {
+        pair.copy_from_slice(&HEX_UPPER_PAIRS[usize::from(b)]);
+    }
+    // the offset's digits follow the host's
+    let len = 2 * host.len() + 16;
+    out.copy_within(MAX_MSG_ID_TEXT - 16.., 2 * host.len());
+    (out, len)
 }
 
 #[cfg(test)]
@@ -567,10 +671,15 @@ mod text_tests {
 
     #[test]
     fn msg_ids_are_upper_hex_of_store_host_and_offset() {
-        let out = msg_id_text(&[127, 0, 0, 1, 0, 0, 0x2A, 0x9F], 0x1234);
-        assert_eq!(out.as_bytes(), b"7F00000100002A9F0000000000001234");
-        let out = msg_id_text(&[0xAB; 20], -1);
-        assert_eq!(out.as_bytes().len(), MAX_MSG_ID_TEXT);
-        assert!(out.as_bytes().ends_with(b"FFFFFFFFFFFFFFFF"));
+        let (out, len) = msg_id_text(&[127, 0, 0, 1, 0, 0, 0x2A, 0x9F], 0x1234);
+        assert_eq!(&out[..len], b"7F00000100002A9F0000000000001234");
+        let (out, len) = msg_id_text(&[0xAB; 20], -1);
+        assert_eq!(len, MAX_MSG_ID_TEXT);
+        assert_eq!(
+            &out[..len],
+            ["AB".repeat(20), "F".repeat(16)].concat().as_bytes()
+        );
+        let (out, len) = msg_id_text(&[1, 2], 0x0102_0304_0506_0708);
+        assert_eq!(&out[..len], b"01020102030405060708");
     }
 }

@@ -228,7 +228,7 @@ pub struct Outputs<'a> {
 /// it is.
 #[inline]
 fn is_utf8(bytes: &[u8]) -> bool {
-    std::str::from_utf8(bytes).is_ok()
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
 }
 
 /// The places of one sound record's fields the decode reads (from its header columns).
@@ -336,7 +336,8 @@ impl<'o, 'a> Decoder<'o, 'a> {
         if let Some(msg_id) = self.out.msg_id.as_mut() {
             let host = host_at(buf, p.store_host_pos, p.sysflag, STOREHOSTADDRESS_V6_FLAG)
                 .ok_or(GatherError::OutOfRange(row))?;
-            msg_id.push(msg_id_text(host, p.phy_offset).as_bytes())?;
+            let (text, len) = msg_id_text(host, p.phy_offset);
+            msg_id.push(text.get(..len).unwrap_or_default())?;
         }
         for (host_out, pos, v6) in [
             (
