@@ -118,10 +118,8 @@ impl<'a> BinaryOut<'a> {
             .used
             .checked_add(bytes.len())
             .ok_or(GatherError::Room)?;
-        self.data
-            .get_mut(self.used..end)
-            .ok_or(GatherError::Room)?
-            .copy_from_slice(bytes);
+        let room = self.data.get_mut(self.used..end).ok_or(GatherError::Room)?;
+        copy_short(room, bytes);
         self.used = end;
         Ok(())
     }
@@ -193,6 +191,41 @@ impl<'a> BinaryOut<'a> {
         } else {
             Err(GatherError::Shape)
         }
+    }
+}
+
+/// Copies `src` into `dst` (of the same length): a short value (a name, a tag, a host) with two overlapping
+/// word copies inline, a longer one with `copy_from_slice` (a call to `memcpy`, whose set-up a short value
+/// does not repay).
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    // N <= len <= 2N: the first N bytes and the last N cover the value
+    fn ends<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let Some(last) = src.len().checked_sub(N) else {
+            return;
+        };
+        let head: Option<[u8; N]> = src.get(..N).and_then(|h| h.try_into().ok());
+        let tail: Option<[u8; N]> = src.get(last..).and_then(|t| t.try_into().ok());
+        if let (Some(head), Some(tail)) = (head, tail) {
+            if let Some(d) = dst.get_mut(last..) {
+                d.copy_from_slice(&tail);
+            }
+            if let Some(d) = dst.get_mut(..N) {
+                d.copy_from_slice(&head);
+            }
+        }
+    }
+    match src.len() {
+        0 => {}
+        1..4 => {
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d = *s;
+            }
+        }
+        4..8 => ends::<4>(dst, src),
+        8..16 => ends::<8>(dst, src),
+        16..=32 => ends::<16>(dst, src),
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -1019,6 +1052,16 @@ mod tests {
         assert_eq!(rows[3][1].as_ref().map(Vec::len), Some(1 << 16));
         assert_eq!(rows[3][2].as_ref().map(Vec::len), Some(32767));
         assert_eq!(text_of(&rows[3][4]).as_deref(), Some(host));
+    }
+
+    #[test]
+    fn short_copies_copy_every_length() {
+        let src: Vec<u8> = (1..=80).collect();
+        for len in 0..=src.len() {
+            let mut dst = vec![0u8; len];
+            copy_short(&mut dst, &src[..len]);
+            assert_eq!(dst, &src[..len], "length {len}");
+        }
     }
 
     #[test]
