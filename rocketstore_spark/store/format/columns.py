@@ -294,6 +294,9 @@ def decoded_columns_for(columns) -> frozenset:
     return frozenset({"body" if c == "rawBody" else c for c in columns}) & frozenset(DECODED_COLUMNS)
 
 
+#: The columns decoded with the parse: those whose room the records' bytes bound closely (text columns would need
+#: the records' bytes each, for a few bytes a record: a batch's memory would grow several times over)
+FUSED_COLUMNS = frozenset({"body", "msgId", "bornHost", "storeHost"})
 #: The most record bytes one fused parse and decode takes (more, from damaged sizes, is parsed alone first).
 FUSED_BYTES = 256 << 20
 
@@ -304,16 +307,18 @@ def parse_and_decode(buf, positions: np.ndarray, columns, fixed=None, crc_mode: 
     ``columns`` needs decoded in the same native pass (each record's bytes read once, while in the cache) into
     the result's ``decoded``; a record that fails a check has an empty row there.
 
-    ``record_bytes`` bounds the records' bytes (the sum of their sizes; None: the span of ascending positions):
-    text as long as the records sizes the text columns, and where ill-formed text outgrows it (U+FFFD takes
-    three bytes) or no bound is known the records are parsed alone (``decoded`` None: the batch decodes them)."""
+    ``record_bytes`` bounds the records' bytes (the sum of their sizes; None: the span of ascending positions)
+    and sizes the body's room. Columns of text read out of the records (topic, properties) are not decoded here
+    (their room would be the records' bytes each), nor are records without a bound: then the records are parsed
+    alone (``decoded`` None: the batch decodes them, sized exactly)."""
     wanted = decoded_columns_for(columns)
     pos = np.require(positions, dtype=np.int64, requirements=["C", "A"])
     n = len(pos)
     buf = native_bytes(buf)
     if record_bytes is None:
         record_bytes = _ascending_span(buf, pos)
-    if not wanted or not n or record_bytes is None or not 0 <= record_bytes <= FUSED_BYTES:
+    if not wanted or wanted - FUSED_COLUMNS or not n or record_bytes is None \
+            or not 0 <= record_bytes <= FUSED_BYTES:
         return parse_records(buf, pos, fixed, crc_mode)
     check_fixed(fixed)
     header, problem = header_outputs(n)
