@@ -26,6 +26,8 @@ pub enum GatherError {
     OutOfRange(usize),
     /// The outputs do not match the rows (offsets need n + 1, validity n.div_ceil(8), data the values' total).
     Shape,
+    /// A data buffer is too small for the values (a caller that sized it from a bound may retry with more room).
+    Room,
 }
 
 /// The bytes `buf[pos .. pos + len]`, or None when they do not lie inside `buf`.
@@ -157,22 +159,58 @@ pub fn max_property_pairs(bytes: usize, rows: usize) -> usize {
     (bytes + rows) / 4 + rows
 }
 
+/// Calls `f(position, separator)` for each [`NAME_VALUE_SEPARATOR`] and [`PROPERTY_SEPARATOR`] of `bytes`, in
+/// order. Eight bytes are tested at a time (a properties string is short: a SIMD search's set-up costs more).
+#[inline]
+fn for_each_separator(bytes: &[u8], mut f: impl FnMut(usize, u8)) {
+    const THREES: u64 = 0x0303_0303_0303_0303;
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    let mut base = 0usize;
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // the high bit of every byte below 3 is set (and maybe of a byte after one: each is looked at)
+        let mut below_three = x.wrapping_sub(THREES) & !x & HIGH_BITS;
+        while below_three != 0 {
+            let k = below_three.trailing_zeros() as usize / 8;
+            let b = (x >> (8 * k)) as u8;
+            if b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR {
+                f(base + k, b);
+            }
+            below_three &= below_three - 1;
+        }
+        base += 8;
+    }
+    for (k, &b) in words.remainder().iter().enumerate() {
+        if b == NAME_VALUE_SEPARATOR || b == PROPERTY_SEPARATOR {
+            f(base + k, b);
+        }
+    }
+}
+
 /// The pairs `string2messageProperties(properties)` keeps, in the string's order, a repeated name only at its
 /// last pair: (name start, name length, value start, value length) into `properties`, in `out` (cleared first).
 pub fn kept_pairs(properties: &[u8], out: &mut Vec<(usize, usize, usize, usize)>) {
     out.clear();
-    let mut start = 0usize;
-    let ends = memchr::memchr_iter(PROPERTY_SEPARATOR, properties).chain([properties.len()]);
-    for end in ends {
-        let segment = properties.get(start..end).unwrap_or_default();
-        if let Some(cut) = memchr::memchr(NAME_VALUE_SEPARATOR, segment) {
-            let value_len = segment.len() - cut - 1;
-            if cut > 0 && value_len > 0 {
-                out.push((start, cut, start + cut + 1, value_len));
+    // one pass over both separators: a pair's name ends at the first U+0001 of its segment
+    let (mut start, mut cut) = (0usize, None);
+    let mut segment_end = |at: usize, cut: Option<usize>, start: usize| {
+        if let Some(cut) = cut {
+            let value_len = at - cut - 1;
+            if cut > start && value_len > 0 {
+                out.push((start, cut - start, cut + 1, value_len));
             }
         }
-        start = end + 1;
-    }
+    };
+    for_each_separator(properties, |at, separator| {
+        if separator == NAME_VALUE_SEPARATOR {
+            cut = cut.or(Some(at));
+        } else {
+            segment_end(at, cut, start);
+            (start, cut) = (at + 1, None);
+        }
+    });
+    segment_end(properties.len(), cut, start);
     // HashMap.put: a later pair of the same name replaces an earlier one's value
     let name = |&(at, len, _, _): &(usize, usize, usize, usize)| properties.get(at..at + len);
     let mut kept = 0;
@@ -359,6 +397,65 @@ mod tests {
         assert_eq!(got, Ok(1));
     }
 
+    /// `string2messageProperties` the plain way: split on U+0002, each pair on its first U+0001, empty names
+    /// and values dropped, a repeated name kept at its last pair.
+    fn reference_pairs(properties: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut kept: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for segment in properties.split(|&b| b == PROPERTY_SEPARATOR) {
+            let Some(cut) = segment.iter().position(|&b| b == NAME_VALUE_SEPARATOR) else {
+                continue;
+            };
+            let (name, value) = (&segment[..cut], &segment[cut + 1..]);
+            if !name.is_empty() && !value.is_empty() {
+                kept.retain(|(n, _)| n != name);
+                kept.push((name.to_vec(), value.to_vec()));
+            }
+        }
+        kept
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn kept_pairs_are_string2message_properties(
+            properties in proptest::collection::vec(proptest::sample::select(b"ab\x00\x01\x02\x03\xFF".to_vec()), 0..80),
+        ) {
+            let mut pairs = Vec::new();
+            kept_pairs(&properties, &mut pairs);
+            let got: Vec<(Vec<u8>, Vec<u8>)> = pairs
+                .iter()
+                .map(|&(na, nl, va, vl)| (properties[na..na + nl].to_vec(), properties[va..va + vl].to_vec()))
+                .collect();
+            proptest::prop_assert_eq!(got, reference_pairs(&properties));
+        }
+    }
+
+    #[test]
+    fn separators_are_found_in_order_whatever_their_neighbours() {
+        let bytes: Vec<u8> = (0..=255u8)
+            .chain([1, 0, 2, 3, 1, 1, 0xFF, 2, 0, 0])
+            .chain(0..40)
+            .collect();
+        let mut found = Vec::new();
+        for_each_separator(&bytes, |at, b| found.push((at, b)));
+        let expected: Vec<(usize, u8)> = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == 1 || b == 2)
+            .map(|(at, &b)| (at, b))
+            .collect();
+        assert_eq!(found, expected);
+        for start in 0..9 {
+            found.clear();
+            for_each_separator(&bytes[start..start + 13], |at, b| found.push((at, b)));
+            let within: Vec<(usize, u8)> = expected
+                .iter()
+                .filter(|&&(at, _)| (start..start + 13).contains(&at))
+                .map(|&(at, b)| (at - start, b))
+                .collect();
+            assert_eq!(found, within);
+        }
+    }
+
     #[test]
     fn property_values_per_row() {
         let buf = b"TAGS\x01a\x02UNIQ_KEY\x01u\x02";
@@ -379,27 +476,106 @@ pub const MAX_HOST_TEXT: usize = 1 + 8 * 4 + 7 + 2 + 10;
 /// Longest offsetMsgId: 28 bytes (IPv6 address, port, physical offset) in hex.
 pub const MAX_MSG_ID_TEXT: usize = 56;
 
-const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 
-/// Appends the decimal digits of `v` to `out`.
-fn push_decimal(out: &mut Vec<u8>, mut v: u32) {
-    let mut digits = [0u8; 10]; // u32::MAX has 10 digits
-    let mut used = 0;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        used += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+/// Each byte's two uppercase hex digits.
+static HEX_UPPER_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut table = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = [DIGITS[b >> 4], DIGITS[b & 0xF]];
+        b += 1;
     }
-    out.extend_from_slice(digits.get(digits.len() - used..).unwrap_or_default());
+    table
+};
+
+/// Each byte's decimal digits (1 to 3, left-aligned) and their count.
+static DECIMAL_BYTES: [([u8; 3], u8); 256] = {
+    let mut table = [([0u8; 3], 0u8); 256];
+    let mut b = 0;
+    while b < 256 {
+        let (h, t, o) = ((b / 100) as u8, (b / 10 % 10) as u8, (b % 10) as u8);
+        table[b] = if b >= 100 {
+            ([b'0' + h, b'0' + t, b'0' + o], 3)
+        } else if b >= 10 {
+            ([b'0' + t, b'0' + o, 0], 2)
+        } else {
+            ([b'0' + o, 0, 0], 1)
+        };
+        b += 1;
+    }
+    table
+};
+
+/// A short text (a host or a msgId) built on the stack: at most [`SHORT_TEXT`] bytes, more is dropped.
+pub struct ShortText {
+    bytes: [u8; SHORT_TEXT],
+    len: usize,
 }
 
-/// Appends a host field (`address ‖ port`: 4 or 16 address bytes) as Java's `InetSocketAddress` prints it
+/// Room of a [`ShortText`]: the longest host or msgId.
+pub const SHORT_TEXT: usize = if MAX_HOST_TEXT > MAX_MSG_ID_TEXT {
+    MAX_HOST_TEXT
+} else {
+    MAX_MSG_ID_TEXT
+};
+
+impl Default for ShortText {
+    fn default() -> Self {
+        Self {
+            bytes: [0; SHORT_TEXT],
+            len: 0,
+        }
+    }
+}
+
+impl ShortText {
+    /// The text written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+
+    #[inline]
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn extend(&mut self, bytes: &[u8]) {
+        let end = (self.len + bytes.len()).min(SHORT_TEXT);
+        if let (Some(room), Some(part)) = (
+            self.bytes.get_mut(self.len..end),
+            bytes.get(..end - self.len),
+        ) {
+            room.copy_from_slice(part);
+            self.len = end;
+        }
+    }
+
+    /// The decimal digits of `v`.
+    fn decimal(&mut self, mut v: u32) {
+        let mut digits = [0u8; 10]; // u32::MAX has 10 digits
+        let mut used = 0;
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            used += 1;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.extend(digits.get(digits.len() - used..).unwrap_or_default());
+    }
+}
+
+/// Writes a host field (`address ‖ port`: 4 or 16 address bytes) as Java's `InetSocketAddress` prints it
 /// here: `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` with unpadded lowercase groups. None for another width.
-pub(crate) fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
+pub(crate) fn host_text(host: &[u8]) -> Option<ShortText> {
+    let mut out = ShortText::default();
     let (address, port) = host.split_at_checked(host.len().checked_sub(4)?)?;
     let port = u32::from_be_bytes(port.try_into().ok()?);
     match address.len() {
@@ -408,7 +584,8 @@ pub(crate) fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
                 if k > 0 {
                     out.push(b'.');
                 }
-                push_decimal(out, u32::from(octet));
+                let (digits, count) = &DECIMAL_BYTES[usize::from(octet)];
+                out.extend(digits.get(..usize::from(*count)).unwrap_or_default());
             }
         }
         16 => {
@@ -428,8 +605,8 @@ pub(crate) fn push_host(out: &mut Vec<u8>, host: &[u8]) -> Option<()> {
         _ => return None,
     }
     out.push(b':');
-    push_decimal(out, port);
-    Some(())
+    out.decimal(port);
+    Some(out)
 }
 
 /// The host field at `pos` of a record with `sysflag`: 20 bytes when `v6_flag` is set, else 8.
@@ -438,48 +615,71 @@ pub(crate) fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Optio
     span(buf, pos, width)
 }
 
-/// Appends `MessageDecoder.createMessageId` of a store host field and a physical offset: uppercase hex.
-pub(crate) fn push_msg_id(out: &mut Vec<u8>, store_host: &[u8], phy_offset: i64) {
-    for &b in store_host.iter().chain(&phy_offset.to_be_bytes()) {
-        out.push(HEX_UPPER[usize::from(b >> 4)]);
-        out.push(HEX_UPPER[usize::from(b & 0xF)]);
+/// `MessageDecoder.createMessageId` of a store host field (8 or 20 bytes) and a physical offset: uppercase hex,
+/// and its length (the host's bytes past 20 are left out).
+pub(crate) fn msg_id_text(store_host: &[u8], phy_offset: i64) -> ([u8; MAX_MSG_ID_TEXT], usize) {
+    let mut out = [0u8; MAX_MSG_ID_TEXT];
+    let (host_hex, offset_hex) = out.split_at_mut(MAX_MSG_ID_TEXT - 16);
+    let host = store_host.get(..host_hex.len() / 2).unwrap_or(store_host);
+    for (pair, &b) in host_hex.chunks_exact_mut(2).zip(host) {
+        pair.copy_from_slice(&HEX_UPPER_PAIRS[usize::from(b)]);
     }
+    for (pair, b) in offset_hex.chunks_exact_mut(2).zip(phy_offset.to_be_bytes()) {
+        pair.copy_from_slice(&HEX_UPPER_PAIRS[usize::from(b)]);
+    }
+    // the offset's digits follow the host's
+    let len = 2 * host.len() + 16;
+    out.copy_within(MAX_MSG_ID_TEXT - 16.., 2 * host.len());
+    (out, len)
 }
 
 #[cfg(test)]
 mod text_tests {
     use super::*;
 
-    fn host_text(host: &[u8]) -> String {
-        let mut out = Vec::new();
-        push_host(&mut out, host).unwrap();
-        assert!(out.len() <= MAX_HOST_TEXT);
-        String::from_utf8(out).unwrap()
+    fn text_of(host: &[u8]) -> String {
+        let out = host_text(host).unwrap();
+        assert!(out.as_bytes().len() <= MAX_HOST_TEXT);
+        String::from_utf8(out.as_bytes().to_vec()).unwrap()
     }
 
     #[test]
     fn hosts_print_as_java_prints_them() {
         assert_eq!(
-            host_text(&[10, 0, 0, 255, 0, 0, 0x2A, 0x6F]),
+            text_of(&[10, 0, 0, 255, 0, 0, 0x2A, 0x6F]),
             "10.0.0.255:10863"
         );
+        assert_eq!(text_of(&[0, 9, 99, 100, 0, 0, 0, 0]), "0.9.99.100:0");
         let mut v6 = vec![
             0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0, 1,
         ];
         v6.extend(u32::MAX.to_be_bytes());
-        assert_eq!(host_text(&v6), "[2001:db8:0:0:0:0:a:1]:4294967295");
+        assert_eq!(text_of(&v6), "[2001:db8:0:0:0:0:a:1]:4294967295");
         let widest = [0xFFu8; 20];
-        assert_eq!(host_text(&widest).len(), MAX_HOST_TEXT);
-        assert_eq!(push_host(&mut Vec::new(), &[1, 2, 3]), None);
+        assert_eq!(text_of(&widest).len(), MAX_HOST_TEXT);
+        assert!(host_text(&[1, 2, 3]).is_none());
+        assert!(host_text(&[1, 2, 3, 4, 5, 6, 7, 8, 9]).is_none());
+    }
+
+    #[test]
+    fn every_octet_prints_in_decimal() {
+        for octet in 0..=255u8 {
+            let text = text_of(&[octet, 0, 0, 1, 0, 0, 0, 7]);
+            assert_eq!(text, format!("{octet}.0.0.1:7"));
+        }
     }
 
     #[test]
     fn msg_ids_are_upper_hex_of_store_host_and_offset() {
-        let mut out = Vec::new();
-        push_msg_id(&mut out, &[127, 0, 0, 1, 0, 0, 0x2A, 0x9F], 0x1234);
-        assert_eq!(out, b"7F00000100002A9F0000000000001234");
-        out.clear();
-        push_msg_id(&mut out, &[0xAB; 20], -1);
-        assert_eq!(out.len(), MAX_MSG_ID_TEXT);
+        let (out, len) = msg_id_text(&[127, 0, 0, 1, 0, 0, 0x2A, 0x9F], 0x1234);
+        assert_eq!(&out[..len], b"7F00000100002A9F0000000000001234");
+        let (out, len) = msg_id_text(&[0xAB; 20], -1);
+        assert_eq!(len, MAX_MSG_ID_TEXT);
+        assert_eq!(
+            &out[..len],
+            ["AB".repeat(20), "F".repeat(16)].concat().as_bytes()
+        );
+        let (out, len) = msg_id_text(&[1, 2], 0x0102_0304_0506_0708);
+        assert_eq!(&out[..len], b"01020102030405060708");
     }
 }

@@ -1,9 +1,12 @@
 //! A batch's variable-length columns in one pass over its records: every requested column's Arrow buffers are
 //! filled record by record, so each record's bytes are read once while they are in the cache.
 //!
-//! The input is the header columns of [`crate::header::parse_records`] for records that passed its checks (the
-//! places and lengths of their fields), as the rows of a `DECODE_INPUTS × n` i64 matrix. Each output column is
-//! Arrow's binary/string layout (see [`crate::columns`]) in buffers the caller allocated:
+//! [`decode_records`] parses and checks each record ([`crate::header::parse_record`] and the CRC checks) and
+//! decodes it in the same step, so a record's header and fields are read once; [`decode`] takes records already
+//! parsed: the header
+//! columns of [`crate::header::parse_records`] for records that passed its checks (the places and lengths of
+//! their fields), as the rows of a `DECODE_INPUTS × n` i64 matrix. Each output column is Arrow's binary/string
+//! layout (see [`crate::columns`]) in buffers the caller allocated:
 //!
 //! | column             | buffers                                                     | data bytes at most     |
 //! |--------------------|-------------------------------------------------------------|------------------------|
@@ -13,17 +16,15 @@
 //! | properties map     | map offsets (n + 1), name offsets (p + 1), names, value offsets (p + 1), values | 3 × the properties' each |
 //! | tags, uniqKey      | offsets (n + 1), data, validity (n.div_ceil(8))             | 3 × the properties'    |
 //! | keys               | list offsets (n + 1), token offsets (p + 1), data           | 3 × the properties'    |
-//! | msgId              | offsets (n + 1), data                                       | n × [`MAX_MSG_ID_TEXT`] |
-//! | bornHost, storeHost| offsets (n + 1), data                                       | n × [`MAX_HOST_TEXT`]  |
+//! | msgId              | offsets (n + 1), data                                       | n × [`crate::columns::MAX_MSG_ID_TEXT`] |
+//! | bornHost, storeHost| offsets (n + 1), data                                       | n × [`crate::columns::MAX_HOST_TEXT`]  |
 //!
 //! `p` is [`crate::columns::max_property_pairs`] of the properties' bytes (for keys [`max_key_tokens`]). Text columns are UTF-8 as Java's
 //! `new String(bytes, UTF_8)` makes it: each maximal ill-formed subsequence becomes U+FFFD (3 bytes), hence the
 //! 3 × bounds. The properties map, tags, uniqKey and keys follow `MessageDecoder.string2messageProperties`.
 
-use crate::columns::{
-    host_at, kept_pairs, pair_value, push_host, push_msg_id, span, GatherError, MAX_HOST_TEXT,
-    MAX_MSG_ID_TEXT,
-};
+use crate::columns::{host_at, host_text, kept_pairs, msg_id_text, span, GatherError};
+use crate::header;
 use crate::layout::{load_lines, BORNHOST_V6_FLAG, READ_AHEAD, STOREHOSTADDRESS_V6_FLAG};
 
 /// The input rows, in the order of [`DECODE_INPUTS`].
@@ -111,15 +112,14 @@ impl<'a> BinaryOut<'a> {
         self.nulls
     }
 
+    #[inline]
     fn append(&mut self, bytes: &[u8]) -> Result<(), GatherError> {
         let end = self
             .used
             .checked_add(bytes.len())
-            .ok_or(GatherError::Shape)?;
-        self.data
-            .get_mut(self.used..end)
-            .ok_or(GatherError::Shape)?
-            .copy_from_slice(bytes);
+            .ok_or(GatherError::Room)?;
+        let room = self.data.get_mut(self.used..end).ok_or(GatherError::Room)?;
+        copy_short(room, bytes);
         self.used = end;
         Ok(())
     }
@@ -147,6 +147,16 @@ impl<'a> BinaryOut<'a> {
         self.end_row(true)
     }
 
+    /// A row of text: the bytes as they are when `well_formed` (UTF-8), else as [`Self::push_text`] makes them.
+    #[inline]
+    pub fn push_str(&mut self, value: &[u8], well_formed: bool) -> Result<(), GatherError> {
+        if well_formed {
+            self.push(value)
+        } else {
+            self.push_text(value)
+        }
+    }
+
     /// A row of the bytes as UTF-8 text, ill-formed sequences replaced by U+FFFD.
     pub fn push_text(&mut self, value: &[u8]) -> Result<(), GatherError> {
         self.append_text(value)?;
@@ -154,7 +164,7 @@ impl<'a> BinaryOut<'a> {
     }
 
     fn append_text(&mut self, value: &[u8]) -> Result<(), GatherError> {
-        if value.is_ascii() || std::str::from_utf8(value).is_ok() {
+        if is_utf8(value) {
             return self.append(value);
         }
         for chunk in value.utf8_chunks() {
@@ -181,6 +191,41 @@ impl<'a> BinaryOut<'a> {
         } else {
             Err(GatherError::Shape)
         }
+    }
+}
+
+/// Copies `src` into `dst` (of the same length): a short value (a name, a tag, a host) with two overlapping
+/// word copies inline, a longer one with `copy_from_slice` (a call to `memcpy`, whose set-up a short value
+/// does not repay).
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    // N <= len <= 2N: the first N bytes and the last N cover the value
+    fn ends<const N: usize>(dst: &mut [u8], src: &[u8]) {
+        let Some(last) = src.len().checked_sub(N) else {
+            return;
+        };
+        let head: Option<[u8; N]> = src.get(..N).and_then(|h| h.try_into().ok());
+        let tail: Option<[u8; N]> = src.get(last..).and_then(|t| t.try_into().ok());
+        if let (Some(head), Some(tail)) = (head, tail) {
+            if let Some(d) = dst.get_mut(last..) {
+                d.copy_from_slice(&tail);
+            }
+            if let Some(d) = dst.get_mut(..N) {
+                d.copy_from_slice(&head);
+            }
+        }
+    }
+    match src.len() {
+        0 => {}
+        1..4 => {
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d = *s;
+            }
+        }
+        4..8 => ends::<4>(dst, src),
+        8..16 => ends::<8>(dst, src),
+        16..=32 => ends::<16>(dst, src),
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -212,20 +257,262 @@ pub struct Outputs<'a> {
     pub store_host: Option<BinaryOut<'a>>,
 }
 
-/// A nullable string row: the value of `name` in `properties`, or null.
-fn push_property(
-    out: &mut BinaryOut<'_>,
-    properties: &[u8],
-    found: Option<(usize, usize)>,
-) -> Result<(), GatherError> {
-    match found.and_then(|(at, len)| properties.get(at..at + len)) {
-        Some(value) => out.push_text(value),
-        None => out.push_null(),
+/// Whether `bytes` are well-formed UTF-8: then every part split at ASCII separators is too, and is copied as
+/// it is.
+#[inline]
+fn is_utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+}
+
+/// The places of one sound record's fields the decode reads (from its header columns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Places {
+    pub sysflag: i64,
+    pub phy_offset: i64,
+    pub born_host_pos: i64,
+    pub store_host_pos: i64,
+    pub body_pos: i64,
+    pub body_len: i64,
+    pub topic_pos: i64,
+    pub topic_len: i64,
+    pub props_pos: i64,
+    pub props_len: i64,
+}
+
+impl Places {
+    /// The places of a record parsed by [`crate::header::parse_record`].
+    fn of_row(row: &[i64; header::COLUMNS]) -> Self {
+        let c = |column: header::Column| row[column as usize];
+        Self {
+            sysflag: c(header::Column::Sysflag),
+            phy_offset: c(header::Column::PhyOffset),
+            born_host_pos: c(header::Column::BornHostPos),
+            store_host_pos: c(header::Column::StoreHostPos),
+            body_pos: c(header::Column::BodyPos),
+            body_len: c(header::Column::BodyLen),
+            topic_pos: c(header::Column::TopicPos),
+            topic_len: c(header::Column::TopicLen),
+            props_pos: c(header::Column::PropsPos),
+            props_len: c(header::Column::PropsLen),
+        }
+    }
+}
+
+/// A decode in progress: the outputs, filled one record at a time, and what they ask for.
+struct Decoder<'o, 'a> {
+    out: &'o mut Outputs<'a>,
+    rows: usize,
+    pairs: Vec<(usize, usize, usize, usize)>,
+    counts: Counts,
+    wants_pairs: bool,
+    wants_properties: bool,
+}
+
+impl<'o, 'a> Decoder<'o, 'a> {
+    fn new(out: &'o mut Outputs<'a>) -> Result<Self, GatherError> {
+        let wants_pairs = out.properties.is_some()
+            || out.tags.is_some()
+            || out.uniq_key.is_some()
+            || out.keys.is_some();
+        let wants_properties = wants_pairs || out.properties_string.is_some();
+        if let Some(map) = out.properties.as_mut() {
+            *map.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
+        }
+        if let Some(keys) = out.keys.as_mut() {
+            *keys.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
+        }
+        Ok(Self {
+            out,
+            rows: 0,
+            pairs: Vec::new(),
+            counts: Counts::default(),
+            wants_pairs,
+            wants_properties,
+        })
+    }
+
+    /// The cache lines of a record's fields worth loading ahead (the body is copied in order: the CPU
+    /// prefetches it).
+    fn scattered_places(&self, p: &Places) -> [i64; 4] {
+        let wants_header = self.out.msg_id.is_some()
+            || self.out.born_host.is_some()
+            || self.out.store_host.is_some();
+        let pick = |wanted: bool, at: i64| if wanted { at } else { -1 };
+        [
+            pick(wants_header, p.born_host_pos),
+            pick(self.out.topic.is_some(), p.topic_pos),
+            pick(self.wants_properties, p.props_pos),
+            pick(self.wants_properties && p.props_len > 64, p.props_pos + 64),
+        ]
+    }
+
+    /// One record's row of every column; `OutOfRange(row)` when a field does not lie inside `buf`.
+    fn record(&mut self, buf: &[u8], p: &Places) -> Result<(), GatherError> {
+        let row = self.rows;
+        let part = |pos: i64, len: i64| span(buf, pos, len).ok_or(GatherError::OutOfRange(row));
+        if let Some(topic) = self.out.topic.as_mut() {
+            topic.push_text(part(p.topic_pos, p.topic_len)?)?;
+        }
+        if let Some(body) = self.out.body.as_mut() {
+            body.push(part(p.body_pos, p.body_len)?)?;
+        }
+        if self.wants_properties {
+            let properties = part(p.props_pos, p.props_len)?;
+            let text = is_utf8(properties);
+            if let Some(string) = self.out.properties_string.as_mut() {
+                string.push_str(properties, text)?;
+            }
+            if self.wants_pairs {
+                self.properties(properties, text)?;
+            }
+        }
+        if let Some(msg_id) = self.out.msg_id.as_mut() {
+            let host = host_at(buf, p.store_host_pos, p.sysflag, STOREHOSTADDRESS_V6_FLAG)
+                .ok_or(GatherError::OutOfRange(row))?;
+            let (text, len) = msg_id_text(host, p.phy_offset);
+            msg_id.push(text.get(..len).unwrap_or_default())?;
+        }
+        for (host_out, pos, v6) in [
+            (
+                self.out.born_host.as_mut(),
+                p.born_host_pos,
+                BORNHOST_V6_FLAG,
+            ),
+            (
+                self.out.store_host.as_mut(),
+                p.store_host_pos,
+                STOREHOSTADDRESS_V6_FLAG,
+            ),
+        ] {
+            if let Some(host_out) = host_out {
+                let host = host_at(buf, pos, p.sysflag, v6).ok_or(GatherError::OutOfRange(row))?;
+                let text = host_text(host).ok_or(GatherError::OutOfRange(row))?;
+                host_out.push(text.as_bytes())?;
+            }
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The row of a record that failed its checks: empty values, null tags and uniqKey, no pairs or keys.
+    fn failed_record(&mut self) -> Result<(), GatherError> {
+        let out = &mut *self.out;
+        for column in [
+            out.topic.as_mut(),
+            out.body.as_mut(),
+            out.properties_string.as_mut(),
+            out.msg_id.as_mut(),
+            out.born_host.as_mut(),
+            out.store_host.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            column.push(&[])?;
+        }
+        for column in [out.tags.as_mut(), out.uniq_key.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            column.push_null()?;
+        }
+        self.end_lists()?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The properties map, tags, uniqKey and keys of one record's properties string (`text`: well-formed UTF-8).
+    fn properties(&mut self, properties: &[u8], text: bool) -> Result<(), GatherError> {
+        kept_pairs(properties, &mut self.pairs);
+        let of = |at: usize, len: usize| properties.get(at..at + len).unwrap_or_default();
+        let (mut tags, mut uniq_key, mut keys) = (None, None, None);
+        for &(name_at, name_len, value_at, value_len) in &self.pairs {
+            let (name, value) = (of(name_at, name_len), of(value_at, value_len));
+            if let Some(map) = self.out.properties.as_mut() {
+                map.names.push_str(name, text)?;
+                map.values.push_str(value, text)?;
+            }
+            match name {
+                PROPERTY_TAGS => tags = Some(value),
+                PROPERTY_KEYS => keys = Some(value),
+                PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX => uniq_key = Some(value),
+                _ => {}
+            }
+        }
+        self.counts.pairs += if self.out.properties.is_some() {
+            self.pairs.len()
+        } else {
+            0
+        };
+        for (column, value) in [
+            (self.out.tags.as_mut(), tags),
+            (self.out.uniq_key.as_mut(), uniq_key),
+        ] {
+            if let Some(column) = column {
+                match value {
+                    Some(value) => column.push_str(value, text)?,
+                    None => column.push_null()?,
+                }
+            }
+        }
+        if let (Some(list), Some(value)) = (self.out.keys.as_mut(), keys) {
+            for token in value
+                .split(|&b| b == KEY_SEPARATOR)
+                .filter(|t| !t.is_empty())
+            {
+                list.tokens.push_str(token, text)?;
+                self.counts.tokens += 1;
+            }
+        }
+        self.end_lists()
+    }
+
+    /// Ends the current row of the properties map and the keys (their pairs and tokens so far).
+    fn end_lists(&mut self) -> Result<(), GatherError> {
+        let row = self.rows;
+        if let Some(map) = self.out.properties.as_mut() {
+            let end = i32::try_from(self.counts.pairs).map_err(|_| GatherError::Shape)?;
+            *map.offsets.get_mut(row + 1).ok_or(GatherError::Shape)? = end;
+        }
+        if let Some(keys) = self.out.keys.as_mut() {
+            let end = i32::try_from(self.counts.tokens).map_err(|_| GatherError::Shape)?;
+            *keys.offsets.get_mut(row + 1).ok_or(GatherError::Shape)? = end;
+        }
+        Ok(())
+    }
+
+    /// Every row written: the offsets are full (the names, values and tokens fill only part of their room: the
+    /// caller reads their counts).
+    fn finish(self) -> Result<Counts, GatherError> {
+        let out = &*self.out;
+        for column in [
+            &out.topic,
+            &out.body,
+            &out.properties_string,
+            &out.tags,
+            &out.uniq_key,
+            &out.msg_id,
+            &out.born_host,
+            &out.store_host,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            column.finish()?;
+        }
+        let whole = |offsets: &[i32]| offsets.len() == self.rows + 1;
+        if out.properties.as_ref().is_some_and(|m| !whole(m.offsets))
+            || out.keys.as_ref().is_some_and(|k| !whole(k.offsets))
+        {
+            return Err(GatherError::Shape);
+        }
+        Ok(self.counts)
     }
 }
 
 /// Fills every column of `out` for the `n` records described by `inputs` (`DECODE_INPUTS × n`, row-major).
-/// A record whose fields do not lie inside `buf` is `OutOfRange(row)`; outputs of the wrong sizes are `Shape`.
+/// A record whose fields do not lie inside `buf` is `OutOfRange(row)`; outputs of the wrong sizes are `Shape`,
+/// a data buffer too small for its values `Room`.
 pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Counts, GatherError> {
     if inputs.len() % DECODE_INPUTS.len() != 0 {
         return Err(GatherError::Shape);
@@ -236,149 +523,71 @@ pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Count
             .get(c as usize * n..(c as usize + 1) * n)
             .unwrap_or_default()
     };
-    let (sysflag, phy) = (column(Input::Sysflag), column(Input::PhyOffset));
-    let (born_pos, store_pos) = (column(Input::BornHostPos), column(Input::StoreHostPos));
-    let (body_pos, body_len) = (column(Input::BodyPos), column(Input::BodyLen));
-    let (topic_pos, topic_len) = (column(Input::TopicPos), column(Input::TopicLen));
-    let (props_pos, props_len) = (column(Input::PropsPos), column(Input::PropsLen));
-    let wants_pairs = out.properties.is_some()
-        || out.tags.is_some()
-        || out.uniq_key.is_some()
-        || out.keys.is_some();
-    let wants_properties = wants_pairs || out.properties_string.is_some();
-    let mut pairs = Vec::new();
-    let mut text = Vec::with_capacity(MAX_HOST_TEXT.max(MAX_MSG_ID_TEXT));
-    let mut map_count = 0usize;
-    let mut token_count = 0usize;
-    if let Some(map) = out.properties.as_mut() {
-        *map.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
-    }
-    if let Some(keys) = out.keys.as_mut() {
-        *keys.offsets.first_mut().ok_or(GatherError::Shape)? = 0;
-    }
-    // the places read ahead: a body is copied in order (the CPU prefetches it), the other fields are scattered
-    let wants_header = out.msg_id.is_some() || out.born_host.is_some() || out.store_host.is_some();
-    let scattered = [
-        (wants_header, born_pos, 0),
-        (out.topic.is_some(), topic_pos, 0),
-        (wants_properties, props_pos, 0),
-        (wants_properties, props_pos, 64),
-    ];
-    let scattered: Vec<(&[i64], i64)> = scattered
-        .into_iter()
-        .filter(|&(wanted, _, _)| wanted)
-        .map(|(_, column, shift)| (column, shift))
-        .collect();
+    let places = |i: usize| {
+        let at = |c: Input| column(c).get(i).copied().unwrap_or(-1);
+        Places {
+            sysflag: at(Input::Sysflag),
+            phy_offset: at(Input::PhyOffset),
+            born_host_pos: at(Input::BornHostPos),
+            store_host_pos: at(Input::StoreHostPos),
+            body_pos: at(Input::BodyPos),
+            body_len: at(Input::BodyLen),
+            topic_pos: at(Input::TopicPos),
+            topic_len: at(Input::TopicLen),
+            props_pos: at(Input::PropsPos),
+            props_len: at(Input::PropsLen),
+        }
+    };
+    let mut decoder = Decoder::new(out)?;
     for i in 0..n {
-        if i % READ_AHEAD == 0 && !scattered.is_empty() {
-            let ahead = (i + READ_AHEAD..n.min(i + 2 * READ_AHEAD)).flat_map(|k| {
-                scattered
-                    .iter()
-                    .map(move |&(column, shift)| column.get(k).map_or(-1, |&p| p + shift))
-            });
+        if i % READ_AHEAD == 0 {
+            // the fields of the records ahead are scattered: their lines are loaded together
+            let ahead = (i + READ_AHEAD..n.min(i + 2 * READ_AHEAD))
+                .flat_map(|k| decoder.scattered_places(&places(k)));
             load_lines(buf, ahead);
         }
-        let at = |c: &[i64]| c.get(i).copied().unwrap_or(-1);
-        let part = |pos: &[i64], len: &[i64]| {
-            span(buf, at(pos), at(len)).ok_or(GatherError::OutOfRange(i))
-        };
-        if let Some(topic) = out.topic.as_mut() {
-            topic.push_text(part(topic_pos, topic_len)?)?;
-        }
-        if let Some(body) = out.body.as_mut() {
-            body.push(part(body_pos, body_len)?)?;
-        }
-        if wants_properties {
-            let properties = part(props_pos, props_len)?;
-            if let Some(string) = out.properties_string.as_mut() {
-                string.push_text(properties)?;
-            }
-            if wants_pairs {
-                kept_pairs(properties, &mut pairs);
-                let text_of =
-                    |at: usize, len: usize| properties.get(at..at + len).unwrap_or_default();
-                if let Some(map) = out.properties.as_mut() {
-                    for &(name_at, name_len, value_at, value_len) in &pairs {
-                        map.names.push_text(text_of(name_at, name_len))?;
-                        map.values.push_text(text_of(value_at, value_len))?;
-                    }
-                    map_count += pairs.len();
-                    let end = i32::try_from(map_count).map_err(|_| GatherError::Shape)?;
-                    *map.offsets.get_mut(i + 1).ok_or(GatherError::Shape)? = end;
-                }
-                if let Some(tags) = out.tags.as_mut() {
-                    push_property(
-                        tags,
-                        properties,
-                        pair_value(properties, &pairs, PROPERTY_TAGS),
-                    )?;
-                }
-                if let Some(uniq) = out.uniq_key.as_mut() {
-                    let found =
-                        pair_value(properties, &pairs, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX);
-                    push_property(uniq, properties, found)?;
-                }
-                if let Some(keys) = out.keys.as_mut() {
-                    if let Some((value_at, value_len)) =
-                        pair_value(properties, &pairs, PROPERTY_KEYS)
-                    {
-                        let tokens = text_of(value_at, value_len).split(|&b| b == KEY_SEPARATOR);
-                        for token in tokens.filter(|t| !t.is_empty()) {
-                            keys.tokens.push_text(token)?;
-                            token_count += 1;
-                        }
-                    }
-                    let end = i32::try_from(token_count).map_err(|_| GatherError::Shape)?;
-                    *keys.offsets.get_mut(i + 1).ok_or(GatherError::Shape)? = end;
-                }
-            }
-        }
-        let flags = at(sysflag);
-        if let Some(msg_id) = out.msg_id.as_mut() {
-            let host = host_at(buf, at(store_pos), flags, STOREHOSTADDRESS_V6_FLAG)
-                .ok_or(GatherError::OutOfRange(i))?;
-            text.clear();
-            push_msg_id(&mut text, host, at(phy));
-            msg_id.push(&text)?;
-        }
-        for (host_out, pos, v6) in [
-            (out.born_host.as_mut(), born_pos, BORNHOST_V6_FLAG),
-            (out.store_host.as_mut(), store_pos, STOREHOSTADDRESS_V6_FLAG),
-        ] {
-            if let Some(host_out) = host_out {
-                let host = host_at(buf, at(pos), flags, v6).ok_or(GatherError::OutOfRange(i))?;
-                text.clear();
-                push_host(&mut text, host).ok_or(GatherError::OutOfRange(i))?;
-                host_out.push(&text)?;
-            }
-        }
+        decoder.record(buf, &places(i))?;
     }
-    for column in [
-        &out.topic,
-        &out.body,
-        &out.properties_string,
-        &out.tags,
-        &out.uniq_key,
-        &out.msg_id,
-        &out.born_host,
-        &out.store_host,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        column.finish()?;
-    }
-    // the names, values and tokens fill only part of their room: the caller reads their counts
-    let whole = |offsets: &[i32]| offsets.len() == n + 1;
-    if out.properties.as_ref().is_some_and(|m| !whole(m.offsets))
-        || out.keys.as_ref().is_some_and(|k| !whole(k.offsets))
-    {
+    decoder.finish()
+}
+
+/// [`crate::header::parse_records`] and [`decode`] in one pass: each record at `positions` is parsed and checked
+/// (the CRC checks of `crc_mode`) into `columns` and `problems`, and, when it passed, decoded into `out` while
+/// its bytes are in the cache; a record that failed gets an empty row (null tags and uniqKey, no pairs, no keys).
+/// Returns the number of records that failed and the pairs and tokens written. A data buffer too small for its
+/// values is `Room` (the caller sized it from the records' bytes: ill-formed text grows), other outputs of the
+/// wrong sizes `Shape`.
+pub fn decode_records(
+    buf: &[u8],
+    positions: &[i64],
+    columns: &mut [i64],
+    problems: &mut [i8],
+    crc_mode: u8,
+    out: &mut Outputs<'_>,
+) -> Result<(usize, Counts), GatherError> {
+    let n = positions.len();
+    if header::COLUMNS.checked_mul(n) != Some(columns.len()) || problems.len() != n {
         return Err(GatherError::Shape);
     }
-    Ok(Counts {
-        pairs: map_count,
-        tokens: token_count,
-    })
+    let mut decoder = Decoder::new(out)?;
+    let mut failed = 0;
+    for (i, (&pos, problem)) in positions.iter().zip(problems.iter_mut()).enumerate() {
+        if i % READ_AHEAD == 0 {
+            let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
+            load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
+        }
+        let (row, code) = header::parse_checked(buf, pos, crc_mode);
+        header::store_row(columns, n, i, &row);
+        *problem = code;
+        if code == header::PROBLEM_NONE {
+            // a sound record's fields lie inside `buf`: no OutOfRange
+            decoder.record(buf, &Places::of_row(&row))?;
+        } else {
+            failed += 1;
+            decoder.failed_record()?;
+        }
+    }
+    Ok((failed, decoder.finish()?))
 }
 
 /// What a decode wrote besides each column's bytes: the properties map's pairs and the keys' tokens.
@@ -596,7 +805,7 @@ mod tests {
             body: Some(small.out()),
             ..Outputs::default()
         };
-        assert_eq!(decode(&buf, &inputs, &mut out), Err(GatherError::Shape));
+        assert_eq!(decode(&buf, &inputs, &mut out), Err(GatherError::Room));
         let mut short = Col::new(1, 5, false);
         let mut out = Outputs {
             body: Some(short.out()),
@@ -613,6 +822,274 @@ mod tests {
             decode(&buf, &inputs[1..], &mut Outputs::default()),
             Err(GatherError::Shape)
         );
+    }
+
+    /// One record's values in every column (then its map's names and values, then its keys).
+    type Row = Vec<Option<Vec<u8>>>;
+
+    /// Owned buffers of every column, sized for `rows` records of `bytes` bytes (text bounded `text_room`).
+    struct AllCols {
+        cols: Vec<Col>,
+        tags: Col,
+        uniq: Col,
+        names: Col,
+        values: Col,
+        tokens: Col,
+        map_offsets: Vec<i32>,
+        key_offsets: Vec<i32>,
+    }
+
+    impl AllCols {
+        fn new(rows: usize, bytes: usize, text_room: usize) -> Self {
+            let pairs = crate::columns::max_property_pairs(bytes, rows);
+            let tokens = max_key_tokens(bytes, rows);
+            let mut cols: Vec<Col> = (0..3).map(|_| Col::new(rows, text_room, false)).collect();
+            cols[1] = Col::new(rows, bytes, false); // the body
+            cols.push(Col::new(
+                rows,
+                rows * crate::columns::MAX_MSG_ID_TEXT,
+                false,
+            ));
+            cols.push(Col::new(rows, rows * crate::columns::MAX_HOST_TEXT, false));
+            cols.push(Col::new(rows, rows * crate::columns::MAX_HOST_TEXT, false));
+            AllCols {
+                cols,
+                tags: Col::new(rows, text_room, true),
+                uniq: Col::new(rows, text_room, true),
+                names: Col::new(pairs, text_room, false),
+                values: Col::new(pairs, text_room, false),
+                tokens: Col::new(tokens, text_room, false),
+                map_offsets: vec![0; rows + 1],
+                key_offsets: vec![0; rows + 1],
+            }
+        }
+
+        fn outputs(&mut self) -> Outputs<'_> {
+            let [topic, body, string, msg_id, born, store] = &mut self.cols[..] else {
+                unreachable!()
+            };
+            Outputs {
+                topic: Some(topic.out()),
+                body: Some(body.out()),
+                properties_string: Some(string.out()),
+                properties: Some(MapOut {
+                    offsets: &mut self.map_offsets,
+                    names: self.names.out(),
+                    values: self.values.out(),
+                }),
+                tags: Some(self.tags.out()),
+                uniq_key: Some(self.uniq.out()),
+                keys: Some(ListOut {
+                    offsets: &mut self.key_offsets,
+                    tokens: self.tokens.out(),
+                }),
+                msg_id: Some(msg_id.out()),
+                born_host: Some(born.out()),
+                store_host: Some(store.out()),
+            }
+        }
+
+        /// Every row of every column: the values per record, the map's and the keys' entries per record.
+        fn rows(&self, rows: usize, counts: Counts) -> Vec<Row> {
+            let mut out: Vec<Row> = vec![Vec::new(); rows];
+            for col in self.cols.iter().chain([&self.tags, &self.uniq]) {
+                for (row, value) in out.iter_mut().zip(col.values(rows)) {
+                    row.push(value);
+                }
+            }
+            let (names, values) = (
+                self.names.values(counts.pairs),
+                self.values.values(counts.pairs),
+            );
+            let tokens = self.tokens.values(counts.tokens);
+            for (i, row) in out.iter_mut().enumerate() {
+                let (a, b) = (
+                    self.map_offsets[i] as usize,
+                    self.map_offsets[i + 1] as usize,
+                );
+                for k in a..b {
+                    row.extend([names[k].clone(), values[k].clone()]);
+                }
+                let (a, b) = (
+                    self.key_offsets[i] as usize,
+                    self.key_offsets[i + 1] as usize,
+                );
+                row.extend(tokens[a..b].iter().cloned());
+            }
+            out
+        }
+    }
+
+    /// The fused decode of `positions` and, for comparison, the header parse then [`decode`] of the records that
+    /// passed: both give the same rows, a failed record's row is empty. Returns the rows and the problems.
+    fn decode_both(buf: &[u8], positions: &[i64], crc_mode: u8) -> (Vec<Row>, Vec<i8>) {
+        let n = positions.len();
+        let mut header_columns = vec![0i64; header::COLUMNS * n];
+        let mut problems = vec![0i8; n];
+        let mut fused = AllCols::new(n, buf.len(), 3 * buf.len());
+        let (failed, counts) = decode_records(
+            buf,
+            positions,
+            &mut header_columns,
+            &mut problems,
+            crc_mode,
+            &mut fused.outputs(),
+        )
+        .unwrap();
+        assert_eq!(failed, problems.iter().filter(|&&p| p != 0).count());
+        let rows = fused.rows(n, counts);
+        let mut expected_columns = vec![0i64; header::COLUMNS * n];
+        let mut expected_problems = vec![0i8; n];
+        header::parse_records(
+            buf,
+            positions,
+            &mut expected_columns,
+            &mut expected_problems,
+            crc_mode,
+        )
+        .unwrap();
+        assert_eq!(
+            (&header_columns, &problems),
+            (&expected_columns, &expected_problems)
+        );
+        let sound: Vec<usize> = (0..n).filter(|&i| problems[i] == 0).collect();
+        let header_columns = &header_columns;
+        let inputs: Vec<i64> = DECODE_INPUTS
+            .iter()
+            .flat_map(|name| {
+                let c = header::COLUMN_NAMES.iter().position(|h| h == name).unwrap();
+                let sound = &sound;
+                sound.iter().map(move |&i| header_columns[c * n + i])
+            })
+            .collect();
+        let mut two_pass = AllCols::new(sound.len(), buf.len(), 3 * buf.len());
+        let counts = decode(buf, &inputs, &mut two_pass.outputs()).unwrap();
+        let expected = two_pass.rows(sound.len(), counts);
+        for (k, &i) in sound.iter().enumerate() {
+            assert_eq!(rows[i], expected[k], "record {i}");
+        }
+        let empty = [vec![Some(vec![]); 6], vec![None, None]].concat();
+        for i in (0..n).filter(|&i| problems[i] != 0) {
+            assert_eq!(rows[i], empty, "failed record {i}");
+        }
+        (rows, problems)
+    }
+
+    fn text_of(value: &Option<Vec<u8>>) -> Option<String> {
+        value
+            .as_ref()
+            .map(|v| String::from_utf8(v.clone()).unwrap())
+    }
+
+    #[test]
+    fn one_pass_parses_and_decodes_hand_built_records() {
+        use crate::header::tests::{encode, fields};
+        let mut v2 = fields(
+            0x30, // both hosts IPv6
+            b"body",
+            "тема/v2".as_bytes(),
+            b"TAGS\x01a\x02KEYS\x01 k1  k2 \x02EMPTY\x01\x02\x01nameless\x02TAGS\x01b\x02UNIQ_KEY\x01U",
+            true,
+        );
+        v2.phy_offset = 0x1234;
+        let empty = fields(0, b"", b"T", b"", false);
+        let ill_formed = fields(
+            0,
+            b"x",
+            b"T\xFF\xC3",
+            b"TAGS\x01\xE2\x82\x02KEYS\x01\xFFk",
+            false,
+        );
+        let widest = fields(
+            0x30,
+            &vec![7u8; 1 << 16],
+            &[b'T'; 127],
+            &vec![b'p'; 32767],
+            false,
+        );
+        let mut buf = Vec::new();
+        let mut positions = Vec::new();
+        for f in [&v2, &empty, &ill_formed, &widest] {
+            positions.push(buf.len() as i64);
+            buf.extend(encode(f));
+        }
+        // a BLANK tail, then a record cut short by the end of the buffer
+        positions.push(buf.len() as i64);
+        buf.extend(64i32.to_be_bytes());
+        buf.extend(crate::layout::BLANK_MAGIC_CODE.to_be_bytes());
+        buf.extend([0u8; 56]);
+        positions.push(buf.len() as i64);
+        buf.extend(&encode(&empty)[..60]);
+        let (rows, problems) = decode_both(&buf, &positions, crate::record_crc::CHECK_PROP_CRC);
+        assert_eq!(
+            problems,
+            [0, 0, 0, 0, header::PROBLEM_MAGIC, header::PROBLEM_TRUNCATED]
+        );
+        // topic, body, propertiesString, msgId, bornHost, storeHost, tags, uniqKey, the map's pairs, keys
+        let texts: Vec<Option<String>> = rows[0].iter().map(text_of).collect();
+        let host = "[b0b0:b0b0:b0b0:b0b0:b0b0:b0b0:b0b0:b0b0]:2964369584";
+        assert_eq!(texts[0].as_deref(), Some("тема/v2"));
+        assert_eq!(
+            texts[3].as_deref(),
+            Some("50505050505050505050505050505050505050500000000000001234")
+        );
+        assert_eq!(texts[4].as_deref(), Some(host));
+        assert_eq!(
+            (texts[6].as_deref(), texts[7].as_deref()),
+            (Some("b"), Some("U"))
+        );
+        let rest: Vec<&str> = texts[8..].iter().map(|t| t.as_deref().unwrap()).collect();
+        assert_eq!(
+            rest,
+            ["KEYS", " k1  k2 ", "TAGS", "b", "UNIQ_KEY", "U", "k1", "k2"]
+        );
+        assert_eq!(rows[1][1], Some(vec![])); // an empty body
+        assert_eq!(rows[1][6..], [None, None]); // no properties: no tags, no uniqKey, no pairs, no keys
+        let ill: Vec<Option<String>> = rows[2].iter().map(text_of).collect();
+        assert_eq!(ill[0].as_deref(), Some("T\u{FFFD}\u{FFFD}"));
+        assert_eq!(ill[6].as_deref(), Some("\u{FFFD}"));
+        assert_eq!(ill.last().unwrap().as_deref(), Some("\u{FFFD}k"));
+        assert_eq!(rows[3][1].as_ref().map(Vec::len), Some(1 << 16));
+        assert_eq!(rows[3][2].as_ref().map(Vec::len), Some(32767));
+        assert_eq!(text_of(&rows[3][4]).as_deref(), Some(host));
+    }
+
+    #[test]
+    fn short_copies_copy_every_length() {
+        let src: Vec<u8> = (1..=80).collect();
+        for len in 0..=src.len() {
+            let mut dst = vec![0u8; len];
+            copy_short(&mut dst, &src[..len]);
+            assert_eq!(dst, &src[..len], "length {len}");
+        }
+    }
+
+    #[test]
+    fn text_outgrowing_its_room_is_room_not_shape() {
+        use crate::header::tests::{encode, fields};
+        let buf = encode(&fields(0, b"", b"\xFF\xFF", b"", false));
+        let mut header_columns = vec![0i64; header::COLUMNS];
+        let mut problems = vec![0i8; 1];
+        let mut cols = AllCols::new(1, buf.len(), 4); // two ill-formed bytes take six
+        let result = decode_records(
+            &buf,
+            &[0],
+            &mut header_columns,
+            &mut problems,
+            0,
+            &mut cols.outputs(),
+        );
+        assert_eq!(result, Err(GatherError::Room));
+        let mut cols = AllCols::new(2, buf.len(), 6);
+        let result = decode_records(
+            &buf,
+            &[0],
+            &mut header_columns,
+            &mut problems,
+            0,
+            &mut cols.outputs(),
+        );
+        assert_eq!(result, Err(GatherError::Shape)); // outputs for two records, one position
     }
 
     proptest! {
@@ -642,6 +1119,37 @@ mod tests {
                 store_host: Some(store.out()),
             };
             let _ = decode(&buf, &inputs, &mut out);
+        }
+
+        #[test]
+        fn the_fused_decode_agrees_with_the_two_passes_on_any_bytes(
+            buf in proptest::collection::vec(any::<u8>(), 0..600),
+            positions in proptest::collection::vec(-4i64..620, 0..8),
+            mode in 0u8..8,
+        ) {
+            decode_both(&buf, &positions, mode);
+        }
+
+        #[test]
+        fn the_fused_decode_agrees_on_encoded_records_with_damage(
+            sizes in proptest::collection::vec((0usize..40, 0usize..20, 0usize..60, 0i32..4), 1..6),
+            damage in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        ) {
+            use crate::header::tests::{encode, fields};
+            let mut buf = Vec::new();
+            let mut positions = Vec::new();
+            for (k, &(body, topic, props, hosts)) in sizes.iter().enumerate() {
+                let properties: Vec<u8> = (0..props).map(|i| b"AB\x01\x02 "[(i * 7 + k) % 5]).collect();
+                positions.push(buf.len() as i64);
+                buf.extend(encode(&fields(hosts << 4, &vec![b'b'; body], &vec![b't'; topic], &properties, k % 2 == 0)));
+            }
+            for &(at, value) in &damage {
+                if !buf.is_empty() {
+                    let at = at % buf.len();
+                    buf[at] = value;
+                }
+            }
+            decode_both(&buf, &positions, 0);
         }
     }
 }

@@ -85,7 +85,7 @@ const PREPARED_OFFSET_V4: usize = RECONSUME_TIMES_V4 + 4;
 const BODY_LEN_V4: usize = PREPARED_OFFSET_V4 + 8;
 
 /// One record's fields in [`Column`] order, and its problem code.
-type Row = ([i64; COLUMNS], i8);
+pub type Row = ([i64; COLUMNS], i8);
 
 /// Parses the record starting at `pos`; never reads outside `buf`.
 ///
@@ -248,20 +248,33 @@ pub fn parse_records(
             let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
             load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
         }
-        let (row, mut code) = parse_record(buf, pos);
-        if code == PROBLEM_NONE && crc_mode != 0 {
-            code = crc_problem(buf, pos, &row, crc_mode);
-        }
-        for (c, value) in row.into_iter().enumerate() {
-            // in range: c < COLUMNS and i < n, and columns holds COLUMNS × n
-            if let Some(cell) = columns.get_mut(c * n + i) {
-                *cell = value;
-            }
-        }
+        let (row, code) = parse_checked(buf, pos, crc_mode);
+        store_row(columns, n, i, &row);
         *problem = code;
         failed += usize::from(code != PROBLEM_NONE);
     }
     Some(failed)
+}
+
+/// [`parse_record`], then the CRC checks of `crc_mode` when the record passed the others.
+#[inline]
+pub(crate) fn parse_checked(buf: &[u8], pos: i64, crc_mode: u8) -> Row {
+    let (row, mut code) = parse_record(buf, pos);
+    if code == PROBLEM_NONE && crc_mode != 0 {
+        code = crc_problem(buf, pos, &row, crc_mode);
+    }
+    (row, code)
+}
+
+/// Writes record `i`'s `row` into `columns` (row-major `COLUMNS × n`); cells outside `columns` are skipped.
+#[inline]
+pub(crate) fn store_row(columns: &mut [i64], n: usize, i: usize, row: &[i64; COLUMNS]) {
+    for (c, &value) in row.iter().enumerate() {
+        // in range when c < COLUMNS, i < n and columns holds COLUMNS × n
+        if let Some(cell) = columns.get_mut(c * n + i) {
+            *cell = value;
+        }
+    }
 }
 
 /// The CRC checks' problem code of a sound record at `pos` (its parsed `row` places every field inside `buf`).
@@ -288,30 +301,36 @@ fn crc_problem(buf: &[u8], pos: i64, row: &[i64; COLUMNS], mode: u8) -> i8 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::layout::{BLANK_MAGIC_CODE, IPV6_HOST_LENGTH, MESSAGE_MAGIC_CODE};
     use proptest::prelude::*;
 
     /// The fields of one record, for a test encoder that writes them the way `MessageExtEncoder.encode` does.
     #[derive(Clone, Debug)]
-    struct Fields {
-        v2: bool,
-        sysflag: i32,
-        queue_id: i32,
-        flag: i32,
-        queue_offset: i64,
-        phy_offset: i64,
-        born_timestamp: i64,
-        store_timestamp: i64,
-        reconsume: i32,
-        prepared: i64,
-        body: Vec<u8>,
-        topic: Vec<u8>,
-        properties: Vec<u8>,
+    pub(crate) struct Fields {
+        pub(crate) v2: bool,
+        pub(crate) sysflag: i32,
+        pub(crate) queue_id: i32,
+        pub(crate) flag: i32,
+        pub(crate) queue_offset: i64,
+        pub(crate) phy_offset: i64,
+        pub(crate) born_timestamp: i64,
+        pub(crate) store_timestamp: i64,
+        pub(crate) reconsume: i32,
+        pub(crate) prepared: i64,
+        pub(crate) body: Vec<u8>,
+        pub(crate) topic: Vec<u8>,
+        pub(crate) properties: Vec<u8>,
     }
 
-    fn fields(sysflag: i32, body: &[u8], topic: &[u8], properties: &[u8], v2: bool) -> Fields {
+    pub(crate) fn fields(
+        sysflag: i32,
+        body: &[u8],
+        topic: &[u8],
+        properties: &[u8],
+        v2: bool,
+    ) -> Fields {
         Fields {
             v2,
             sysflag,
@@ -329,7 +348,7 @@ mod tests {
         }
     }
 
-    fn encode(f: &Fields) -> Vec<u8> {
+    pub(crate) fn encode(f: &Fields) -> Vec<u8> {
         let born = host_length(f.sysflag, BORNHOST_V6_FLAG);
         let store = host_length(f.sysflag, STOREHOSTADDRESS_V6_FLAG);
         let topic_width = if f.v2 { 2 } else { 1 };

@@ -93,9 +93,9 @@ fn gather_result(result: Result<usize, columns::GatherError>) -> PyResult<i64> {
     match result {
         Ok(nulls) => Ok(nulls as i64),
         Err(columns::GatherError::OutOfRange(row)) => Ok(-(row as i64) - 1),
-        Err(columns::GatherError::Shape) => Err(PyValueError::new_err(
-            "the output buffers do not match the rows",
-        )),
+        Err(columns::GatherError::Shape | columns::GatherError::Room) => Err(
+            PyValueError::new_err("the output buffers do not match the rows"),
+        ),
     }
 }
 
@@ -297,28 +297,19 @@ fn next_binary<'a>(
     }
 }
 
-/// decode_columns(buf, inputs, outputs) -> [bad row or -1, pairs, tokens, then the bytes used and the nulls of
-/// topic, body, propertiesString, the properties' names, their values, tags, uniqKey, keys' tokens, msgId,
-/// bornHost, storeHost]
-///
-/// `inputs`: int64 DECODE_INPUTS × n; `outputs`: one buffer or None per DECODE_OUTPUTS name (a column is decoded
-/// when its buffers are given). A bad row's fields do not lie inside `buf`.
-#[pyfunction]
-fn decode_columns(
-    py: Python<'_>,
-    buf: &Bound<'_, PyAny>,
-    inputs: &Bound<'_, PyAny>,
-    outputs: Vec<Option<Bound<'_, PyAny>>>,
-) -> PyResult<Vec<i64>> {
+/// Views of `decode_columns`' / `decode_records`' `outputs` (one buffer or None per DECODE_OUTPUTS name), each
+/// checked to share no byte with `taken` (the inputs' spans) or an earlier output.
+fn output_slots(
+    outputs: &[Option<Bound<'_, PyAny>>],
+    mut taken: Vec<(usize, usize)>,
+) -> PyResult<Vec<Option<DecodeSlot>>> {
     if outputs.len() != DECODE_OUTPUTS.len() {
         return Err(PyValueError::new_err(
-            "decode_columns: one output (or None) per DECODE_OUTPUTS name",
+            "decode: one output (or None) per DECODE_OUTPUTS name",
         ));
     }
-    let (buf, inputs) = (View::<u8>::read(buf)?, View::<i64>::read(inputs)?);
-    let mut taken = vec![buf.span(), inputs.span()];
     let mut slots = Vec::with_capacity(outputs.len());
-    for (name, output) in DECODE_OUTPUTS.iter().zip(&outputs) {
+    for (name, output) in DECODE_OUTPUTS.iter().zip(outputs) {
         let slot = match output {
             None => None,
             Some(obj) if name.ends_with("offsets") => {
@@ -333,6 +324,11 @@ fn decode_columns(
         }
         slots.push(slot);
     }
+    Ok(slots)
+}
+
+/// The columns the output slots hold (a column is decoded when its buffers are given).
+fn decode_outputs(slots: &mut [Option<DecodeSlot>]) -> PyResult<decode::Outputs<'_>> {
     let mut it = slots.iter_mut();
     let topic = next_binary(&mut it, false)?;
     let body = next_binary(&mut it, false)?;
@@ -348,7 +344,7 @@ fn decode_columns(
         (None, None, None) => None,
         _ => {
             return Err(PyValueError::new_err(
-                "decode_columns: the properties map needs all of its buffers or none",
+                "decode: the properties map needs all of its buffers or none",
             ))
         }
     };
@@ -359,11 +355,11 @@ fn decode_columns(
         (None, None) => None,
         _ => {
             return Err(PyValueError::new_err(
-                "decode_columns: keys need all of their buffers or none",
+                "decode: keys need all of their buffers or none",
             ))
         }
     };
-    let mut out = decode::Outputs {
+    Ok(decode::Outputs {
         topic,
         body,
         properties_string,
@@ -374,19 +370,13 @@ fn decode_columns(
         msg_id: next_binary(&mut it, false)?,
         born_host: next_binary(&mut it, false)?,
         store_host: next_binary(&mut it, false)?,
-    };
-    let (bytes, rows) = (buf.slice(), inputs.slice());
-    let result = py.detach(|| decode::decode(bytes, rows, &mut out));
-    let counts = match result {
-        Ok(counts) => counts,
-        Err(columns::GatherError::OutOfRange(row)) => return Ok(vec![row as i64]),
-        Err(columns::GatherError::Shape) => {
-            return Err(PyValueError::new_err(
-                "decode_columns: the output buffers do not match the rows",
-            ))
-        }
-    };
-    let mut report = vec![-1, counts.pairs as i64, counts.tokens as i64];
+    })
+}
+
+/// The report's tail: pairs, tokens, then the bytes used and the nulls of topic, body, propertiesString, the
+/// properties' names, their values, tags, uniqKey, keys' tokens, msgId, bornHost, storeHost.
+fn decode_report(out: &decode::Outputs<'_>, counts: decode::Counts) -> Vec<i64> {
+    let mut report = vec![counts.pairs as i64, counts.tokens as i64];
     let map_parts = out.properties.as_ref().map(|m| (&m.names, &m.values));
     let columns = [
         out.topic.as_ref(),
@@ -405,6 +395,86 @@ fn decode_columns(
         let (used, nulls) = column.map_or((0, 0), |c| (c.used(), c.nulls()));
         report.extend([used as i64, nulls as i64]);
     }
+    report
+}
+
+/// decode_columns(buf, inputs, outputs) -> [bad row or -1, pairs, tokens, then the bytes used and the nulls of
+/// topic, body, propertiesString, the properties' names, their values, tags, uniqKey, keys' tokens, msgId,
+/// bornHost, storeHost]
+///
+/// `inputs`: int64 DECODE_INPUTS × n; `outputs`: one buffer or None per DECODE_OUTPUTS name (a column is decoded
+/// when its buffers are given). A bad row's fields do not lie inside `buf`.
+#[pyfunction]
+fn decode_columns(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    inputs: &Bound<'_, PyAny>,
+    outputs: Vec<Option<Bound<'_, PyAny>>>,
+) -> PyResult<Vec<i64>> {
+    let (buf, inputs) = (View::<u8>::read(buf)?, View::<i64>::read(inputs)?);
+    let mut slots = output_slots(&outputs, vec![buf.span(), inputs.span()])?;
+    let mut out = decode_outputs(&mut slots)?;
+    let (bytes, rows) = (buf.slice(), inputs.slice());
+    let result = py.detach(|| decode::decode(bytes, rows, &mut out));
+    let counts = match result {
+        Ok(counts) => counts,
+        Err(columns::GatherError::OutOfRange(row)) => return Ok(vec![row as i64]),
+        Err(columns::GatherError::Shape | columns::GatherError::Room) => {
+            return Err(PyValueError::new_err(
+                "decode_columns: the output buffers do not match the rows",
+            ))
+        }
+    };
+    let mut report = vec![-1];
+    report.extend(decode_report(&out, counts));
+    Ok(report)
+}
+
+/// decode_records(buf, positions, columns, problems, crc_mode, outputs) -> [records that failed a check (-1:
+/// a data buffer too small), then as decode_columns' report after its first item]
+///
+/// `parse_records` and `decode_columns` in one pass over the records: `columns` (int64 HEADER_COLUMNS ×
+/// len(positions)) and `problems` (int8) as parse_records fills them, `outputs` as decode_columns takes them; a
+/// record that failed a check has an empty row.
+#[pyfunction]
+fn decode_records(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    positions: &Bound<'_, PyAny>,
+    columns: &Bound<'_, PyAny>,
+    problems: &Bound<'_, PyAny>,
+    crc_mode: u8,
+    outputs: Vec<Option<Bound<'_, PyAny>>>,
+) -> PyResult<Vec<i64>> {
+    let buf = View::<u8>::read(buf)?;
+    let positions = View::<i64>::read(positions)?;
+    let mut header_columns = View::<i64>::write(columns, &[buf.span(), positions.span()])?;
+    let mut problems = View::<i8>::write(
+        problems,
+        &[buf.span(), positions.span(), header_columns.span()],
+    )?;
+    let taken = vec![
+        buf.span(),
+        positions.span(),
+        header_columns.span(),
+        problems.span(),
+    ];
+    let mut slots = output_slots(&outputs, taken)?;
+    let mut out = decode_outputs(&mut slots)?;
+    let (bytes, pos) = (buf.slice(), positions.slice());
+    let (cols, probs) = (header_columns.slice_mut(), problems.slice_mut());
+    let result = py.detach(|| decode::decode_records(bytes, pos, cols, probs, crc_mode, &mut out));
+    let (failed, counts) = match result {
+        Ok(done) => done,
+        Err(columns::GatherError::Room) => return Ok(vec![-1]),
+        Err(columns::GatherError::Shape | columns::GatherError::OutOfRange(_)) => {
+            return Err(PyValueError::new_err(
+                "decode_records: the output buffers do not match the records",
+            ))
+        }
+    };
+    let mut report = vec![failed as i64];
+    report.extend(decode_report(&out, counts));
     Ok(report)
 }
 
@@ -420,6 +490,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(valid_units, m)?)?;
     m.add_function(wrap_pyfunction!(units_matching_tags, m)?)?;
     m.add_function(wrap_pyfunction!(decode_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_records, m)?)?;
     m.add("DECODE_INPUTS", decode::DECODE_INPUTS.to_vec())?;
     m.add("DECODE_OUTPUTS", DECODE_OUTPUTS.to_vec())?;
     m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;

@@ -11,6 +11,7 @@ import numpy as np
 from ...errors import CorruptRecordError
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, RecordBatchFields, parse_records, read_be
+from ..format.columns import parse_and_decode
 from ..format.prop_crc import check_record_crcs, crc_mode
 from .mapped_file_queue import MappedFileQueue
 
@@ -54,11 +55,15 @@ class FileWalk:
         """Every record's fields, parsed now (large for a full file: prefer :meth:`fields_at` or ``positions``)."""
         return self.fields_at()
 
-    def fields_at(self, idx=None, fixed=None) -> RecordBatchFields:
-        """Fields of the records ``positions[idx]`` (all when None; they passed the walk's checks)."""
+    def fields_at(self, idx=None, fixed=None, decode=None) -> RecordBatchFields:
+        """Fields of the records ``positions[idx]`` (all when None; they passed the walk's checks); with
+        ``decode``, the columns of a batch of those columns decoded in the same pass (see
+        :func:`~.columns.parse_and_decode`)."""
         positions = self.positions if idx is None else self.positions[idx]
         if self.ensure is not None:
             self.ensure(positions)
+        if decode:
+            return parse_and_decode(self.buffer(), positions, decode, fixed)
         return parse_records(self.buffer(), positions, fixed)
 
     def stored_phy_offsets(self) -> np.ndarray:
@@ -246,9 +251,12 @@ class CommitLog:
         return self.queue.in_missing(phy_offsets)
 
     def read_fields(self, index: int, positions: np.ndarray, expected_sizes=None,
-                    check_crc: bool = False, what: str = "", fixed=None, copied=None) -> RecordBatchFields:
+                    check_crc: bool = False, what: str = "", fixed=None, copied=None,
+                    decode=None) -> RecordBatchFields:
         """Parse the records at ``positions`` of file ``index``; any that fails is a CorruptRecordError.
         ``fixed``: the optional fixed fields to read (see :func:`~.codec.parse_records`; None: all).
+        ``decode``: the columns of the batch to build of them, decoded in the same pass (see
+        :func:`~.columns.parse_and_decode`).
         ``copied``: the records' bytes copied back to back (:meth:`MappedFileQueue.copy_ranges`, their
         ``expected_sizes`` each) to parse instead of the file's map; the variable fields' positions are then into
         ``copied`` and ``position`` stays the records' place in the file (what errors name)."""
@@ -258,7 +266,12 @@ class CommitLog:
         else:
             sizes = np.asarray(expected_sizes, dtype=np.int64)
             buf, at = copied, np.cumsum(sizes) - sizes
-        fields = parse_records(buf, at, fixed, crc_mode=self.crc_mode if check_crc else 0)
+        mode = self.crc_mode if check_crc else 0
+        if decode:
+            bound = None if expected_sizes is None else int(np.asarray(expected_sizes, dtype=np.int64).sum())
+            fields = parse_and_decode(buf, at, decode, fixed, mode, bound)
+        else:
+            fields = parse_records(buf, at, fixed, crc_mode=mode)
         if copied is not None:
             fields.position = np.asarray(positions, dtype=np.int64)
         bad = ~fields.valid

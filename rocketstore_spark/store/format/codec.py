@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -71,12 +72,17 @@ class RecordBatchFields:
     props_len: np.ndarray
     valid: np.ndarray
     problem: np.ndarray  # per record: 0 ok, else one of the PROBLEM_* codes below
+    # the variable-length columns decoded in the parsing pass (name → Arrow array, see
+    # :func:`.columns.parse_and_decode`), or None
+    decoded: Optional[dict] = None
 
     def __len__(self) -> int:
         return len(self.position)
 
     def take(self, idx: np.ndarray) -> "RecordBatchFields":
-        return RecordBatchFields(**{k: None if v is None else v[idx] for k, v in self.__dict__.items()})
+        """The records ``idx`` (their decoded columns are left behind: a batch built of them decodes again)."""
+        return RecordBatchFields(**{k: None if v is None else v[idx] for k, v in self.__dict__.items()
+                                    if k != "decoded"})
 
 
 # the record checks' codes, declared by the native kernel that applies them
@@ -117,15 +123,29 @@ def parse_records(buf: np.ndarray, positions: np.ndarray, fixed=None, crc_mode: 
     ``crc_mode`` adds CRC checks to the others (see :func:`.prop_crc.crc_mode`; 0: none).
     One native kernel reads and checks every record, the way ``CommitLog.checkMessageAndReturnSize`` walks one.
     """
+    check_fixed(fixed)
+    pos = np.require(positions, dtype=np.int64, requirements=["C", "A"])
+    columns, problem = header_outputs(len(pos))
+    _native.parse_records(native_bytes(buf), pos, columns, problem, crc_mode)
+    return fields_of(pos, columns, problem, fixed)
+
+
+def check_fixed(fixed) -> None:
+    """``fixed`` names only :data:`OPTIONAL_FIXED` fields (or is None)."""
     if fixed is not None:
         unknown = set(fixed) - set(OPTIONAL_FIXED)
         if unknown:
             raise InvalidArgumentError(f"unknown fixed fields {sorted(unknown)}; expected some of {OPTIONAL_FIXED}")
-    pos = np.require(positions, dtype=np.int64, requirements=["C", "A"])
-    n = len(pos)
-    columns = np.empty((len(_native.HEADER_COLUMNS), n), dtype=np.int64)
-    problem = np.empty(n, dtype=np.int8)
-    _native.parse_records(native_bytes(buf), pos, columns, problem, crc_mode)
+
+
+def header_outputs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The arrays the native parse of ``n`` records fills: ``HEADER_COLUMNS × n`` int64 fields, int8 problems."""
+    return np.empty((len(_native.HEADER_COLUMNS), n), dtype=np.int64), np.empty(n, dtype=np.int8)
+
+
+def fields_of(pos: np.ndarray, columns: np.ndarray, problem: np.ndarray, fixed=None) -> RecordBatchFields:
+    """The :class:`RecordBatchFields` of the records at ``pos`` from the native parse's outputs (the optional
+    fixed fields not named by ``fixed`` left None)."""
     fields = dict(zip(_native.HEADER_COLUMNS, columns))
     if fixed is not None:
         for name in set(OPTIONAL_FIXED) - set(fixed):

@@ -7,6 +7,7 @@ offset and data buffers, which Arrow wraps without a copy.
 from __future__ import annotations
 
 import zlib
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +15,7 @@ import pyarrow.compute as pc
 
 from ... import _native
 from . import layout as L
-from .codec import RecordBatchFields, native_bytes
+from .codec import RecordBatchFields, check_fixed, fields_of, header_outputs, native_bytes, parse_records
 
 #: The store layer's columns, in the order every reader returns them.
 COLUMNS = (
@@ -193,23 +194,21 @@ DECODED_COLUMNS = ("topic", "body", "propertiesString", "properties", "tags", "u
 _TEXT_GROWTH = 3
 
 
-def _decode_buffers(fields: RecordBatchFields, wanted) -> dict:
+def _decode_buffers(n: int, wanted, topic: int, body: int, props: int) -> dict:
     """The output buffers ``decode_columns`` fills for the ``wanted`` decoded columns (names of
-    ``_native.DECODE_OUTPUTS``), sized for the records of ``fields``, from Arrow's memory pool."""
-    n = len(fields)
-    props = int(fields.props_len.sum()) if wanted & {"propertiesString", "properties", "tags", "uniqKey", "keys"} else 0
-    text = _TEXT_GROWTH * props
+    ``_native.DECODE_OUTPUTS``) of ``n`` records, their text columns sized for ``topic`` and ``props`` bytes of
+    text and the body for ``body`` bytes, from Arrow's memory pool."""
     pairs = (props + n) // 4 + n  # columns::max_property_pairs
     tokens = props // 2 + n  # decode::max_key_tokens
     sizes = {
-        "topic": {"offsets": n + 1, "data": _TEXT_GROWTH * int(fields.topic_len.sum())},
-        "body": {"offsets": n + 1, "data": int(fields.body_len.sum())},
-        "propertiesString": {"offsets": n + 1, "data": text},
-        "properties": {"offsets": n + 1, "name_offsets": pairs + 1, "names": text, "value_offsets": pairs + 1,
-                       "values": text},
-        "tags": {"offsets": n + 1, "data": text, "validity": (n + 7) // 8},
-        "uniqKey": {"offsets": n + 1, "data": text, "validity": (n + 7) // 8},
-        "keys": {"offsets": n + 1, "token_offsets": tokens + 1, "tokens": text},
+        "topic": {"offsets": n + 1, "data": topic},
+        "body": {"offsets": n + 1, "data": body},
+        "propertiesString": {"offsets": n + 1, "data": props},
+        "properties": {"offsets": n + 1, "name_offsets": pairs + 1, "names": props, "value_offsets": pairs + 1,
+                       "values": props},
+        "tags": {"offsets": n + 1, "data": props, "validity": (n + 7) // 8},
+        "uniqKey": {"offsets": n + 1, "data": props, "validity": (n + 7) // 8},
+        "keys": {"offsets": n + 1, "token_offsets": tokens + 1, "tokens": props},
         "msgId": {"offsets": n + 1, "data": n * _native.MAX_MSG_ID_TEXT},
         "bornHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
         "storeHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
@@ -222,6 +221,13 @@ def _decode_buffers(fields: RecordBatchFields, wanted) -> dict:
     return out
 
 
+def _buffer_views(buffers: dict) -> list:
+    """``decode_columns``' outputs: a numpy view of each buffer in ``_native.DECODE_OUTPUTS`` order, None where
+    a column is not decoded."""
+    return [None if s not in buffers else np.frombuffer(buffers[s], dtype=np.int32 if s.endswith("offsets")
+                                                        else np.uint8) for s in _native.DECODE_OUTPUTS]
+
+
 def _arrow_binary(kind: pa.DataType, rows: int, offsets: pa.Buffer, data: pa.Buffer, used: int,
                   validity=None, nulls: int = 0) -> pa.Array:
     """An Arrow binary or string array wrapping the filled buffers without a copy."""
@@ -229,29 +235,12 @@ def _arrow_binary(kind: pa.DataType, rows: int, offsets: pa.Buffer, data: pa.Buf
                                               data.slice(0, used)], null_count=nulls)
 
 
-def decode_columns(buf, fields: RecordBatchFields, wanted, where: str = "") -> dict[str, pa.Array]:
-    """The ``wanted`` :data:`DECODED_COLUMNS` of the (valid) records of ``fields``, in one native pass over them:
-    bodies as stored (still compressed), text as Java decodes UTF-8, the properties as
-    ``string2messageProperties`` reads them."""
-    wanted = set(wanted) & set(DECODED_COLUMNS)
-    n = len(fields)
-    inputs = np.empty((len(_native.DECODE_INPUTS), n), dtype=np.int64)
-    for row, name in zip(inputs, _native.DECODE_INPUTS):
-        value = getattr(fields, name)
-        row[:] = 0 if value is None else value  # phy_offset is parsed where msgId is wanted
-    # Arrow's memory pool hands back the pages of earlier batches: no fresh pages to fault in per batch
-    buffers = _decode_buffers(fields, wanted)
-    views = [None if s not in buffers else np.frombuffer(buffers[s], dtype=np.int32 if s.endswith("offsets")
-                                                         else np.uint8) for s in _native.DECODE_OUTPUTS]
-    report = _native.decode_columns(native_bytes(buf), inputs, views)
-    if report[0] >= 0:
-        from ...errors import CorruptRecordError
-
-        raise CorruptRecordError("record fields run outside the buffer", where or None,
-                                 int(fields.position[report[0]]))
-    pairs, tokens = report[1], report[2]
+def _decoded_arrays(n: int, wanted, buffers: dict, report) -> dict[str, pa.Array]:
+    """The Arrow arrays of the filled ``buffers``; ``report``: the native decode's pairs, tokens, and each
+    column's bytes used and nulls."""
+    pairs, tokens = report[0], report[1]
     used = dict(zip(("topic", "body", "propertiesString", "names", "values", "tags", "uniqKey", "tokens", "msgId",
-                     "bornHost", "storeHost"), zip(report[3::2], report[4::2])))
+                     "bornHost", "storeHost"), zip(report[2::2], report[3::2])))
     out = {}
     for name in wanted & {"topic", "body", "propertiesString", "tags", "uniqKey", "msgId", "bornHost", "storeHost"}:
         kind = pa.binary() if name == "body" else pa.string()
@@ -273,13 +262,97 @@ def decode_columns(buf, fields: RecordBatchFields, wanted, where: str = "") -> d
     return out
 
 
+def decode_columns(buf, fields: RecordBatchFields, wanted, where: str = "") -> dict[str, pa.Array]:
+    """The ``wanted`` :data:`DECODED_COLUMNS` of the (valid) records of ``fields``, in one native pass over them:
+    bodies as stored (still compressed), text as Java decodes UTF-8, the properties as
+    ``string2messageProperties`` reads them."""
+    wanted = set(wanted) & set(DECODED_COLUMNS)
+    n = len(fields)
+    inputs = np.empty((len(_native.DECODE_INPUTS), n), dtype=np.int64)
+    for row, name in zip(inputs, _native.DECODE_INPUTS):
+        value = getattr(fields, name)
+        row[:] = 0 if value is None else value  # phy_offset is parsed where msgId is wanted
+    props = int(fields.props_len.sum()) if wanted & _PROPERTY_COLUMNS else 0
+    # Arrow's memory pool hands back the pages of earlier batches: no fresh pages to fault in per batch
+    buffers = _decode_buffers(n, wanted, _TEXT_GROWTH * int(fields.topic_len.sum()), int(fields.body_len.sum()),
+                              _TEXT_GROWTH * props)
+    report = _native.decode_columns(native_bytes(buf), inputs, _buffer_views(buffers))
+    if report[0] >= 0:
+        from ...errors import CorruptRecordError
+
+        raise CorruptRecordError("record fields run outside the buffer", where or None,
+                                 int(fields.position[report[0]]))
+    return _decoded_arrays(n, wanted, buffers, report[1:])
+
+
+#: The decoded columns read out of the properties string.
+_PROPERTY_COLUMNS = frozenset({"propertiesString", "properties", "tags", "uniqKey", "keys"})
+
+
+def decoded_columns_for(columns) -> frozenset:
+    """The :data:`DECODED_COLUMNS` a batch of ``columns`` needs (``rawBody`` is the body as stored)."""
+    return frozenset({"body" if c == "rawBody" else c for c in columns}) & frozenset(DECODED_COLUMNS)
+
+
+#: The columns decoded with the parse: those whose room the records' bytes bound closely (text columns would need
+#: the records' bytes each, for a few bytes a record: a batch's memory would grow several times over)
+FUSED_COLUMNS = frozenset({"body", "msgId", "bornHost", "storeHost"})
+#: The most record bytes one fused parse and decode takes (more, from damaged sizes, is parsed alone first).
+FUSED_BYTES = 256 << 20
+
+
+def parse_and_decode(buf, positions: np.ndarray, columns, fixed=None, crc_mode: int = 0,
+                     record_bytes: Optional[int] = None) -> RecordBatchFields:
+    """:func:`.codec.parse_records` of the records at ``positions``, with the variable-length columns a batch of
+    ``columns`` needs decoded in the same native pass (each record's bytes read once, while in the cache) into
+    the result's ``decoded``; a record that fails a check has an empty row there.
+
+    ``record_bytes`` bounds the records' bytes (the sum of their sizes; None: the span of ascending positions)
+    and sizes the body's room. Columns of text read out of the records (topic, properties) are not decoded here
+    (their room would be the records' bytes each), nor are records without a bound: then the records are parsed
+    alone (``decoded`` None: the batch decodes them, sized exactly)."""
+    wanted = decoded_columns_for(columns)
+    pos = np.require(positions, dtype=np.int64, requirements=["C", "A"])
+    n = len(pos)
+    buf = native_bytes(buf)
+    if record_bytes is None:
+        record_bytes = _ascending_span(buf, pos)
+    if not wanted or wanted - FUSED_COLUMNS or not n or record_bytes is None \
+            or not 0 <= record_bytes <= FUSED_BYTES:
+        return parse_records(buf, pos, fixed, crc_mode)
+    check_fixed(fixed)
+    header, problem = header_outputs(n)
+    buffers = _decode_buffers(n, wanted, record_bytes, record_bytes, record_bytes)
+    report = _native.decode_records(buf, pos, header, problem, crc_mode, _buffer_views(buffers))
+    if report[0] < 0:  # a text column outgrew the records' bytes: parse alone, the batch decodes exactly
+        return parse_records(buf, pos, fixed, crc_mode)
+    fields = fields_of(pos, header, problem, fixed)
+    fields.decoded = _decoded_arrays(n, wanted, buffers, report[1:])
+    return fields
+
+
+def _ascending_span(buf: np.ndarray, pos: np.ndarray) -> Optional[int]:
+    """The bytes from the first record's start to the last one's end (its TOTALSIZE, clipped to ``buf``) when
+    ``pos`` ascends, else None."""
+    if len(pos) > 1 and not (pos[1:] > pos[:-1]).all():
+        return None
+    first, last = int(pos[0]), int(pos[-1])
+    if first < 0 or last + 4 > len(buf):
+        return None
+    size = int.from_bytes(buf[last:last + 4].tobytes(), "big", signed=True)
+    return last - first + min(max(size, 0), len(buf) - last)
+
+
 def build_batch(buf: np.ndarray, fields: RecordBatchFields, columns=COLUMNS, where: str = "") -> pa.RecordBatch:
     """One ``RecordBatch`` of ``columns`` for the (valid) records described by ``fields``."""
     from ...errors import CorruptRecordError
 
     wanted = set(columns)
-    decoded = {"body" if c == "rawBody" else c for c in wanted}
-    out: dict[str, pa.Array] = decode_columns(buf, fields, decoded, where)
+    decoded = decoded_columns_for(wanted)
+    if fields.decoded is not None and decoded <= fields.decoded.keys():
+        out: dict[str, pa.Array] = dict(fields.decoded)
+    else:
+        out = decode_columns(buf, fields, decoded, where)
     if "rawBody" in wanted:
         out["rawBody"] = out["body"]
     if "body" in wanted:

@@ -223,7 +223,7 @@ class QueueReader:
             copied = commitlog.queue.copy_ranges(f, pos[rows], size[rows])
             if copied is not None:  # None: a remote file (its map fetches just these ranges)
                 fields = commitlog.read_fields(f, pos[rows], size[rows], plan.verify_crc, plan.what, plan.fixed,
-                                               copied=copied)
+                                               copied=copied, decode=plan.want)
                 yield build_batch(copied, fields, plan.want, str(commitlog.queue.files[f].path))
                 return
         for piece, windows in _resident_pieces(pos, rows):
@@ -235,7 +235,9 @@ class QueueReader:
         """The batch of the records ``rows`` of commit-log file ``f`` (inner batches unwrapped, LMQ rows overlaid)."""
         commitlog = self.store.commitlog
         buf, path = commitlog.queue.buffer(f), commitlog.queue.files[f].path
-        fields = commitlog.read_fields(f, plan.pos[rows], plan.size[rows], plan.verify_crc, plan.what, plan.fixed)
+        # the columns are decoded in the parsing pass, except where inner batches replace the records parsed
+        fields = commitlog.read_fields(f, plan.pos[rows], plan.size[rows], plan.verify_crc, plan.what, plan.fixed,
+                                       decode=None if plan.batch_cq else plan.want)
         if plan.batch_cq:
             fields = self.variants.unwrap_inner(buf, fields, plan.cqs, plan.group_of_row[rows],
                                                 plan.unit_offsets[rows], path)

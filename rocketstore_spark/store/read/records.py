@@ -60,7 +60,7 @@ class CommitLogReads:
             sel = np.flatnonzero((absolute >= start) & (absolute < end))
             buf = self.store.commitlog.queue.buffer(index)
             for chunk in range(0, len(sel), batch_rows):
-                fields = walk.fields_at(sel[chunk:chunk + batch_rows])
+                fields = walk.fields_at(sel[chunk:chunk + batch_rows], decode=columns)
                 self.store.commitlog.queue.note_read(index, int(fields.total_size.sum()))
                 yield build_batch(buf, fields, columns, str(info.path))
 

@@ -347,6 +347,9 @@ def test_a_batch_parses_as_its_records_one_by_one(hosts, changes, extra_position
     for i in range(len(positions)):
         one = parse_records(buf, positions[i:i + 1])
         for name, value in batch.__dict__.items():
+            if name == "decoded":  # None: parse_records decodes nothing
+                assert value is None and one.decoded is None
+                continue
             assert value[i] == one.__dict__[name][0], name
             assert value[i] == every.__dict__[name][i], name
     if not changes:  # and it agrees with what was encoded

@@ -191,7 +191,13 @@ def test_parsing_only_the_header_fields_a_column_needs_builds_the_same_column(go
     import numpy as np
 
     from rocketstore_spark.store.format.codec import OPTIONAL_FIXED, parse_records
-    from rocketstore_spark.store.format.columns import build_batch, fixed_fields_for
+    from rocketstore_spark.store.format.columns import (
+        FUSED_COLUMNS,
+        build_batch,
+        decoded_columns_for,
+        fixed_fields_for,
+        parse_and_decode,
+    )
 
     cl = golden_store.commitlog
     files, positions = cl.locate(np.array([m["commitLogOffset"] for m in manifest], dtype=np.int64))
@@ -203,8 +209,17 @@ def test_parsing_only_the_header_fields_a_column_needs_builds_the_same_column(go
             fixed = fixed_fields_for([column])
             partial = parse_records(buf, pos, fixed)
             assert all((getattr(partial, k) is None) == (k in _skipped_attributes(fixed, OPTIONAL_FIXED))
-                       for k in full.__dict__), column
-            assert build_batch(buf, partial, [column]).equals(build_batch(buf, full, [column])), column
+                       for k in full.__dict__ if k != "decoded"), column
+            expected = build_batch(buf, full, [column])
+            assert build_batch(buf, partial, [column]).equals(expected), column
+            # parsed and decoded in one pass, bounded by the records' sizes or by their span
+            sizes = full.total_size
+            for bound in (int(sizes.sum()), None):
+                fused = parse_and_decode(buf, pos, [column], fixed, record_bytes=bound)
+                fusable = decoded_columns_for([column]) and decoded_columns_for([column]) <= FUSED_COLUMNS
+                if not fusable or bound is not None:  # with no bound given, ascending positions give one
+                    assert (fused.decoded is not None) == bool(fusable), column
+                assert build_batch(buf, fused, [column]).equals(expected), column
         both = parse_records(buf, pos, OPTIONAL_FIXED)
         assert all(np.array_equal(getattr(both, k), v) for k, v in full.__dict__.items())
 
