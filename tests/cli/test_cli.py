@@ -18,6 +18,28 @@ def run(*args, check=True):
     return out
 
 
+def run_here(*args, check=True):
+    """The CLI run in this process (no interpreter start-up, for tests that run many commands): returncode,
+    stdout and stderr as :func:`run` gives them, a user error printed as ``main`` prints it (exit code 2)."""
+    from types import SimpleNamespace
+
+    from typer.testing import CliRunner
+
+    from rocketstore_spark.cli.app import app
+    from rocketstore_spark.errors import RocketStoreError
+
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    code, stderr = result.exit_code, result.stderr
+    if isinstance(result.exception, RocketStoreError):
+        code, stderr = 2, stderr + f"error: {result.exception}\n"
+    elif result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    out = SimpleNamespace(returncode=code, stdout=result.stdout, stderr=stderr)
+    if check:
+        assert code == 0, out.stderr + out.stdout
+    return out
+
+
 def run_on_terminal(*args) -> str:
     """Run the CLI with its standard output on a pseudo-terminal (as in an interactive shell); what it printed."""
     master, slave = pty.openpty()

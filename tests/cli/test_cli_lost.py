@@ -4,7 +4,7 @@ the missing file and the lost offsets per queue, dump and query say so when aske
 import json
 from collections import Counter
 
-from tests.cli.test_cli import run
+from tests.cli.test_cli import run_here as run
 from tests.store.read.test_lost_ranges_middle import drop_files, in_gaps
 
 

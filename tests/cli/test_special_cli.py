@@ -5,7 +5,7 @@ import base64
 import json
 
 from rocketstore_spark.store import RocketStore
-from tests.cli.test_cli import run
+from tests.cli.test_cli import run_here as run
 from tests.store.read.test_special_topics import unpack
 
 

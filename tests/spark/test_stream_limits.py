@@ -189,7 +189,7 @@ def test_a_query_with_max_bytes_reports_its_lag(spark, golden_store_path, tmp_pa
     sizes = sizes_by_queue(dispatched)
     total = sum(len(v) for v in sizes.values())
     q = (spark.readStream.format("rocketstore").option("topics", TOPIC).option("startingOffsets", "earliest")
-         .option("maxBytesPerTrigger", "60000").load(str(golden_store_path))
+         .option("maxBytesPerTrigger", "1500000").load(str(golden_store_path))
          .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck"))
          .trigger(availableNow=True).start())
     q.awaitTermination(300)
