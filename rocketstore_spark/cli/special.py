@@ -47,6 +47,23 @@ def json_line(row: dict) -> str:
     return json.dumps(row)
 
 
+def show(rows: list, as_json: bool, nothing: str, columns: tuple, cells, summary) -> None:
+    """``rows`` as JSON lines, or as a table of ``columns`` (``cells(row)``: a row's cells) followed by
+    ``summary(rows)``; ``nothing`` when there are none."""
+    if as_json:
+        for r in rows:
+            sys.stdout.write(json_line(r) + "\n")
+        return
+    if not rows:
+        console.print(nothing)
+        return
+    table = Table(*columns)
+    for r in rows:
+        table.add_row(*cells(r))
+    console.print(table)
+    console.print(summary(rows))
+
+
 def _open(store, fs, variant, sizes):
     return RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes)
 
@@ -69,19 +86,11 @@ def transactions(store: Path = typer.Argument(..., metavar="STORE", help=STORE_H
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers, commitlog_path)
     with _open(store, fs, variant, sizes) as s:
         rows = s.pending_transactions(topic)
-    if as_json:
-        for r in rows:
-            sys.stdout.write(json_line(r) + "\n")
-        return
-    if not rows:
-        console.print("no unresolved transaction" + (f" of topic {topic}" if topic else ""))
-        return
-    table = Table("topic", "queue", "transaction id", "producer group", "born", "checks", "half offset")
-    for r in rows:
-        table.add_row(r["topic"], str(r["queueId"]), r["transactionId"], r["producerGroup"] or "-",
-                      format_ms(r["bornTimestamp"]), str(r["checkTimes"]), f"{r['halfOffset']:,}")
-    console.print(table)
-    console.print(f"{len(rows):,} unresolved transaction(s)")
+    show(rows, as_json, "no unresolved transaction" + (f" of topic {topic}" if topic else ""),
+         ("topic", "queue", "transaction id", "producer group", "born", "checks", "half offset"),
+         lambda r: (r["topic"], str(r["queueId"]), r["transactionId"], r["producerGroup"] or "-",
+                    format_ms(r["bornTimestamp"]), str(r["checkTimes"]), f"{r['halfOffset']:,}"),
+         lambda rows: f"{len(rows):,} unresolved transaction(s)")
 
 
 def timers(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
@@ -105,23 +114,19 @@ def timers(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers, commitlog_path)
     with _open(store, fs, variant, sizes) as s:
         rows = s.timer_messages(topic, state)
-    if as_json:
+
+    def counts(rows) -> str:
+        by_state: dict = {}
         for r in rows:
-            sys.stdout.write(json_line(r) + "\n")
-        return
-    if not rows:
-        console.print("no timer message" + (f" of topic {topic}" if topic else "")
-                      + (f" in state {state}" if state else ""))
-        return
-    table = Table("topic", "queue", "uniq key", "state", "deliver at", "rolls", "timer offset")
-    for r in rows:
-        table.add_row(r["topic"], str(r["queueId"]), r["uniqKey"], r["state"], format_ms(r["deliverTime"]),
-                      str(r["rollTimes"]), f"{r['timerQueueOffset']:,}")
-    console.print(table)
-    counts: dict = {}
-    for r in rows:
-        counts[r["state"]] = counts.get(r["state"], 0) + 1
-    console.print(", ".join(f"{n:,} {s}" for s, n in counts.items()))
+            by_state[r["state"]] = by_state.get(r["state"], 0) + 1
+        return ", ".join(f"{n:,} {name}" for name, n in by_state.items())
+
+    show(rows, as_json, "no timer message" + (f" of topic {topic}" if topic else "")
+         + (f" in state {state}" if state else ""),
+         ("topic", "queue", "uniq key", "state", "deliver at", "rolls", "timer offset"),
+         lambda r: (r["topic"], str(r["queueId"]), r["uniqKey"], r["state"], format_ms(r["deliverTime"]),
+                    str(r["rollTimes"]), f"{r['timerQueueOffset']:,}"),
+         counts)
 
 
 def traces(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
@@ -147,20 +152,12 @@ def traces(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers, commitlog_path)
     with _open(store, fs, variant, sizes) as s:
         rows = s.message_traces(trace_topic or RMQ_SYS_TRACE_TOPIC, msg_id, trace_type)
-    if as_json:
-        for r in rows:
-            sys.stdout.write(json.dumps(r) + "\n")
-        return
-    if not rows:
-        console.print(f"no trace record in {trace_topic or RMQ_SYS_TRACE_TOPIC}")
-        return
-    table = Table("type", "time", "group", "topic", "msg id", "cost ms", "success")
-    for r in rows:
-        table.add_row(r["traceType"], format_ms(r["timestamp"]), r["groupName"] or "-", r["topic"] or "-",
-                      r["msgId"] or "-", "-" if r["costTime"] is None else str(r["costTime"]),
-                      "-" if r["success"] is None else str(r["success"]).lower())
-    console.print(table)
-    console.print(f"{len(rows):,} trace record(s)")
+    show(rows, as_json, f"no trace record in {trace_topic or RMQ_SYS_TRACE_TOPIC}",
+         ("type", "time", "group", "topic", "msg id", "cost ms", "success"),
+         lambda r: (r["traceType"], format_ms(r["timestamp"]), r["groupName"] or "-", r["topic"] or "-",
+                    r["msgId"] or "-", "-" if r["costTime"] is None else str(r["costTime"]),
+                    "-" if r["success"] is None else str(r["success"]).lower()),
+         lambda rows: f"{len(rows):,} trace record(s)")
 
 
 def compacted(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
@@ -180,16 +177,8 @@ def compacted(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers, commitlog_path)
     with _open(store, fs, variant, sizes) as s:
         rows = s.compacted_values(topic)
-    if as_json:
-        for r in rows:
-            sys.stdout.write(json_line(r) + "\n")
-        return
-    if not rows:
-        console.print("no compacted value" + (f" in topic {topic}" if topic else ""))
-        return
-    table = Table("topic", "queue", "key", "offset", "versions", "stored", "body bytes")
-    for r in rows:
-        table.add_row(r["topic"], str(r["queueId"]), r["key"], f"{r['queueOffset']:,}", str(r["versions"]),
-                      format_ms(r["storeTimestamp"]), f"{len(r['body']):,}")
-    console.print(table)
-    console.print(f"{len(rows):,} key(s)")
+    show(rows, as_json, "no compacted value" + (f" in topic {topic}" if topic else ""),
+         ("topic", "queue", "key", "offset", "versions", "stored", "body bytes"),
+         lambda r: (r["topic"], str(r["queueId"]), r["key"], f"{r['queueOffset']:,}", str(r["versions"]),
+                    format_ms(r["storeTimestamp"]), f"{len(r['body']):,}"),
+         lambda rows: f"{len(rows):,} key(s)")
