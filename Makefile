@@ -8,7 +8,7 @@ SHARED ?= ../shared
 GOLDEN_ARCHIVE ?= $(SHARED)/golden/public-a.tar.xz
 PYTEST_ARGS ?=
 
-.PHONY: test test-slow test-product test-compat test-e2e e2e-jars e2e-hdfs-jars lint rust-check docs demo venv clean azurite
+.PHONY: test test-slow test-product test-remote test-compat test-e2e e2e-jars e2e-hdfs-jars lint rust-check docs demo venv clean azurite
 
 venv: $(VENV)/.installed
 
@@ -47,6 +47,10 @@ test-slow: test
 # the installation, cluster, examples, notebook and whole-application tests (tests/product/), deselected by `make test`
 test-product: PYTEST_ARGS = -m product
 test-product: test
+
+# stores read from a real S3-compatible server (started by the tests' fixtures)
+test-remote: PYTEST_ARGS = -m "remote and not slow"
+test-remote: test
 
 # the documentation site (docs/, mkdocs.yml) into site/; --strict turns every warning (a broken link) into an error
 docs: venv

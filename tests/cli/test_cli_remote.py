@@ -8,6 +8,8 @@ import pytest
 
 from tests.cli.test_cli import run
 
+pytestmark = pytest.mark.remote  # a real S3-compatible server: `make test-remote`
+
 
 @pytest.fixture(scope="module")
 def s3_store(s3_server, golden_store_path):

@@ -10,6 +10,8 @@ from chispa import assert_df_equality
 
 from rocketstore_spark.errors import InvalidArgumentError
 
+pytestmark = pytest.mark.remote  # a real S3-compatible server: `make test-remote`
+
 
 @pytest.fixture(scope="module")
 def s3_stores(s3_server, golden_store_path, tmp_path_factory):

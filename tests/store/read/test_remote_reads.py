@@ -18,6 +18,8 @@ from tests.store.read.remote_checks import (
     assert_verify_reports_the_same,
 )
 
+pytestmark = pytest.mark.remote  # a real S3-compatible server: `make test-remote`
+
 
 @pytest.fixture(scope="session")
 def s3_golden(s3_server, golden_store_path):
