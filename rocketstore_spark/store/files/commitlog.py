@@ -46,6 +46,8 @@ class FileWalk:
     # makes the records at the given positions readable before they are parsed again (a remote file's map may
     # have been let go since the walk); None: always readable
     ensure: Optional[Callable[[np.ndarray], None]] = field(default=None, repr=False)
+    # lets go of this process's pages of the file in [start, end) (they stay in the page cache); None: keep them
+    release: Optional[Callable[[int, int], None]] = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -66,19 +68,33 @@ class FileWalk:
             return parse_and_decode(self.buffer(), positions, decode, fixed)
         return parse_records(self.buffer(), positions, fixed)
 
+    def in_steps(self, idx: Optional[np.ndarray] = None):
+        """The record indices ``idx`` (all when None, ascending) in steps of :data:`WALK_CHUNK`; once the caller
+        is done with a step, the pages it read are let go, so going over every record of a 1 GiB file holds one
+        step's pages rather than the file (what a re-dispatch after a crash does)."""
+        idx = np.arange(len(self.positions)) if idx is None else np.asarray(idx)
+        for a in range(0, len(idx), WALK_CHUNK):
+            step = idx[a:a + WALK_CHUNK]
+            yield step
+            if self.release is not None and len(step):
+                self.release(int(self.positions[step[0]]), int(self.positions[step[-1]]))
+
     def stored_phy_offsets(self) -> np.ndarray:
         """Each record's PHYSICALOFFSET field (what dispatch and re-dispatch compare), read in steps."""
-        if self.ensure is not None:
-            self.ensure(self.positions)
-        buf = self.buffer()
-        return np.concatenate([np.zeros(0, np.int64)] + [
-            read_be(buf, self.positions[a:a + WALK_CHUNK] + L.PHYSICAL_OFFSET_POSITION, 8)
-            for a in range(0, len(self.positions), WALK_CHUNK)])
+        return self._stored(None, L.PHYSICAL_OFFSET_POSITION, 8)
 
     def stored_sysflags(self, idx) -> np.ndarray:
-        if self.ensure is not None:
-            self.ensure(self.positions[idx])
-        return read_be(self.buffer(), self.positions[idx] + L.SYSFLAG_POSITION, 4)
+        """The SYSFLAG field of the records ``positions[idx]`` (``idx`` ascending), read in steps."""
+        return self._stored(idx, L.SYSFLAG_POSITION, 4)
+
+    def _stored(self, idx, field_position: int, width: int) -> np.ndarray:
+        parts = [np.zeros(0, np.int64)]
+        for step in self.in_steps(idx):
+            positions = self.positions[step]
+            if self.ensure is not None:
+                self.ensure(positions)
+            parts.append(read_be(self.buffer(), positions + field_position, width))
+        return np.concatenate(parts)
 
 
 class CommitLog:
@@ -179,7 +195,8 @@ class CommitLog:
                 positions = positions[:a + first]
                 break
         return FileWalk(index, positions, pos, end_kind, problem, lambda: self.queue.buffer(index),
-                        ensure=self.queue.records_ensurer(index))
+                        ensure=self.queue.records_ensurer(index),
+                        release=lambda a, b: self.queue.release(index, a, b))
 
     def _release(self, index: int, start: int, end: int) -> int:
         """Let go of the pages of file ``index`` in ``[start, end)`` once a walk has passed them (see

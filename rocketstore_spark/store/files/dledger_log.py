@@ -183,6 +183,7 @@ class DLedgerLog(CommitLog):
         # the walk keeps record starts only; fields are parsed again for the records a caller selects
         return FileWalk(index, records, pos, end_kind, problem, lambda: self.queue.buffer(index),
                         ensure=self.queue.records_ensurer(index),
+                        release=lambda a, b: self.queue.release(index, a, b),
                         problem_position=int(fields.position[first]) if len(bad) else None)
 
     def queues_end_after_recovery(self, valid_end: int, walks: list, abnormal: bool) -> int:

@@ -166,15 +166,31 @@ def _lacking(walk: FileWalk, idx: np.ndarray, phy: np.ndarray, dispatched_end: i
 
     from ..format.columns import build_batch
 
-    fields = walk.fields_at(idx, ("queue_id", "queue_offset"))
-    topics = pc.dictionary_encode(build_batch(walk.buffer(), fields, ("topic",)).column(0))
-    names = topics.dictionary.to_pylist()
-    pairs = np.stack([np.asarray(topics.indices, dtype=np.int64), fields.queue_id.astype(np.int64)], axis=1)
-    keys, group = np.unique(pairs, axis=0, return_inverse=True)
+    names: dict[str, int] = {}
+    # per record: topic number << 32 | queue id, and its queue offset (filled step by step: a step's fields are
+    # views of its parse, which is let go with the step)
+    queue_key, queue_offset = np.empty(len(idx), np.int64), np.empty(len(idx), np.int64)
+    at = 0
+    for step in walk.in_steps(idx):  # the records' pages are let go step by step
+        fields = walk.fields_at(step, ("queue_id", "queue_offset"))
+        topics = pc.dictionary_encode(build_batch(walk.buffer(), fields, ("topic",)).column(0))
+        remap = np.array([names.setdefault(n, len(names)) for n in topics.dictionary.to_pylist()], dtype=np.int64)
+        queue_key[at:at + len(step)] = ((remap[np.asarray(topics.indices, dtype=np.int64)] << 32)
+                                        | (fields.queue_id.astype(np.int64) & 0xFFFFFFFF))
+        queue_offset[at:at + len(step)] = fields.queue_offset
+        at += len(step)
+    keys, group = np.unique(queue_key, return_inverse=True)
+    del queue_key
+    by_id = list(names)
+    order = np.argsort(group, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=len(keys)))])
+    del group
     out = phy >= dispatched_end
-    for g, (name, qid) in enumerate(keys.tolist()):
-        rows = np.flatnonzero(group.reshape(-1) == g)
-        out[rows] |= queue_of(names[name], qid, fields.queue_offset[rows], phy[rows])
+    for g, key in enumerate(keys.tolist()):
+        rows = order[bounds[g]:bounds[g + 1]]
+        qid = key & 0xFFFFFFFF
+        out[rows] |= queue_of(by_id[key >> 32], qid - (1 << 32) if qid >= 1 << 31 else qid, queue_offset[rows],
+                              phy[rows])
     return out
 
 
@@ -187,10 +203,10 @@ def index_keys_after(commitlog: CommitLog, result: RecoveryResult, indexed_end: 
         phy = walk.stored_phy_offsets()
         idx = np.flatnonzero((phy >= indexed_end) & (phy >= start))  # buildIndex skips only < endPhyOffset
         idx = idx[(walk.stored_sysflags(idx) & L.TRANSACTION_TYPE_MASK) != L.TRANSACTION_ROLLBACK_TYPE]
-        if not len(idx):
-            continue
-        f = walk.fields_at(idx)
-        batch = build_batch(commitlog.queue.buffer(walk.file_index), f, ("topic", "uniqKey", "keys", "commitLogOffset"))
-        for row, ts in zip(batch.to_pylist(), f.store_timestamp):
-            for key in ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]:
-                yield row["topic"], key, row["commitLogOffset"], int(ts)
+        for step in walk.in_steps(idx):  # the records' pages are let go step by step
+            f = walk.fields_at(step)
+            batch = build_batch(commitlog.queue.buffer(walk.file_index), f,
+                                ("topic", "uniqKey", "keys", "commitLogOffset"))
+            for row, ts in zip(batch.to_pylist(), f.store_timestamp):
+                for key in ([row["uniqKey"]] if row["uniqKey"] is not None else []) + row["keys"]:
+                    yield row["topic"], key, row["commitLogOffset"], int(ts)

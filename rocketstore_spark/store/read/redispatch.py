@@ -51,22 +51,22 @@ class StoreRecovery:
         queues, variants = self.queues, self.variants
         for walk, idx in undispatched_records(result, queues.loaded_queues(), self.queue_lacks, start):
             buf = self.store.commitlog.queue.buffer(walk.file_index)
-            fields = walk.fields_at(idx)
-            batch = build_batch(buf, fields, REDISPATCH_COLUMNS)
-            ts = fields.store_timestamp
-            for i, (row, store_ts) in enumerate(zip(batch.to_pylist(), ts)):
-                key = (row["topic"], row["queueId"])
-                cq = queues.loaded(*key)
-                if cq is None:
-                    if self.unwritable_queue(row["topic"], walk, int(idx[i])):
-                        return
-                    cq = variants.dispatch_queue(*key, row)
-                    queues.add(cq)
-                props = dict(row["properties"])
-                code = dispatch_tags_code(row["topic"], props, int(store_ts))
-                cq.dispatch_recovered(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code,
-                                      int(store_ts), props)
-                variants.redispatch_variant(row, code, int(store_ts))
+            for step in walk.in_steps(idx):  # the records' pages are let go step by step
+                fields = walk.fields_at(step)
+                batch = build_batch(buf, fields, REDISPATCH_COLUMNS)
+                for i, (row, store_ts) in enumerate(zip(batch.to_pylist(), fields.store_timestamp)):
+                    key = (row["topic"], row["queueId"])
+                    cq = queues.loaded(*key)
+                    if cq is None:
+                        if self.unwritable_queue(row["topic"], walk, int(step[i])):
+                            return
+                        cq = variants.dispatch_queue(*key, row)
+                        queues.add(cq)
+                    props = dict(row["properties"])
+                    code = dispatch_tags_code(row["topic"], props, int(store_ts))
+                    cq.dispatch_recovered(row["queueOffset"], row["commitLogOffset"], row["storeSize"], code,
+                                          int(store_ts), props)
+                    variants.redispatch_variant(row, code, int(store_ts))
 
     def unwritable_queue(self, topic: str, walk, i: int) -> bool:
         """Whether re-dispatch fails on a record of ``topic`` (the ``i``-th record of ``walk``): a file consume

@@ -236,3 +236,37 @@ def test_records_are_copied_when_scattered_and_mapped_when_close():
     assert _scattered(apart, np.full(100, 500))
     assert not _scattered(np.arange(100, dtype=np.int64) * 500, np.full(100, 500))  # side by side
     assert not _scattered(apart, np.full(100, COPY_BYTES // 50))  # too many bytes to copy at once
+
+
+OPEN_PEAK_SCRIPT = textwrap.dedent("""
+    import sys
+
+    def peak_kib():
+        with open("/proc/self/status") as fh:
+            return int(fh.read().split("VmHWM:")[1].split()[0])
+
+    from rocketstore_spark.store import RocketStore
+    base = peak_kib()
+    with RocketStore.open(sys.argv[1]) as store:
+        end = store.max_phy_offset()
+        mode = store.recovery.mode
+    print(end, mode, base, peak_kib())
+""")
+
+
+def test_recovery_after_a_crash_holds_a_bounded_part_of_the_commit_log(tmp_path):
+    """Opening after a crash with no checkpoint walks and re-dispatches every record from the first file, the
+    way the broker's abnormal recovery does: a fresh process lets the pages go step by step and keeps no parse of
+    a whole file, so its peak grows far less than the commit log it walks."""
+    root = tmp_path / "store"
+    with RocketStore.open_writer(root, commit_log_file_size=64 << 20) as w:
+        for _ in range(6):
+            w.append(many_queues_table(50, 8, 250, body=200))
+    end = sum(p.stat().st_size for p in (root / L.COMMITLOG_DIR).iterdir() if p.stat().st_size)
+    (root / "checkpoint").unlink()
+    (root / "abort").touch()
+    out = subprocess.run([sys.executable, "-c", OPEN_PEAK_SCRIPT, str(root)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    valid_end, mode, base_kib, peak_kib = int(out[0]), out[1], int(out[2]), int(out[3])
+    assert mode == "abnormal" and 150 << 20 < valid_end <= end
+    assert peak_kib - base_kib < 100 * 1024
