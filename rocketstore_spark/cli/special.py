@@ -178,7 +178,7 @@ def compacted(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP
     with _open(store, fs, variant, sizes) as s:
         rows = s.compacted_values(topic)
     show(rows, as_json, "no compacted value" + (f" in topic {topic}" if topic else ""),
-         ("topic", "queue", "key", "offset", "versions", "stored", "body bytes"),
-         lambda r: (r["topic"], str(r["queueId"]), r["key"], f"{r['queueOffset']:,}", str(r["versions"]),
+         ("topic", "queue", "key", "offset", "source", "versions", "stored", "body bytes"),
+         lambda r: (r["topic"], str(r["queueId"]), r["key"], f"{r['queueOffset']:,}", r["source"], str(r["versions"]),
                     format_ms(r["storeTimestamp"]), f"{len(r['body']):,}"),
          lambda rows: f"{len(rows):,} key(s)")

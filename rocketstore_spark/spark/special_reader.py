@@ -56,11 +56,11 @@ _TYPES: dict[str, DataType] = {
     "retryTimes": IntegerType(), "consumeResult": StringType(),
     "transactionState": StringType(), "fromTransactionCheck": BooleanType(), "traceQueueId": IntegerType(),
     "traceQueueOffset": LongType(), "traceCommitLogOffset": LongType(), "traceStoreTimestamp": TimestampType(),
-    "key": StringType(), "queueOffset": LongType(), "versions": IntegerType(),
+    "key": StringType(), "queueOffset": LongType(), "versions": IntegerType(), "source": StringType(),
 }
 _NOT_NULL = {"halfQueueId", "halfOffset", "commitLogOffset", "checkTimes", "state", "rollTimes", "timerQueueOffset",
              "traceType", "traceQueueId", "traceQueueOffset", "traceCommitLogOffset", "key", "queueOffset",
-             "versions"}
+             "versions", "source"}
 _TIMES = {name for name, t in _TYPES.items() if isinstance(t, TimestampType)}
 
 

@@ -427,5 +427,10 @@ class StoreReader:
                                        f"{', '.join(self.compaction_topics()) or 'none'}")
         return self.compacted.rows(topic)
 
+    def compaction_positions(self) -> dict[tuple[str, int], int]:
+        """(topic, queueId) → the queue offset the broker's last compaction of that queue went through
+        (``compaction/position-checkpoint``); empty when it never compacted. See :mod:`.compaction`."""
+        return self.compacted.positions()
+
 
 __all__ = ["StoreReader", "GetMessageResult", "resolve_store_root", "DEFAULT_BATCH_ROWS"]

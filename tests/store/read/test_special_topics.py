@@ -218,3 +218,60 @@ def test_a_message_without_a_body_deletes_its_key(tmp_path):
     with RocketStore.open(root) as store:
         rows = store.compacted_values()
     assert [(r["key"], r["body"], r["versions"]) for r in rows] == [("b", b"2", 1)]
+
+
+def unpack_history(tmp_path):
+    """The compaction-history store (see ``tests/store/files/test_compaction_log.py``) and its harness lines."""
+    name = "compaction-history-broker-5.3.3"
+    data = Path(__file__).parents[1] / "files" / "data"
+    with tarfile.open(data / f"{name}.tar.xz") as tar:
+        tar.extractall(tmp_path / name, filter="data")
+    return tmp_path / name, [json.loads(line) for line in (data / f"{name}.harness.jsonl").read_text().splitlines()]
+
+
+def consumer_end_state(lines) -> dict:
+    """(queueId, KEYS) → the last message a consumer received of the key, for the keys not deleted."""
+    latest = latest_received(lines)
+    return {k: v for k, v in latest.items() if v["bodyLength"]}
+
+
+def keys_in_commit_log(store, topic) -> set:
+    return {dict(r["properties"])["KEYS"] for q in store.queue_ids(topic)
+            for batch in store.read_queue(topic, q, columns=["properties"]) for r in batch.to_pylist()}
+
+
+def test_compacted_values_include_keys_only_the_compaction_log_holds(tmp_path):
+    root, lines = unpack_history(tmp_path)
+    expected = consumer_end_state(lines)
+    with RocketStore.open(root) as store:
+        rows = store.compacted_values("compacted-history")
+        positions = store.compaction_positions()
+        in_commit_log = keys_in_commit_log(store, "compacted-history")
+    old = {k for _, k in expected if k.startswith("old-")}
+    assert old == {"old-1", "old-2", "old-3", "old-4", "old-5"} and not old & in_commit_log
+    assert {(r["queueId"], r["key"]): (r["queueOffset"], r["uniqKey"], sha256(r["body"])) for r in rows} == \
+           {k: (v["queueOffset"], v["msgId"], v["bodySha256"]) for k, v in expected.items()}
+    assert {r["source"] for r in rows} == {"compactionLog"}
+    assert set(positions) == {("compacted-history", 0), ("compacted-history", 1)}
+    by_key = {r["key"]: r for r in rows}
+    assert all(by_key[k]["versions"] == 1 for k in old)  # compacted: one message per key left
+
+
+def test_messages_the_compaction_log_never_received_come_from_the_commit_log(tmp_path):
+    import pyarrow as pa
+
+    root, lines = unpack_history(tmp_path)
+    expected = consumer_end_state(lines)
+    with RocketStore.open(root) as store:
+        end = store.max_offset("compacted-history", 0)
+    with RocketStore.open_writer(root) as w:  # rocketstore appends to the commit log only
+        w.append(pa.table({"topic": ["compacted-history"] * 3, "queueId": [0] * 3,
+                           "keys": [["f2"], ["new"], ["old-2"]], "body": [b"f2 again", b"fresh", b""]}))
+    with RocketStore.open(root) as store:
+        rows = {r["key"]: r for r in store.compacted_values("compacted-history") if r["queueId"] == 0}
+    assert (rows["f2"]["source"], rows["f2"]["queueOffset"], rows["f2"]["body"]) == ("commitLog", end, b"f2 again")
+    assert (rows["new"]["source"], rows["new"]["queueOffset"], rows["new"]["versions"]) == ("commitLog", end + 1, 1)
+    assert "old-2" not in rows  # deleted by the bodyless message
+    served = [x for x in lines if x["event"] == "received" and (x["queueId"], x["properties"]["KEYS"]) == (0, "f2")]
+    assert rows["f2"]["versions"] == len(served) + 1 and (0, "f2") in expected
+    assert rows["old-4"]["source"] == "compactionLog"

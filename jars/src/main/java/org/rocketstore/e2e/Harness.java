@@ -54,6 +54,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *                                        keyed k0..k(KEYS-1) in turn ("sent"), then a lite pull consumer reads
  *                                        the topic from its first offset as the broker serves a compaction topic
  *                                        (from its compaction log) until nothing new comes for 10 s ("received")
+ *   compaction-history, compaction-read     see CompactionHistory
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
@@ -84,6 +85,9 @@ public final class Harness {
                 case "traced" -> traced(args[1], args[2], Integer.parseInt(args[3]));
                 case "compacted" -> compacted(args[1], args[2], Integer.parseInt(args[3]),
                     Integer.parseInt(args[4]));
+                case "compaction-history" -> CompactionHistory.history(args[1], args[2], Integer.parseInt(args[3]),
+                    Integer.parseInt(args[4]), Integer.parseInt(args[5]), Integer.parseInt(args[6]));
+                case "compaction-read" -> CompactionHistory.read(args[1], args[2], args[3]);
                 case "push" -> push(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
@@ -418,7 +422,7 @@ public final class Harness {
         }
     }
 
-    private static void received(MessageExt m) {
+    static void received(MessageExt m) {
         Map<String, Object> line = describe(m);
         line.put("msgId", m.getMsgId());
         line.put("offsetMsgId", m.getMsgId().equals(m.getProperty("UNIQ_KEY")) ? null : m.getMsgId());
@@ -492,8 +496,9 @@ public final class Harness {
         }
         line.put("keys", keys);
         line.put("properties", new TreeMap<>(m.getProperties()));
-        line.put("bodyLength", m.getBody().length);
-        line.put("bodySha256", sha256(m.getBody()));
+        byte[] body = m.getBody() == null ? new byte[0] : m.getBody();  // a message without a body decodes to null
+        line.put("bodyLength", body.length);
+        line.put("bodySha256", sha256(body));
         return line;
     }
 

@@ -1,0 +1,64 @@
+"""How far the broker's compaction went per queue: ``compaction/position-checkpoint`` (``S/kv/CompactionPositionMgr``).
+
+A ``ConfigManager`` JSON file the broker rewrites after each compaction (``compactAndReplace``), its previous
+version kept as ``position-checkpoint.bak``::
+
+    {"empty": false, "queueOffsetMap": {"<topic>_<queueId>": <queue offset>, ...}}
+
+The offset is the highest queue offset the last compaction of that queue took into account (``OffsetMap``'s
+``lastOffset``): the compaction log holds at most one message per key at or below it, and every message it
+received above it. A queue never compacted has no entry (``getOffset`` answers -1).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+from ...errors import StoreFormatError
+from .byte_source import as_path
+from .compaction_log import COMPACTION_DIR
+
+CHECKPOINT_FILE = "position-checkpoint"  # CompactionPositionMgr.CHECKPOINT_FILE
+BACKUP_SUFFIX = ".bak"  # ConfigManager.persist keeps the previous file under this suffix
+
+
+def _read(path: Path) -> Optional[dict]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    if not text.strip():
+        return None
+    try:
+        payload = json.loads(text)
+    except ValueError as e:
+        raise StoreFormatError(f"expected the compaction positions as JSON, found unparsable text ({e}); the "
+                               f"broker would read {path.name}{BACKUP_SUFFIX} instead: remove the damaged file",
+                               path) from e
+    table = payload.get("queueOffsetMap", {}) if isinstance(payload, dict) else None
+    if not isinstance(table, dict):
+        raise StoreFormatError(f"expected a JSON object with a 'queueOffsetMap' object, found "
+                               f"{type(payload).__name__}", path)
+    return table
+
+
+def compaction_positions(root) -> dict[tuple[str, int], int]:
+    """(topic, queueId) → the queue offset the broker compacted through; empty when it never compacted."""
+    path = as_path(root) / COMPACTION_DIR / CHECKPOINT_FILE
+    table = _read(path)
+    if table is None:  # ConfigManager.load falls back to the backup
+        path = path.with_name(CHECKPOINT_FILE + BACKUP_SUFFIX)
+        table = _read(path) or {}
+    out = {}
+    for name, offset in table.items():
+        topic, _, queue = str(name).rpartition("_")
+        if not topic or not queue.isdigit() or not isinstance(offset, int):
+            raise StoreFormatError(f"expected entries '<topic>_<queueId>': <queue offset>, found {name!r}: "
+                                   f"{offset!r}", path)
+        out[(topic, int(queue))] = offset
+    return out
+
+
+__all__ = ["CHECKPOINT_FILE", "compaction_positions"]
