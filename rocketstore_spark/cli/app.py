@@ -16,7 +16,9 @@ from ..errors import InvalidArgumentError, RocketStoreError, UnsupportedVariantE
 from ..store import (
     STATE_OPEN,
     RocketStore,
+    StoreHistory,
     StoreWriter,
+    TieredQueues,
     detect_variant,
     parse_age,
     queue_dir_counts,
@@ -264,8 +266,11 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
-        commitlog_path: Optional[str] = COMMITLOG_PATH):
+        commitlog_path: Optional[str] = COMMITLOG_PATH, tiered_path: Optional[str] = mirror("tieredStorePath")):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
+
+    With --tiered-path, --key/--uniq-key also search the broker's tiered index (history the local store no longer
+    holds), as the broker's queryMessage does.
 
     A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
     from .report import message_json
@@ -281,9 +286,12 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         elif key or uniq_key:
             if not topic:
                 raise typer.BadParameter("--key/--uniq-key need --topic")
-            check_topic(s, topic)
+            # with --tiered-path: the local store and the broker's tiered storage (closed with the store)
+            lookups = s if tiered_path is None else StoreHistory(s, TieredQueues(tiered_path))
+            check_topic(lookups, topic)
             begin, end = parse_time(since, "--since") or 0, parse_time(until, "--until")
-            rows = s.query_by_key(topic, key or uniq_key, max_num=max_results, begin=begin, end=end).to_pylist()
+            rows = lookups.query_by_key(topic, key or uniq_key, max_num=max_results, begin=begin,
+                                        end=end).to_pylist()
             if len(rows) >= max_results:
                 err.print(f"{len(rows)} messages: the lookup stops at --max {max_results} (a broker answers at most "
                           f"{MAX_KEY_RESULTS}), so there may be more; raise --max or narrow the time with --since/"

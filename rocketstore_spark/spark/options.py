@@ -497,8 +497,7 @@ def check_tiered_read(opts: Mapping[str, str], stores) -> None:
     if len(stores) > 1:
         raise InvalidArgumentError(f"option tieredStorePath holds one broker's tiered storage, but the path gives "
                                    f"{len(stores)} stores; read each broker with its own tieredStorePath")
-    clash = [o for o in ("startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
-                         "endingOffsetsByTimestamp", "startingGroup") if o in opts]
+    clash = [o for o in ("startingGroup",) if o in opts]
     if clash:
         raise InvalidArgumentError(f"option {clash[0]} is not supported with tieredStorePath (the history is read "
                                    f"by queue offsets); give startingOffsets/endingOffsets, filter the rows "

@@ -30,3 +30,19 @@ def test_inspect_refuses_a_directory_without_segments(tmp_path):
     RocketStore.open_writer(store).close()
     out = runner.invoke(app, ["inspect", str(store), "--tiered-path", str(tmp_path)])
     assert out.exit_code != 0 and "one cluster directory" in str(out.exception or out.output)
+
+
+def test_query_by_key_searches_the_tiered_index(tmp_path):
+    store = tmp_path / "store"
+    RocketStore.open_writer(store).close()  # the local store lost everything: the tiered index answers
+    got = [json.loads(line) for line in (DATA / "by-key.jsonl").read_text().splitlines()]
+    wanted = sorted((g["queueOffset"], g["commitLogOffset"]) for g in got if g["key"] == "k3" and g["queueId"] == 0)
+    out = runner.invoke(app, ["query", str(store), "--topic", "history", "--key", "k3", "--tiered-path",
+                              str(DATA / "segments"), "--json"])
+    assert out.exit_code == 0, out.output
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert sorted((r["queueOffset"], r["commitLogOffset"]) for r in rows) == wanted and len(wanted) > 5
+    assert all("k3" in r["keys"] and r["topic"] == "history" for r in rows)
+    # without the tiered storage the local store has nothing (and no such topic)
+    out = runner.invoke(app, ["query", str(store), "--topic", "history", "--key", "k3", "--json"])
+    assert out.exit_code != 0 and "no topic 'history'" in str(out.exception or out.output)

@@ -40,7 +40,7 @@ def test_queue_dirs_and_segments():
     (queue,) = queue_dirs(SEGMENTS)
     assert (queue.cluster, queue.broker, queue.topic, queue.queue_id) == ("e2e-cluster", "broker-e2e", "history", 0)
     logs, units = queue.segments(COMMIT_LOG), queue.segments(CONSUME_QUEUE)
-    assert [s.base_offset for s in logs] == [0, 16264] and logs[-1].end == 16264 + 6132
+    assert [s.base_offset for s in logs] == [0, 16358] and logs[-1].end == 16358 + 6168
     assert [s.base_offset for s in units] == [0, 400, 800, 1200] and units[-1].end == 65 * 20
 
 

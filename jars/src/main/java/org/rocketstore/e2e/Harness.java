@@ -58,6 +58,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
  *   by-key      NAMESRV TOPIC KEY        queryMessage by key
  *   by-id       NAMESRV TOPIC MSGID      viewMessage by (offset) message id
+ *   by-time     NAMESRV TOPIC QUEUE T... searchOffset at each store time T (ms), lower and upper boundary
  *   offsets     NAMESRV GROUP            the broker's committed consumer offsets of GROUP
  *   brokers     NAMESRV                  the brokers registered with the name server
  * </pre>
@@ -88,6 +89,8 @@ public final class Harness {
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
                 case "by-id" -> byId(args[1], args[2], args[3]);
+                case "by-time" -> TieredHistory.byTime(args[1], args[2], Integer.parseInt(args[3]),
+                        java.util.Arrays.copyOfRange(args, 4, args.length));
                 case "offsets" -> offsets(args[1], args[2]);
                 case "brokers" -> brokers(args[1]);
                 default -> throw new IllegalArgumentException("unknown command " + args[0]);
@@ -509,7 +512,7 @@ public final class Harness {
         }
     }
 
-    private static synchronized void print(String event, Map<String, Object> fields) {
+    static synchronized void print(String event, Map<String, Object> fields) {
         StringBuilder out = new StringBuilder("{\"event\":").append(json(event));
         for (Map.Entry<String, Object> e : fields.entrySet()) {
             out.append(',').append(json(e.getKey())).append(':').append(json(e.getValue()));
