@@ -269,8 +269,8 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         commitlog_path: Optional[str] = COMMITLOG_PATH, tiered_path: Optional[str] = mirror("tieredStorePath")):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
-    With --tiered-path, --key/--uniq-key also search the broker's tiered index (history the local store no longer
-    holds), as the broker's queryMessage does.
+    With --tiered-path, --key/--uniq-key also search the broker's tiered index and --time its tiered queues
+    (history the local store no longer holds), as the broker's queryMessage and searchOffset do.
 
     A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
     from .report import message_json
@@ -280,14 +280,14 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
                        commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
+        # with --tiered-path, keys and times: the local store and the broker's tiered storage (closed with the store)
+        lookups = s if tiered_path is None else StoreHistory(s, TieredQueues(tiered_path))
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
             rows = [row] if row else []
         elif key or uniq_key:
             if not topic:
                 raise typer.BadParameter("--key/--uniq-key need --topic")
-            # with --tiered-path: the local store and the broker's tiered storage (closed with the store)
-            lookups = s if tiered_path is None else StoreHistory(s, TieredQueues(tiered_path))
             check_topic(lookups, topic)
             begin, end = parse_time(since, "--since") or 0, parse_time(until, "--until")
             rows = lookups.query_by_key(topic, key or uniq_key, max_num=max_results, begin=begin,
@@ -299,11 +299,11 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         elif queue is not None and time is not None:
             if not topic:
                 raise typer.BadParameter("--time needs --topic and --queue")
-            check_topic(s, topic, queue)
+            check_topic(lookups, topic, queue)
             ts = parse_time(time, "--time")
             found = {"topic": topic, "queueId": queue, "timestamp": ts,
-                     "lower": s.offset_by_time(topic, queue, ts, "lower"),
-                     "upper": s.offset_by_time(topic, queue, ts, "upper")}
+                     "lower": lookups.offset_by_time(topic, queue, ts, "lower"),
+                     "upper": lookups.offset_by_time(topic, queue, ts, "upper")}
             if as_json:
                 sys.stdout.write(json.dumps(found) + "\n")
             else:

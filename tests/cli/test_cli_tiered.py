@@ -46,3 +46,18 @@ def test_query_by_key_searches_the_tiered_index(tmp_path):
     # without the tiered storage the local store has nothing (and no such topic)
     out = runner.invoke(app, ["query", str(store), "--topic", "history", "--key", "k3", "--json"])
     assert out.exit_code != 0 and "no topic 'history'" in str(out.exception or out.output)
+
+
+def test_query_by_time_searches_the_tiered_queue(tmp_path):
+    store = tmp_path / "store"
+    RocketStore.open_writer(store).close()
+    with RocketStore.open_history(tiered_path=DATA / "segments") as history:
+        times = [t for b in history.read_queue("history", 0, columns=["storeTimestamp"])
+                 for t in b.column(0).cast("int64").to_pylist()]
+    out = runner.invoke(app, ["query", str(store), "--topic", "history", "--queue", "0", "--time", str(times[30]),
+                              "--tiered-path", str(DATA / "segments"), "--json"])
+    assert out.exit_code == 0, out.output
+    found = json.loads(out.stdout)
+    lower = found["lower"]  # the first offset stored at or after the time
+    assert times[lower] >= times[30] and (lower == 0 or times[lower - 1] < times[30]) and lower <= 30
+    assert found["upper"] >= lower and times[found["upper"]] == times[lower]

@@ -59,6 +59,10 @@ def test_tiered_history(broker_factory, harness, tmp_path, spark):
     # served from the tiered storage only: the pulls end once the plugin uploaded everything
     served = {topic: by_queue_offset(harness("pull", f"tiered-{topic}", topic, len(sent[topic]), timeout=300))
               for topic in (HISTORY, BULK)}
+    # a group that stopped early: its committed offsets will lie in the tiered range once the local file is gone
+    harness("pull", "partial-bulk", BULK, 40)
+    committed = {line["queueId"]: line["consumerOffset"] for line in harness("offsets", "partial-bulk")
+                 if line["topic"] == BULK}
     # queryMessage by key (FORCE: the broker answers from the tiered index alone; the keys are the same in both
     # topics, the index tells them apart)
     answered = {key: harness("by-key", HISTORY, key) for key in HISTORY_KEYS}
@@ -176,6 +180,14 @@ def test_tiered_history(broker_factory, harness, tmp_path, spark):
               .where("queueId = 0"))
     assert lower[early] < local_first[0] <= lower[late]
     assert sorted(r["queueOffset"] for r in window.collect()) == list(range(lower[early], lower[late]))
+    # startingGroup: from the group's committed offsets, in the tiered range
+    assert committed.keys() == local_first.keys() and all(0 <= committed[q] < local_first[q] for q in committed)
+    assert any(committed.values())
+    from_group = (spark.read.format("rocketstore").option("tieredStorePath", str(tiered)).option("topics", BULK)
+                  .option("startingGroup", "partial-bulk").load(str(store_dir)))
+    starts = {r["queueId"]: (r["first"], r["n"]) for r in
+              from_group.groupBy("queueId").agg(F.min("queueOffset").alias("first"), F.count("*").alias("n")).collect()}
+    assert starts == {q: (offset, 100 - offset) for q, offset in committed.items()}
     # a stream from earliest starts in the tiered storage and goes on in the local store (AvailableNow)
     out, ckpt = tmp_path / "streamed", tmp_path / "checkpoint"
     query = (spark.readStream.format("rocketstore").option("tieredStorePath", str(tiered)).option("topics", BULK)

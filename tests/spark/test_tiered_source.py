@@ -47,7 +47,7 @@ def test_offsets_filters_and_partitions(spark):
 @pytest.mark.parametrize("options, message", [
     ({"tieredStorePath": "/nonexistent/tiered"}, "expected a directory"),
     ({"tieredStorePath": "s3://bucket/tiered"}, "must be a local directory"),
-    ({"tieredStorePath": SEGMENTS, "startingGroup": "g"}, "startingGroup is not supported"),
+    ({"tieredStorePath": SEGMENTS, "startingGroup": "g"}, "startingGroup reads the group's committed offsets"),
     ({"tieredStorePath": SEGMENTS, "scanMode": "raw"}, "scanMode=raw"),
     ({"tieredStorePath": SEGMENTS, "table": "consumerOffsets"}, "table=consumerOffsets"),
 ])

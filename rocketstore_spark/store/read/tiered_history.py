@@ -230,7 +230,8 @@ class StoreHistory:
         """``getOffsetInQueueByTime`` over the history, as ``TieredMessageStore.getOffsetInQueueByTime`` answers it
         (tiered storage level ``NOT_IN_DISK``): a time before the local store's first message is searched in the
         queue's tiered storage (``FlatMessageFile.getQueueOffsetByTimeAsync``), any other time in the local store.
-        A queue only one side holds is searched there. ``boundary``: ``lower`` or ``upper``."""
+        A queue only one side holds is searched there. ``boundary``: ``lower`` or ``upper``; the broker passes it
+        to the tiered search only (it asks its local store with the lower boundary always, and so does this)."""
         boundary = str(boundary).lower()
         if boundary not in ("lower", "upper"):
             raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
@@ -243,7 +244,8 @@ class StoreHistory:
         earliest = self.earliest_local_time()
         if tiered is not None and earliest is not None and int(timestamp_ms) < earliest:
             return tiered.offset_by_time(int(timestamp_ms), boundary == "upper")
-        return self.local.offset_by_time(topic, queue_id, int(timestamp_ms), boundary)
+        return self.local.offset_by_time(topic, queue_id, int(timestamp_ms),
+                                         "lower" if self.tiered is not None else boundary)
 
     def query_by_key(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
                      end: Optional[int] = None, columns=None) -> pa.Table:
