@@ -61,3 +61,11 @@ def test_query_by_time_searches_the_tiered_queue(tmp_path):
     lower = found["lower"]  # the first offset stored at or after the time
     assert times[lower] >= times[30] and (lower == 0 or times[lower - 1] < times[30]) and lower <= 30
     assert found["upper"] >= lower and times[found["upper"]] == times[lower]
+
+
+def test_a_remote_tiered_path_is_refused(tmp_path):
+    store = tmp_path / "store"
+    RocketStore.open_writer(store).close()
+    out = runner.invoke(app, ["query", str(store), "--topic", "history", "--key", "k3", "--tiered-path",
+                              "s3://bucket/tiered"])
+    assert out.exit_code != 0 and "PosixFileSegment" in str(out.exception or out.output)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketstore_spark.errors import StoreFormatError
+from rocketstore_spark.errors import InvalidArgumentError, StoreFormatError
 from rocketstore_spark.store.files.tiered_metadata import load_tiered_metadata, parse_fastjson
 from rocketstore_spark.store.files.tiered_queue import TieredQueue
 from rocketstore_spark.store.files.tiered_segments import (
@@ -89,3 +89,8 @@ def test_not_a_tiered_directory(tmp_path):
         queue_dirs(tmp_path)
     with pytest.raises(StoreFormatError, match="expected a directory"):
         queue_dirs(tmp_path / "absent")
+
+
+def test_a_remote_directory_is_refused():
+    with pytest.raises(InvalidArgumentError, match="expected a local directory.*copy or mount"):
+        queue_dirs("s3://bucket/tiered")
