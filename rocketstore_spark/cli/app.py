@@ -269,8 +269,8 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         commitlog_path: Optional[str] = COMMITLOG_PATH, tiered_path: Optional[str] = mirror("tieredStorePath")):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
 
-    With --tiered-path, --key/--uniq-key also search the broker's tiered index and --time its tiered queues
-    (history the local store no longer holds), as the broker's queryMessage and searchOffset do.
+    With --tiered-path, --key/--uniq-key also search the broker's tiered index, and --time and --offset its tiered
+    queues (history the local store no longer holds), as the broker's queryMessage, searchOffset and pulls do.
 
     A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
     from .report import message_json
@@ -280,7 +280,8 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
                        commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
-        # with --tiered-path, keys and times: the local store and the broker's tiered storage (closed with the store)
+        # with --tiered-path, keys, times and queue offsets: the local store and the broker's tiered storage (closed
+        # with the store)
         lookups = s if tiered_path is None else StoreHistory(s, TieredQueues(tiered_path))
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
@@ -314,12 +315,12 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         elif queue is not None and offset is not None:
             if not topic:
                 raise typer.BadParameter("--offset needs --topic and --queue")
-            check_topic(s, topic, queue)
-            first, end = s.min_offset(topic, queue), s.max_offset(topic, queue)
+            check_topic(lookups, topic, queue)
+            first, end = lookups.min_offset(topic, queue), lookups.max_offset(topic, queue)
             if not first <= offset < end:
                 raise InvalidArgumentError(f"--offset {offset}: {topic}/{queue} holds offsets {first}..{end - 1}"
                                            if end > first else f"--offset {offset}: {topic}/{queue} holds no message")
-            rows = [r for b in s.read_queue(topic, queue, offset, offset + 1) for r in b.to_pylist()]
+            rows = [r for b in lookups.read_queue(topic, queue, offset, offset + 1) for r in b.to_pylist()]
         else:
             raise typer.BadParameter("give one of --key, --uniq-key, --msg-id, --queue with --offset or --time")
     if not rows:

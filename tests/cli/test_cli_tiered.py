@@ -69,3 +69,18 @@ def test_a_remote_tiered_path_is_refused(tmp_path):
     out = runner.invoke(app, ["query", str(store), "--topic", "history", "--key", "k3", "--tiered-path",
                               "s3://bucket/tiered"])
     assert out.exit_code != 0 and "PosixFileSegment" in str(out.exception or out.output)
+
+
+def test_query_by_queue_offset_reads_the_tiered_queue(tmp_path):
+    store = tmp_path / "store"
+    RocketStore.open_writer(store).close()
+    got = [json.loads(line) for line in (DATA / "received.jsonl").read_text().splitlines()]
+    out = runner.invoke(app, ["query", str(store), "--topic", "history", "--queue", "0", "--offset", "42",
+                              "--tiered-path", str(DATA / "segments"), "--json"])
+    assert out.exit_code == 0, out.output
+    (row,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert (row["queueOffset"], row["commitLogOffset"], row["uniqKey"]) == \
+        (42, got[42]["commitLogOffset"], got[42]["msgId"])
+    out = runner.invoke(app, ["query", str(store), "--topic", "history", "--queue", "0", "--offset", "65",
+                              "--tiered-path", str(DATA / "segments")])
+    assert out.exit_code != 0 and "holds offsets 0..64" in str(out.exception or out.output)
