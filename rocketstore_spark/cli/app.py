@@ -16,7 +16,9 @@ from ..errors import InvalidArgumentError, RocketStoreError, UnsupportedVariantE
 from ..store import (
     STATE_OPEN,
     RocketStore,
+    StoreHistory,
     StoreWriter,
+    TieredQueues,
     detect_variant,
     parse_age,
     queue_dir_counts,
@@ -264,8 +266,11 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
           bcq_size: Optional[int] = BCQ_SIZE, force_verify_prop_crc: Optional[str] = FORCE_VERIFY,
           dledger_self: Optional[str] = DLEDGER_SELF, dledger_peers: Optional[str] = DLEDGER_PEERS,
           dledger_group: Optional[str] = DLEDGER_GROUP, fs: Optional[list[str]] = FS,
-        commitlog_path: Optional[str] = COMMITLOG_PATH):
+        commitlog_path: Optional[str] = COMMITLOG_PATH, tiered_path: Optional[str] = mirror("tieredStorePath")):
     """Point lookups: by key, UNIQ_KEY, msgId, queue offset, or the queue offset at a time.
+
+    With --tiered-path, --key/--uniq-key also search the broker's tiered index, and --time and --offset its tiered
+    queues (history the local store no longer holds), as the broker's queryMessage, searchOffset and pulls do.
 
     A table on a terminal (bodies abbreviated, like dump); JSON lines with --json or when piped."""
     from .report import message_json
@@ -275,15 +280,19 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         settings_given(batch_topics, bcq_size, force_verify_prop_crc, dledger_self, dledger_peers,
                        commitlog_path)
     with RocketStore.open(store, variant=variant, fs_options=fs_given(fs), **sizes) as s:
+        # with --tiered-path, keys, times and queue offsets: the local store and the broker's tiered storage (closed
+        # with the store)
+        lookups = s if tiered_path is None else StoreHistory(s, TieredQueues(tiered_path))
         if msg_id:
             row = s.look_message_by_msg_id(msg_id)
             rows = [row] if row else []
         elif key or uniq_key:
             if not topic:
                 raise typer.BadParameter("--key/--uniq-key need --topic")
-            check_topic(s, topic)
+            check_topic(lookups, topic)
             begin, end = parse_time(since, "--since") or 0, parse_time(until, "--until")
-            rows = s.query_by_key(topic, key or uniq_key, max_num=max_results, begin=begin, end=end).to_pylist()
+            rows = lookups.query_by_key(topic, key or uniq_key, max_num=max_results, begin=begin,
+                                        end=end).to_pylist()
             if len(rows) >= max_results:
                 err.print(f"{len(rows)} messages: the lookup stops at --max {max_results} (a broker answers at most "
                           f"{MAX_KEY_RESULTS}), so there may be more; raise --max or narrow the time with --since/"
@@ -291,11 +300,11 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         elif queue is not None and time is not None:
             if not topic:
                 raise typer.BadParameter("--time needs --topic and --queue")
-            check_topic(s, topic, queue)
+            check_topic(lookups, topic, queue)
             ts = parse_time(time, "--time")
             found = {"topic": topic, "queueId": queue, "timestamp": ts,
-                     "lower": s.offset_by_time(topic, queue, ts, "lower"),
-                     "upper": s.offset_by_time(topic, queue, ts, "upper")}
+                     "lower": lookups.offset_by_time(topic, queue, ts, "lower"),
+                     "upper": lookups.offset_by_time(topic, queue, ts, "upper")}
             if as_json:
                 sys.stdout.write(json.dumps(found) + "\n")
             else:
@@ -306,12 +315,12 @@ def query(store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
         elif queue is not None and offset is not None:
             if not topic:
                 raise typer.BadParameter("--offset needs --topic and --queue")
-            check_topic(s, topic, queue)
-            first, end = s.min_offset(topic, queue), s.max_offset(topic, queue)
+            check_topic(lookups, topic, queue)
+            first, end = lookups.min_offset(topic, queue), lookups.max_offset(topic, queue)
             if not first <= offset < end:
                 raise InvalidArgumentError(f"--offset {offset}: {topic}/{queue} holds offsets {first}..{end - 1}"
                                            if end > first else f"--offset {offset}: {topic}/{queue} holds no message")
-            rows = [r for b in s.read_queue(topic, queue, offset, offset + 1) for r in b.to_pylist()]
+            rows = [r for b in lookups.read_queue(topic, queue, offset, offset + 1) for r in b.to_pylist()]
         else:
             raise typer.BadParameter("give one of --key, --uniq-key, --msg-id, --queue with --offset or --time")
     if not rows:

@@ -81,19 +81,57 @@ def plan_history(opts: ReadOptions, pushed) -> list:
         for topic in history.topics():
             if not opts.wants_topic(topic) or (pushed.topics is not None and topic not in pushed.topics):
                 continue
+            hits = None if pushed.uniq_keys is None else _key_hits(history, topic, pushed.uniq_keys)
             for qid in history.queue_ids(topic):
                 if pushed.queue_ids is not None and qid not in pushed.queue_ids:
                     continue
                 ranges = history.ranges(topic, qid)
                 lo_min, hi_max = ranges.first, ranges.end
-                start = max(_edge(opts.starting_offsets, topic, qid, EARLIEST, lo_min, hi_max), lo_min,
-                            pushed.queue_offset[0])
-                end = min(_edge(opts.ending_offsets, topic, qid, LATEST, lo_min, hi_max), hi_max,
-                          pushed.queue_offset[1])
+                start = _edge(opts.starting_offsets, topic, qid, EARLIEST, lo_min, hi_max)
+                end = _edge(opts.ending_offsets, topic, qid, LATEST, lo_min, hi_max)
+                start, end = _times(history, opts, pushed, topic, qid, start, end)
+                start = max(start, lo_min, pushed.queue_offset[0])
+                end = min(end, hi_max, pushed.queue_offset[1])
+                if hits is not None:  # a uniqKey filter: the offsets the indexes find, nothing else
+                    parts.extend(HistoryPartition(handle, topic, qid, o, o + 1)
+                                 for q, o in sorted(hits) if q == qid and start <= o < end)
+                    continue
                 step = opts.max_messages_per_partition
                 parts.extend(HistoryPartition(handle, topic, qid, lo, min(end, lo + step))
                              for lo in range(start, end, step))
     return parts
+
+
+def _times(history, opts: ReadOptions, pushed, topic: str, qid: int, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` narrowed by the time options (``startingTimestamp``, ``endingTimestamp``,
+    ``startingOffsetsByTimestamp``, ``endingOffsetsByTimestamp``) and a pushed ``storeTimestamp`` range, each
+    time turned into a queue offset as the broker's getOffsetInQueueByTime answers with tiered storage
+    (``StoreHistory.offset_by_time``)."""
+    def at(spec) -> Optional[int]:
+        return None if spec is None else spec.get(topic, {}).get(str(qid))
+
+    for time, is_start in ((opts.starting_timestamp, True), (at(opts.starting_timestamps), True),
+                           (opts.ending_timestamp, False), (at(opts.ending_timestamps), False)):
+        if time is not None:
+            offset = history.offset_by_time(topic, qid, int(time), "lower")
+            start, end = (offset, end) if is_start else (start, offset)
+    lo_t, hi_t = pushed.store_time
+    if lo_t is not None and start < end:
+        start = max(start, history.offset_by_time(topic, qid, int(lo_t), "lower"))
+    if hi_t is not None and start < end:
+        end = min(end, history.offset_by_time(topic, qid, int(hi_t), "lower"))
+    return start, end
+
+
+def _key_hits(history, topic: str, uniq_keys) -> set:
+    """The (queue id, queue offset) of ``topic``'s messages whose UNIQ_KEY is one of ``uniq_keys``, found through
+    the local and the tiered index (``StoreHistory.query_by_key``, as the broker's queryMessage)."""
+    hits = set()
+    for key in uniq_keys:
+        table = history.query_by_key(topic, key, columns=("queueId", "queueOffset", "uniqKey"))
+        columns = (table.column(c).to_pylist() for c in ("queueId", "queueOffset", "uniqKey"))
+        hits.update((q, o) for q, o, u in zip(*columns) if u == key)
+    return hits
 
 
 __all__ = ["HistoryHandle", "HistoryPartition", "plan_history"]

@@ -166,7 +166,8 @@ READ_SPEC = (
     OptionSpec("tieredStorePath", PATH, "the broker's `tieredStoreFilePath` (tiered storage, POSIX file backend): "
                "each queue's history there is read with the local store's, queue-ordered, each offset once (the "
                "local store's row where both hold it); without `path`, the tiered storage alone. Tiered rows carry "
-               "their per-queue tiered `commitLogOffset` and the `msgId` built from it (see Tiered history). A stream "
+               "their per-queue tiered `commitLogOffset` and the `msgId` built from it (see Tiered history). Times, "
+               "`startingGroup` offsets and `uniqKey` filters are looked up in both, as the broker does. A stream "
                "starts in the tiered storage (earliest) and follows the local store",
                cli=("--tiered-path",)),
     OptionSpec("maxMessagesPerTrigger", INTEGER, "messages per micro-batch, shared across queues in proportion "
@@ -497,12 +498,10 @@ def check_tiered_read(opts: Mapping[str, str], stores) -> None:
     if len(stores) > 1:
         raise InvalidArgumentError(f"option tieredStorePath holds one broker's tiered storage, but the path gives "
                                    f"{len(stores)} stores; read each broker with its own tieredStorePath")
-    clash = [o for o in ("startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp",
-                         "endingOffsetsByTimestamp", "startingGroup") if o in opts]
-    if clash:
-        raise InvalidArgumentError(f"option {clash[0]} is not supported with tieredStorePath (the history is read "
-                                   f"by queue offsets); give startingOffsets/endingOffsets, filter the rows "
-                                   f"afterwards, or read without tieredStorePath")
+    if "startingGroup" in opts and not stores:
+        raise InvalidArgumentError("option startingGroup reads the group's committed offsets from the local store "
+                                   "(config/consumerOffset.json), but this read has the tiered storage alone: give "
+                                   "the broker's store as the path too, or startingOffsets")
     if opts.get("scanMode", SCAN_AUTO).lower() not in (SCAN_AUTO, SCAN_QUEUE):
         raise InvalidArgumentError(f"option scanMode={opts['scanMode']} reads one commit log; with tieredStorePath "
                                    f"the history is read per queue: use scanMode=auto or queue")

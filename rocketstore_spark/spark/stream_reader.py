@@ -27,6 +27,7 @@ from ..errors import DataLossError
 from ..store import (
     LiveTail,
     RocketStore,
+    StoreHistory,
     TieredQueues,
     detect_variant,
     is_remote,
@@ -248,6 +249,8 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return out
 
     def _initial_for(self, store, ref, topic, qid, latest, start) -> int:
+        if self._tiered is not None:  # times before the local store's first message: the tiered storage answers
+            store = StoreHistory(store, self._tiered)
         if self.opts.starting_timestamp is not None:
             return store.offset_by_time(topic, qid, self.opts.starting_timestamp, "lower")
         if self.opts.starting_timestamps is not None:

@@ -24,6 +24,7 @@ from ..format import layout as L
 from .tiered_segments import COMMIT_LOG, CONSUME_QUEUE, QueueDir, Segment
 
 QUEUE_OFFSET_POSITION = 20  # MessageFormatUtil.QUEUE_OFFSET_POSITION: QUEUEOFFSET's byte in a record
+STORE_TIMESTAMP_POSITION = 56  # MessageFormatUtil.STORE_TIMESTAMP_POSITION (the broker reads it there always)
 
 
 class TieredQueue:
@@ -93,6 +94,63 @@ class TieredQueue:
         hi = int((units["phy_offset"].astype(np.int64) + units["size"]).max())
         return self._read(self.log_segments, lo, hi - lo), lo
 
+    def store_time(self, queue_offset: int) -> int:
+        """``MessageFormatUtil.getStoreTimeStamp`` of the record of ``queue_offset``."""
+        unit = self.units(queue_offset, queue_offset + 1)[0]
+        head = self._read(self.log_segments, int(unit["phy_offset"]), STORE_TIMESTAMP_POSITION + 8)
+        return int(np.frombuffer(head, ">i8", 1, STORE_TIMESTAMP_POSITION)[0])
+
+    def offset_by_time(self, timestamp: int, upper: bool = False) -> int:
+        """``FlatMessageFile.getQueueOffsetByTimeAsync``: the first queue offset stored at or after ``timestamp``
+        (with ``upper``, then past the offsets stored at exactly that time); the end when every record is older,
+        the first offset when every record is newer. The broker finds the consume-queue segment by the store times
+        it recorded for each (the first and last of its records here), then searches that segment."""
+        first, last = self.first_offset, self.max_offset - 1
+        if last < first:
+            return first
+        if self.store_time(last) < timestamp:
+            return last + 1
+        if self.store_time(first) > timestamp:
+            return first
+
+        def span(seg: Segment) -> tuple[int, int]:
+            lo = max(seg.base_offset // L.CQ_STORE_UNIT_SIZE, first)
+            hi = min(seg.end // L.CQ_STORE_UNIT_SIZE - 1, last)
+            return lo, hi
+
+        def times(seg: Segment) -> tuple[float, float]:
+            lo, hi = span(seg)
+            if hi < first:  # expired: older than every record left
+                return float("-inf"), float("-inf")
+            if lo > last:  # not committed yet: newer than every record
+                return float("inf"), float("inf")
+            return self.store_time(lo), self.store_time(hi)
+
+        segments = self.unit_segments
+        low, high = 0, len(segments) - 1
+        mid = low + (high - low) // 2
+        while low <= high:
+            t_min, t_max = times(segments[mid])
+            if t_min <= timestamp <= t_max:
+                break
+            if timestamp < t_min:
+                high = mid - 1
+            else:
+                low = mid + 1
+            mid = low + int((high - low) / 2)  # Java's division: towards zero
+        lo, hi = span(segments[min(mid, len(segments) - 1)])
+        while lo < hi:  # the lower bound: the first record stored at or after the time
+            middle = lo + (hi - lo) // 2
+            if self.store_time(middle) < timestamp:
+                lo = middle + 1
+            else:
+                hi = middle
+        offset = lo
+        if upper:
+            while offset + 1 <= last and self.store_time(offset + 1) == timestamp:
+                offset += 1
+        return offset
+
     def segment_at(self, offset: int, kind: str = COMMIT_LOG) -> Segment:
         segments = self.log_segments if kind == COMMIT_LOG else self.unit_segments
         for seg in segments:
@@ -122,4 +180,4 @@ class TieredQueue:
         return b"".join(parts)
 
 
-__all__ = ["TieredQueue", "QUEUE_OFFSET_POSITION"]
+__all__ = ["TieredQueue", "QUEUE_OFFSET_POSITION", "STORE_TIMESTAMP_POSITION"]

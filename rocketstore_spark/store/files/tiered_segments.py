@@ -19,7 +19,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import StoreFormatError
+from ...errors import InvalidArgumentError, StoreFormatError
+from .byte_source import is_remote
 
 COMMIT_LOG = "COMMIT_LOG"  # FileSegmentType.COMMIT_LOG (code 0)
 CONSUME_QUEUE = "CONSUME_QUEUE"  # FileSegmentType.CONSUME_QUEUE (code 1)
@@ -109,6 +110,11 @@ def cluster_dirs(root: Path) -> dict[str, Path]:
 def queue_dirs(root, cluster: str | None = None, broker: str | None = None) -> list[QueueDir]:
     """Every queue directory holding message segments under ``root``, for one cluster and broker (needed only
     when several share the directory); the index's pseudo-topic is left out."""
+    if is_remote(str(root)):
+        raise InvalidArgumentError(f"tiered store directory (tieredStoreFilePath): expected a local directory (or "
+                                   f"one mounted), found the URI {root}; RocketMQ 5.3.3's tiered storage writes its "
+                                   f"segments to a file system (PosixFileSegment, its one backend): copy or mount "
+                                   f"them and give that path")
     root = Path(root)
     if not root.is_dir():
         raise StoreFormatError(f"tiered store directory (tieredStoreFilePath): expected a directory, found "

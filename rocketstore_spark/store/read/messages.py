@@ -237,7 +237,7 @@ class MessageLookups:
         want = tuple(dict.fromkeys(columns + ("topic", "uniqKey", "keys")))
         table = self.records.read_records_at(sorted(offsets), want)  # an offset twice: indexed twice (re-index)
         is_key = pc.or_(pc.fill_null(pc.equal(table.column("uniqKey"), key), False),
-                        _has_key(table.column("keys"), key))
+                        has_key(table.column("keys"), key))
         keep = pc.and_(pc.equal(table.column("topic"), topic), is_key)
         return table.filter(keep).select(list(columns))
 
@@ -267,7 +267,7 @@ class MessageLookups:
                                        self.store.min_phy_offset())
 
 
-def _has_key(keys: pa.ChunkedArray, key: str) -> pa.ChunkedArray:
+def has_key(keys: pa.ChunkedArray, key: str) -> pa.ChunkedArray:
     """Per row: does the list ``keys`` contain ``key``?"""
     out = []
     for chunk in keys.chunks:

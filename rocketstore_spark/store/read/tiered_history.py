@@ -12,16 +12,21 @@ store's. :meth:`StoreHistory.ranges` says which offsets lie where.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import CorruptRecordError, InvalidArgumentError
+from ..files.tiered_index import TieredIndex
 from ..files.tiered_queue import TieredQueue
-from ..files.tiered_segments import COMMIT_LOG, queue_dirs
+from ..files.tiered_segments import COMMIT_LOG, cluster_dir_name, queue_dirs
+from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
-from ..format.columns import build_batch, fixed_fields_for, normalize_columns
+from ..format.columns import arrow_schema, build_batch, fixed_fields_for, normalize_columns
+from .messages import JAVA_LONG_MAX, MAX_MSGS_NUM_BATCH, has_key
 from .queue_reads import DEFAULT_BATCH_ROWS
 
 LOCAL = "local"
@@ -37,6 +42,18 @@ class TieredQueues:
         self.cluster = dirs[0].cluster if dirs else cluster
         self.broker = dirs[0].broker if dirs else broker
         self.queues = {(d.topic, d.queue_id): TieredQueue(d) for d in dirs}
+        self._index: Optional[TieredIndex] = None
+
+    @property
+    def index(self) -> TieredIndex:
+        """The uploaded key index (``rmq_sys_INDEX``), read on first use."""
+        if self._index is None:
+            index_dir = None
+            if self.cluster is not None and self.broker is not None:
+                broker_path = Path(self.root) / cluster_dir_name(self.cluster) / self.broker
+                index_dir = TieredIndex.dir_of(broker_path, self.cluster, self.broker)
+            self._index = TieredIndex(index_dir)
+        return self._index
 
     def topics(self) -> list[str]:
         return sorted({t for t, _ in self.queues})
@@ -61,30 +78,63 @@ class TieredQueues:
             return
         lo = q.first_offset if start is None else max(int(start), q.first_offset)
         hi = q.max_offset if end is None else min(int(end), q.max_offset)
-        fixed = tuple(sorted(set(fixed_fields_for(columns)) | {"queue_offset", "phy_offset"}))
         for first in range(lo, hi, batch_rows):
             units = q.units(first, min(hi, first + batch_rows))
-            data, base = q.records(units)
-            buf = np.frombuffer(data, dtype=np.uint8)
-            positions = units["phy_offset"].astype(np.int64) - base
-            fields = parse_records(buf, positions, fixed)
-            self._check(q, fields, units, first, base)
-            yield build_batch(buf, fields, columns, str(q.segment_at(base).path))
+            yield self._batch(q, units, columns, np.arange(first, first + len(units)))
+
+    def query_by_key(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+                     end: Optional[int] = None, columns=None) -> pa.Table:
+        """The messages of ``topic`` whose ``UNIQ_KEY`` or a ``KEYS`` token is ``key``, found through the tiered
+        index (``MessageStoreFetcherImpl.queryMessageAsync``): the index files created within ``[begin, end]``
+        (store times in ms), newest first, at most ``max_num`` items; each item's record read from its queue's
+        tiered commit log (items whose record has expired are skipped), then hash collisions removed by checking
+        the real topic and key. Rows in store-time order."""
+        columns = normalize_columns(columns)
+        end = JAVA_LONG_MAX if end is None else int(end)
+        want = tuple(dict.fromkeys(columns + ("topic", "uniqKey", "keys", "queueId", "queueOffset",
+                                              "storeTimestamp")))
+        batches = []
+        for item in self.index.query(topic, key, int(max_num), int(begin), end):
+            q = self.queue(topic, item.queue_id)
+            if q is None or item.offset < q.log_start or item.offset + item.size > q.log_end:
+                continue
+            unit = np.array([(item.offset, item.size, 0)], dtype=L.CQ_UNIT_DTYPE)
+            batches.append(self._batch(q, unit, want, None))
+        table = pa.Table.from_batches(batches, schema=arrow_schema(want))
+        keep = pc.and_(pc.equal(table.column("topic"), topic),
+                       pc.or_(pc.fill_null(pc.equal(table.column("uniqKey"), key), False),
+                              has_key(table.column("keys"), key)))
+        table = table.filter(keep).sort_by([("storeTimestamp", "ascending"), ("queueId", "ascending"),
+                                            ("queueOffset", "ascending")])
+        return table.select(list(columns))
+
+    def _batch(self, q: TieredQueue, units: np.ndarray, columns, expected: Optional[np.ndarray]) -> pa.RecordBatch:
+        """The rows of the records ``units`` (tiered offset and size, in commit-log order) point at, checked
+        against the units (and the queue offsets ``expected``, when known)."""
+        fixed = tuple(sorted(set(fixed_fields_for(columns)) | {"queue_offset", "phy_offset"}))
+        data, base = q.records(units)
+        buf = np.frombuffer(data, dtype=np.uint8)
+        positions = units["phy_offset"].astype(np.int64) - base
+        fields = parse_records(buf, positions, fixed)
+        self._check(q, fields, units, expected)
+        return build_batch(buf, fields, columns, str(q.segment_at(base).path))
 
     @staticmethod
-    def _check(q: TieredQueue, fields, units, first: int, base: int) -> None:
+    def _check(q: TieredQueue, fields, units, expected: Optional[np.ndarray]) -> None:
         bad = np.flatnonzero(~fields.valid)
-        expected = np.arange(first, first + len(units))
         if len(bad) == 0:
-            bad = np.flatnonzero((fields.queue_offset != expected) | (fields.phy_offset != units["phy_offset"])
-                                 | (fields.total_size != units["size"]))
+            wrong = (fields.phy_offset != units["phy_offset"]) | (fields.total_size != units["size"])
+            if expected is not None:
+                wrong |= fields.queue_offset != expected
+            bad = np.flatnonzero(wrong)
             if len(bad) == 0:
                 return
             i = int(bad[0])
-            problem = (f"expected the record of queue offset {int(expected[i])} (tiered offset "
-                       f"{int(units['phy_offset'][i])}, {int(units['size'][i])} bytes, as its consume-queue unit "
-                       f"says), found QUEUEOFFSET {int(fields.queue_offset[i])}, PHYSICALOFFSET "
-                       f"{int(fields.phy_offset[i])}, TOTALSIZE {int(fields.total_size[i])}")
+            which = f"queue offset {int(expected[i])} " if expected is not None else ""
+            problem = (f"expected the record of {which}(tiered offset {int(units['phy_offset'][i])}, "
+                       f"{int(units['size'][i])} bytes, as its consume-queue unit or index item says), found "
+                       f"QUEUEOFFSET {int(fields.queue_offset[i])}, PHYSICALOFFSET {int(fields.phy_offset[i])}, "
+                       f"TOTALSIZE {int(fields.total_size[i])}")
         else:
             i = int(bad[0])
             problem = PROBLEM_DESCRIPTIONS.get(int(fields.problem[i]), "record check failed")
@@ -164,6 +214,66 @@ class StoreHistory:
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         return self.ranges(topic, queue_id).end
+
+    def earliest_local_time(self) -> Optional[int]:
+        """``getEarliestMessageTime`` of the local store: the store time of its first record (None without a
+        local store or when it holds none)."""
+        if self.local is None:
+            return None
+        first = self.local.min_phy_offset()
+        if first >= self.local.max_phy_offset():
+            return None
+        t = self.local.store_time_at(first, L.BORN_HOST_POSITION + L.IPV6_HOST_LENGTH + 8)
+        return t if t > 0 else None
+
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int, boundary: str = "lower") -> int:
+        """``getOffsetInQueueByTime`` over the history, as ``TieredMessageStore.getOffsetInQueueByTime`` answers it
+        (tiered storage level ``NOT_IN_DISK``): a time before the local store's first message is searched in the
+        queue's tiered storage (``FlatMessageFile.getQueueOffsetByTimeAsync``), any other time in the local store.
+        A queue only one side holds is searched there. ``boundary``: ``lower`` or ``upper``; the broker passes it
+        to the tiered search only (it asks its local store with the lower boundary always, and so does this)."""
+        boundary = str(boundary).lower()
+        if boundary not in ("lower", "upper"):
+            raise InvalidArgumentError(f"boundary must be 'lower' or 'upper', found {boundary!r}")
+        tiered = self.tiered.queue(topic, queue_id) if self.tiered is not None else None
+        local = self.local is not None and self.local.has_queue(topic, queue_id)
+        if tiered is not None and not local:
+            return tiered.offset_by_time(int(timestamp_ms), boundary == "upper")
+        if not local:
+            return 0
+        earliest = self.earliest_local_time()
+        if tiered is not None and earliest is not None and int(timestamp_ms) < earliest:
+            return tiered.offset_by_time(int(timestamp_ms), boundary == "upper")
+        return self.local.offset_by_time(topic, queue_id, int(timestamp_ms),
+                                         "lower" if self.tiered is not None else boundary)
+
+    def query_by_key(self, topic: str, key: str, max_num: int = MAX_MSGS_NUM_BATCH, begin: int = 0,
+                     end: Optional[int] = None, columns=None) -> pa.Table:
+        """``queryMessage`` over the history, as ``TieredMessageStore.queryMessageAsync`` answers it (tiered
+        storage level ``NOT_IN_DISK``, the default): the local store's index answers unless ``end`` lies before
+        its earliest message; if it found fewer than ``max_num`` messages and ``begin`` lies before that time,
+        the tiered index adds at most the rest over ``[begin, earliest]``. Without a local store (or with an empty
+        one) the tiered index answers over ``[begin, end]``. A queue offset both answers hold comes once, the
+        local store's row. Rows: the tiered storage's first (store-time order), then the local store's
+        (commit-log order). See ``docs/tiered.md``."""
+        columns = normalize_columns(columns)
+        end = JAVA_LONG_MAX if end is None else int(end)
+        begin, max_num = int(begin), int(max_num)
+        want = tuple(dict.fromkeys(columns + ("queueId", "queueOffset")))
+        earliest = self.earliest_local_time()
+        local = arrow_schema(want).empty_table()
+        if self.local is not None and (earliest is None or end >= earliest):
+            local = self.local.query_by_key(topic, key, max_num, begin, end, want)
+        tiered = arrow_schema(want).empty_table()
+        if self.tiered is not None and local.num_rows < max_num and (earliest is None or begin < earliest):
+            tiered = self.tiered.query_by_key(topic, key, max_num - local.num_rows, begin,
+                                              end if earliest is None else earliest, want)
+            held = set(zip(local.column("queueId").to_pylist(), local.column("queueOffset").to_pylist()))
+            if held:
+                mask = [(q, o) not in held for q, o in zip(tiered.column("queueId").to_pylist(),
+                                                           tiered.column("queueOffset").to_pylist())]
+                tiered = tiered.filter(pa.array(mask, pa.bool_()))
+        return pa.concat_tables([tiered, local]).select(list(columns))
 
     def read_queue(self, topic: str, queue_id: int, start: Optional[int] = None, end: Optional[int] = None,
                    columns=None, *, batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:

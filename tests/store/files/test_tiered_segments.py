@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rocketstore_spark.errors import StoreFormatError
+from rocketstore_spark.errors import InvalidArgumentError, StoreFormatError
 from rocketstore_spark.store.files.tiered_metadata import load_tiered_metadata, parse_fastjson
 from rocketstore_spark.store.files.tiered_queue import TieredQueue
 from rocketstore_spark.store.files.tiered_segments import (
@@ -40,7 +40,7 @@ def test_queue_dirs_and_segments():
     (queue,) = queue_dirs(SEGMENTS)
     assert (queue.cluster, queue.broker, queue.topic, queue.queue_id) == ("e2e-cluster", "broker-e2e", "history", 0)
     logs, units = queue.segments(COMMIT_LOG), queue.segments(CONSUME_QUEUE)
-    assert [s.base_offset for s in logs] == [0, 16264] and logs[-1].end == 16264 + 6132
+    assert [s.base_offset for s in logs] == [0, 16358] and logs[-1].end == 16358 + 6168
     assert [s.base_offset for s in units] == [0, 400, 800, 1200] and units[-1].end == 65 * 20
 
 
@@ -89,3 +89,8 @@ def test_not_a_tiered_directory(tmp_path):
         queue_dirs(tmp_path)
     with pytest.raises(StoreFormatError, match="expected a directory"):
         queue_dirs(tmp_path / "absent")
+
+
+def test_a_remote_directory_is_refused():
+    with pytest.raises(InvalidArgumentError, match="expected a local directory.*copy or mount"):
+        queue_dirs("s3://bucket/tiered")

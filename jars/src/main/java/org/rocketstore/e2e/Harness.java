@@ -17,6 +17,7 @@ import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -27,6 +28,7 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.ResponseCode;
 import org.apache.rocketmq.remoting.protocol.admin.ConsumeStats;
 import org.apache.rocketmq.remoting.protocol.admin.OffsetWrapper;
 import org.apache.rocketmq.remoting.protocol.route.BrokerData;
@@ -57,8 +59,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   compaction-history, compaction-read     see CompactionHistory
  *   push        NAMESRV GROUP TOPIC N    a push consumer from the first offset until N messages arrived
  *   pull        NAMESRV GROUP TOPIC N    a lite pull consumer (auto commit) likewise
- *   by-key      NAMESRV TOPIC KEY        queryMessage by key
+ *   by-key      NAMESRV TOPIC KEY        queryMessage by key (no lines when the broker finds none)
  *   by-id       NAMESRV TOPIC MSGID      viewMessage by (offset) message id
+ *   by-time     NAMESRV TOPIC QUEUE T... searchOffset at each store time T (ms), lower and upper boundary
  *   offsets     NAMESRV GROUP            the broker's committed consumer offsets of GROUP
  *   brokers     NAMESRV                  the brokers registered with the name server
  * </pre>
@@ -92,6 +95,8 @@ public final class Harness {
                 case "pull" -> pull(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 case "by-key" -> byKey(args[1], args[2], args[3]);
                 case "by-id" -> byId(args[1], args[2], args[3]);
+                case "by-time" -> TieredHistory.byTime(args[1], args[2], Integer.parseInt(args[3]),
+                        java.util.Arrays.copyOfRange(args, 4, args.length));
                 case "offsets" -> offsets(args[1], args[2]);
                 case "brokers" -> brokers(args[1]);
                 default -> throw new IllegalArgumentException("unknown command " + args[0]);
@@ -445,8 +450,15 @@ public final class Harness {
     @SuppressWarnings("deprecation")
     private static void byKey(String namesrv, String topic, String key) throws Exception {
         DefaultMQProducer client = queryClient(namesrv);
-        for (MessageExt m : client.queryMessage(topic, key, 64, 0, Long.MAX_VALUE).getMessageList()) {
-            received(m);
+        try {
+            for (MessageExt m : client.queryMessage(topic, key, 64, 0, Long.MAX_VALUE).getMessageList()) {
+                received(m);
+            }
+        } catch (MQClientException e) {
+            if (e.getResponseCode() != ResponseCode.NO_MESSAGE) {
+                throw e;
+            }
+            // the broker found no message: an empty answer, no lines
         }
     }
 
@@ -514,7 +526,7 @@ public final class Harness {
         }
     }
 
-    private static synchronized void print(String event, Map<String, Object> fields) {
+    static synchronized void print(String event, Map<String, Object> fields) {
         StringBuilder out = new StringBuilder("{\"event\":").append(json(event));
         for (Map.Entry<String, Object> e : fields.entrySet()) {
             out.append(',').append(json(e.getKey())).append(':').append(json(e.getValue()));
