@@ -37,6 +37,24 @@ def wait_for(check, what: str, timeout: float = 120):
         time.sleep(1)
 
 
+def wait_until_compaction_settles(store_dir, quiet: float = 6, timeout: float = 120):
+    """Wait until no compaction file changes for ``quiet`` seconds (three compaction intervals). A 5.3.3 broker
+    stopped while it rolls a compaction file keeps a log file without its consume-queue file, and its next start
+    fails ``TopicPartitionLog.sanityCheck`` (the broker exits): stop it between compactions."""
+    def state():
+        return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
+                      for p in (store_dir / "compaction").rglob("*") if p.is_file())
+    deadline, last, since = time.monotonic() + timeout, None, time.monotonic()
+    while True:
+        now = state()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        assert time.monotonic() < deadline, f"the broker's compaction files kept changing for {timeout:.0f} s"
+        time.sleep(0.5)
+
+
 def consumer_end_state(received) -> dict:
     """Per (queueId, key): the last message received, None when it has no body (the key is deleted)."""
     latest: dict = {}
@@ -53,6 +71,7 @@ def test_compacted_values_include_keys_only_the_compaction_log_holds(broker_fact
     wait_for(lambda: not (commitlog / f"{0:020d}").exists(), "expire its first commit-log file")
     wait_for(lambda: position.exists() and TOPIC in position.read_text(), "compact the topic")
     received = harness("compaction-read", "e2e-compaction-reader", TOPIC)
+    wait_until_compaction_settles(store_dir)
     broker.stop()
     # the same store served again by a restarted broker, to a new consumer group
     broker = broker_factory(store_dir, **COMPACTION_BROKER)
