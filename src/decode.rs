@@ -130,6 +130,7 @@ impl<'a> BinaryOut<'a> {
         Ok(())
     }
 
+    #[inline]
     fn end_row(&mut self, valid: bool) -> Result<(), GatherError> {
         let at = i32::try_from(self.used).map_err(|_| GatherError::Shape)?;
         *self
@@ -148,6 +149,7 @@ impl<'a> BinaryOut<'a> {
     }
 
     /// A row of the bytes as they are.
+    #[inline]
     pub fn push(&mut self, value: &[u8]) -> Result<(), GatherError> {
         self.append(value)?;
         self.end_row(true)
@@ -183,6 +185,7 @@ impl<'a> BinaryOut<'a> {
     }
 
     /// A null row (no bytes; it needs a validity bitmap).
+    #[inline]
     pub fn push_null(&mut self) -> Result<(), GatherError> {
         if self.validity.is_none() {
             return Err(GatherError::Shape);
