@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.errors import CorruptRecordError
+from rocketstore_spark.store.format import columns as C
 from rocketstore_spark.store.format import layout as L
 from rocketstore_spark.store.format.codec import parse_records
-from rocketstore_spark.store.format import columns as C
 from rocketstore_spark.store.format.columns import COLUMNS, build_batch, parse_and_decode
 from tests.store import reference as ref
 
