@@ -615,6 +615,16 @@ pub(crate) fn host_at(buf: &[u8], pos: i64, sysflag: i64, v6_flag: i32) -> Optio
     span(buf, pos, width)
 }
 
+/// The 16 uppercase hex digits of a physical offset, as a msgId ends.
+#[inline]
+pub(crate) fn offset_hex_text(phy_offset: i64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (pair, b) in out.chunks_exact_mut(2).zip(phy_offset.to_be_bytes()) {
+        pair.copy_from_slice(&HEX_UPPER_PAIRS[usize::from(b)]);
+    }
+    out
+}
+
 /// `MessageDecoder.createMessageId` of a store host field (8 or 20 bytes) and a physical offset: uppercase hex,
 /// and its length (the host's bytes past 20 are left out).
 pub(crate) fn msg_id_text(store_host: &[u8], phy_offset: i64) -> ([u8; MAX_MSG_ID_TEXT], usize) {
@@ -624,9 +634,7 @@ pub(crate) fn msg_id_text(store_host: &[u8], phy_offset: i64) -> ([u8; MAX_MSG_I
     for (pair, &b) in host_hex.chunks_exact_mut(2).zip(host) {
         pair.copy_from_slice(&HEX_UPPER_PAIRS[usize::from(b)]);
     }
-    for (pair, b) in offset_hex.chunks_exact_mut(2).zip(phy_offset.to_be_bytes()) {
-        pair.copy_from_slice(&HEX_UPPER_PAIRS[usize::from(b)]);
-    }
+    offset_hex.copy_from_slice(&offset_hex_text(phy_offset));
     // the offset's digits follow the host's
     let len = 2 * host.len() + 16;
     out.copy_within(MAX_MSG_ID_TEXT - 16.., 2 * host.len());

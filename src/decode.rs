@@ -23,9 +23,15 @@
 //! `new String(bytes, UTF_8)` makes it: each maximal ill-formed subsequence becomes U+FFFD (3 bytes), hence the
 //! 3 × bounds. The properties map, tags, uniqKey and keys follow `MessageDecoder.string2messageProperties`.
 
-use crate::columns::{host_at, host_text, kept_pairs, msg_id_text, span, GatherError};
+use crate::columns::{
+    host_at, host_text, kept_pairs, msg_id_text, offset_hex_text, span, GatherError, ShortText,
+    MAX_MSG_ID_TEXT,
+};
 use crate::header;
-use crate::layout::{load_lines, BORNHOST_V6_FLAG, READ_AHEAD, STOREHOSTADDRESS_V6_FLAG};
+use crate::layout::{
+    load_lines, load_tails, BORNHOST_V6_FLAG, IPV6_HOST_LENGTH, READ_AHEAD,
+    STOREHOSTADDRESS_V6_FLAG,
+};
 
 /// The input rows, in the order of [`DECODE_INPUTS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +130,7 @@ impl<'a> BinaryOut<'a> {
         Ok(())
     }
 
+    #[inline]
     fn end_row(&mut self, valid: bool) -> Result<(), GatherError> {
         let at = i32::try_from(self.used).map_err(|_| GatherError::Shape)?;
         *self
@@ -142,6 +149,7 @@ impl<'a> BinaryOut<'a> {
     }
 
     /// A row of the bytes as they are.
+    #[inline]
     pub fn push(&mut self, value: &[u8]) -> Result<(), GatherError> {
         self.append(value)?;
         self.end_row(true)
@@ -177,6 +185,7 @@ impl<'a> BinaryOut<'a> {
     }
 
     /// A null row (no bytes; it needs a validity bitmap).
+    #[inline]
     pub fn push_null(&mut self) -> Result<(), GatherError> {
         if self.validity.is_none() {
             return Err(GatherError::Shape);
@@ -298,6 +307,81 @@ impl Places {
     }
 }
 
+/// The text of the last host field a column printed, reused while the next records carry the same bytes (a
+/// store's records come from a few producers through one broker: most rows repeat the row before).
+#[derive(Default)]
+struct HostMemo {
+    /// The host field printed last (its first `len` bytes), None before the first.
+    key: Option<([u8; IPV6_HOST_LENGTH], usize)>,
+    text: ShortText,
+}
+
+impl HostMemo {
+    /// [`host_text`] of `host` (an 8- or 20-byte host field), None for another width.
+    #[inline]
+    fn text(&mut self, host: &[u8]) -> Option<&[u8]> {
+        let same = self
+            .key
+            .as_ref()
+            .is_some_and(|(bytes, len)| bytes.get(..*len) == Some(host));
+        if !same {
+            self.text = host_text(host)?;
+            let mut bytes = [0u8; IPV6_HOST_LENGTH];
+            bytes.get_mut(..host.len())?.copy_from_slice(host);
+            self.key = Some((bytes, host.len()));
+        }
+        Some(self.text.as_bytes())
+    }
+}
+
+/// The msgId of the last record, whose store host's digits the next records reuse while their store host is
+/// the same (only the offset's 16 digits change).
+struct MsgIdMemo {
+    /// The store host field of the msgId kept (its first `len` bytes), None before the first.
+    key: Option<([u8; IPV6_HOST_LENGTH], usize)>,
+    text: [u8; MAX_MSG_ID_TEXT],
+    len: usize,
+}
+
+impl Default for MsgIdMemo {
+    fn default() -> Self {
+        Self {
+            key: None,
+            text: [0; MAX_MSG_ID_TEXT],
+            len: 0,
+        }
+    }
+}
+
+impl MsgIdMemo {
+    /// [`msg_id_text`] of `store_host` and `phy_offset`.
+    #[inline]
+    fn text(&mut self, store_host: &[u8], phy_offset: i64) -> &[u8] {
+        let same = self
+            .key
+            .as_ref()
+            .is_some_and(|(bytes, len)| bytes.get(..*len) == Some(store_host));
+        let digits = self
+            .len
+            .checked_sub(16)
+            .and_then(|at| self.text.get_mut(at..self.len));
+        match digits {
+            Some(digits) if same => digits.copy_from_slice(&offset_hex_text(phy_offset)),
+            _ => {
+                (self.text, self.len) = msg_id_text(store_host, phy_offset);
+                let mut bytes = [0u8; IPV6_HOST_LENGTH];
+                let kept = store_host.len().min(IPV6_HOST_LENGTH);
+                if let (Some(d), Some(h)) = (bytes.get_mut(..kept), store_host.get(..kept)) {
+                    d.copy_from_slice(h);
+                }
+                // a host wider than a host field is never taken for another
+                self.key = (kept == store_host.len()).then_some((bytes, kept));
+            }
+        }
+        self.text.get(..self.len).unwrap_or_default()
+    }
+}
+
 /// A decode in progress: the outputs, filled one record at a time, and what they ask for.
 struct Decoder<'o, 'a> {
     out: &'o mut Outputs<'a>,
@@ -306,6 +390,9 @@ struct Decoder<'o, 'a> {
     counts: Counts,
     wants_pairs: bool,
     wants_properties: bool,
+    born_hosts: HostMemo,
+    store_hosts: HostMemo,
+    msg_ids: MsgIdMemo,
 }
 
 impl<'o, 'a> Decoder<'o, 'a> {
@@ -328,6 +415,9 @@ impl<'o, 'a> Decoder<'o, 'a> {
             counts: Counts::default(),
             wants_pairs,
             wants_properties,
+            born_hosts: HostMemo::default(),
+            store_hosts: HostMemo::default(),
+            msg_ids: MsgIdMemo::default(),
         })
     }
 
@@ -369,25 +459,26 @@ impl<'o, 'a> Decoder<'o, 'a> {
         if let Some(msg_id) = self.out.msg_id.as_mut() {
             let host = host_at(buf, p.store_host_pos, p.sysflag, STOREHOSTADDRESS_V6_FLAG)
                 .ok_or(GatherError::OutOfRange(row))?;
-            let (text, len) = msg_id_text(host, p.phy_offset);
-            msg_id.push(text.get(..len).unwrap_or_default())?;
+            msg_id.push(self.msg_ids.text(host, p.phy_offset))?;
         }
-        for (host_out, pos, v6) in [
+        for (host_out, memo, pos, v6) in [
             (
                 self.out.born_host.as_mut(),
+                &mut self.born_hosts,
                 p.born_host_pos,
                 BORNHOST_V6_FLAG,
             ),
             (
                 self.out.store_host.as_mut(),
+                &mut self.store_hosts,
                 p.store_host_pos,
                 STOREHOSTADDRESS_V6_FLAG,
             ),
         ] {
             if let Some(host_out) = host_out {
                 let host = host_at(buf, pos, p.sysflag, v6).ok_or(GatherError::OutOfRange(row))?;
-                let text = host_text(host).ok_or(GatherError::OutOfRange(row))?;
-                host_out.push(text.as_bytes())?;
+                let text = memo.text(host).ok_or(GatherError::OutOfRange(row))?;
+                host_out.push(text)?;
             }
         }
         self.rows += 1;
@@ -575,6 +666,9 @@ pub fn decode_records(
         if i % READ_AHEAD == 0 {
             let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
             load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
+            // the records loaded one step ago: their ends (topic and properties) after their bodies
+            let now = positions.get(i..).unwrap_or_default().iter();
+            load_tails(buf, now.take(READ_AHEAD).copied());
         }
         let (row, code) = header::parse_checked(buf, pos, crc_mode);
         header::store_row(columns, n, i, &row);
@@ -690,6 +784,78 @@ mod tests {
             .iter()
             .map(|v| v.as_ref().map(|b| String::from_utf8(b.clone()).unwrap()))
             .collect()
+    }
+
+    /// Hosts repeat from record to record (a few producers, one broker) and change: each row prints its own.
+    #[test]
+    fn repeated_and_changing_hosts_print_each_row_own() {
+        let v4 = |a: u8, port: u32| [&[10, 0, 0, a][..], &port.to_be_bytes()].concat();
+        let v6 = |a: u8, port: u32| {
+            let mut address = vec![0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, a];
+            address.extend(port.to_be_bytes());
+            address
+        };
+        // (born host, store host, both IPv6?) per record: runs of the same, a change of port only, v4 ↔ v6
+        let hosts = [
+            (v4(1, 7), v4(9, 10911), false),
+            (v4(1, 7), v4(9, 10911), false),
+            (v4(1, 8), v4(9, 10911), false),
+            (v6(1, 8), v6(9, 10911), true),
+            (v6(1, 8), v6(9, 10911), true),
+            (v6(2, 8), v6(9, 10912), true),
+            (v4(2, 8), v4(9, 10912), false),
+            (v4(1, 7), v4(9, 10911), false),
+        ];
+        let n = hosts.len();
+        let mut buf = Vec::new();
+        let mut rows = Vec::new();
+        for (i, (born, store, ipv6)) in hosts.iter().enumerate() {
+            let (born_at, store_at) = (buf.len() as i64, (buf.len() + born.len()) as i64);
+            buf.extend_from_slice(born);
+            buf.extend_from_slice(store);
+            let sysflag = if *ipv6 {
+                i64::from(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+            } else {
+                0
+            };
+            let phy = 0x0102_0304_0506_0700 + i as i64;
+            rows.push([sysflag, phy, born_at, store_at, 0, 0, 0, 0, 0, 0]);
+        }
+        let inputs: Vec<i64> = (0..10)
+            .flat_map(|c| rows.iter().map(move |r| r[c]))
+            .collect();
+        let mut cols: Vec<Col> = (0..3)
+            .map(|_| Col::new(n, n * MAX_MSG_ID_TEXT, false))
+            .collect();
+        let [msg_id, born, store] = &mut cols[..] else {
+            unreachable!()
+        };
+        let mut out = Outputs {
+            msg_id: Some(msg_id.out()),
+            born_host: Some(born.out()),
+            store_host: Some(store.out()),
+            ..Outputs::default()
+        };
+        decode(&buf, &inputs, &mut out).unwrap();
+        for (i, (b, s, _)) in hosts.iter().enumerate() {
+            let phy = rows[i][1];
+            let (id, len) = msg_id_text(s, phy);
+            assert_eq!(msg_id.values(n)[i].as_deref(), Some(&id[..len]), "row {i}");
+            assert_eq!(
+                born.values(n)[i].as_deref(),
+                Some(host_text(b).unwrap().as_bytes()),
+                "row {i}"
+            );
+            assert_eq!(
+                store.values(n)[i].as_deref(),
+                Some(host_text(s).unwrap().as_bytes()),
+                "row {i}"
+            );
+        }
+        assert_eq!(
+            String::from_utf8(store.values(n)[3].clone().unwrap()).unwrap(),
+            "[2001:db8:0:0:0:0:0:9]:10911"
+        );
     }
 
     #[test]

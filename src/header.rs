@@ -2,11 +2,11 @@
 //! record checks (`CommitLog.checkMessageAndReturnSize`), one record at a time into preallocated columns.
 
 use crate::layout::{
-    be_i16, be_i32, be_i64, be_i8, host_length, is_message_magic, load_lines, BODY_CRC_POSITION,
-    BORNHOST_V6_FLAG, BORN_HOST_POSITION, BORN_TIMESTAMP_POSITION, FIXED_PREFIX, FLAG_POSITION,
-    IPV4_HOST_LENGTH, MAGIC_CODE_POSITION, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION,
-    QUEUE_ID_POSITION, QUEUE_OFFSET_POSITION, READ_AHEAD, STOREHOSTADDRESS_V6_FLAG,
-    SYSFLAG_POSITION, TOTALSIZE_POSITION,
+    be_i16, be_i32, be_i64, be_i8, host_length, is_message_magic, load_lines, load_tails,
+    BODY_CRC_POSITION, BORNHOST_V6_FLAG, BORN_HOST_POSITION, BORN_TIMESTAMP_POSITION, FIXED_PREFIX,
+    FLAG_POSITION, IPV4_HOST_LENGTH, MAGIC_CODE_POSITION, MESSAGE_MAGIC_CODE_V2,
+    PHYSICAL_OFFSET_POSITION, QUEUE_ID_POSITION, QUEUE_OFFSET_POSITION, READ_AHEAD,
+    STOREHOSTADDRESS_V6_FLAG, SYSFLAG_POSITION, TOTALSIZE_POSITION,
 };
 use crate::record_crc;
 
@@ -247,6 +247,9 @@ pub fn parse_records(
         if i % READ_AHEAD == 0 {
             let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
             load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
+            // the records loaded one step ago: their ends (topic and properties) after their bodies
+            let now = positions.get(i..).unwrap_or_default().iter();
+            load_tails(buf, now.take(READ_AHEAD).copied());
         }
         let (row, code) = parse_checked(buf, pos, crc_mode);
         store_row(columns, n, i, &row);

@@ -36,6 +36,10 @@ COMMITLOG_MIN_SHARE = 0.5  # selected bytes / scanned bytes from which the commi
 # when this many queues hold FEW_QUEUES_SHARE of the selected messages, each queue is a long run of records that a
 # consume-queue task reads as fast as a commit-log stretch, without searching the stretch for record starts
 FEW_QUEUES, FEW_QUEUES_SHARE = 16, 0.9
+# ... unless their records are interleaved: when the few queues' spans cover their bytes this many times over
+# (eight queues written round-robin: eight), a consume-queue task maps its neighbours' records with its own and the
+# tasks together map the stretch once per queue, where the commit-log plan reads each byte once
+INTERLEAVED_QUEUES = 2.0
 MIN_STRETCH_BYTES = 4096  # minPartitions never splits the commit log finer than this
 # a split point this close past its ideal place is taken without searching the other probes (a stretch ends up
 # at most this much longer than its neighbour: nothing next to the 128 MiB target, one search instead of eight)
@@ -82,7 +86,7 @@ def choose(store: RocketStore, opts: ReadOptions, ranges: list, tags, spans: Opt
         return Choice(SCAN_QUEUE, "a tag filter: the consume queues' tag hashes are tested before records are read",
                       avg)
     counts = sorted((r.hi - r.lo for r in ranges), reverse=True)
-    if sum(counts[:FEW_QUEUES]) >= FEW_QUEUES_SHARE * max(sum(counts), 1):
+    if sum(counts[:FEW_QUEUES]) >= FEW_QUEUES_SHARE * max(sum(counts), 1) and not _interleaved(store, ranges):
         return Choice(SCAN_QUEUE, f"{min(len(counts), FEW_QUEUES)} queues hold {FEW_QUEUES_SHARE:.0%}+ of the "
                       "selected messages: long runs per queue", avg)
     selected = sum(counts) * avg
@@ -93,6 +97,24 @@ def choose(store: RocketStore, opts: ReadOptions, ranges: list, tags, spans: Opt
     if scanned and share >= COMMITLOG_MIN_SHARE:
         return Choice(SCAN_COMMITLOG, detail, avg)
     return Choice(SCAN_QUEUE, detail, avg)
+
+
+def _interleaved(store: RocketStore, ranges: list) -> bool:
+    """Whether the records of the largest ranges (:data:`FEW_QUEUES` of them) interleave: their commit-log spans,
+    from each range's first record to its last (two units read per range), cover the bytes from the first to the
+    last of them :data:`INTERLEAVED_QUEUES` times over."""
+    spans = []
+    for r in sorted(ranges, key=lambda r: r.hi - r.lo, reverse=True)[:FEW_QUEUES]:
+        if r.hi <= r.lo:
+            continue
+        cq = store.consume_queue(r.topic, r.queue_id)
+        first, last = _unit_phy(cq, r.lo), _unit_phy(cq, r.hi - 1)
+        if first is not None and last is not None and last >= first:
+            spans.append((first, last + 1))
+    if not spans:
+        return False
+    covered = sum(b - a for a, b in spans)
+    return covered >= INTERLEAVED_QUEUES * (max(b for _, b in spans) - min(a for a, _ in spans))
 
 
 def commitlog_unsupported(store: RocketStore, ranges: list) -> str:

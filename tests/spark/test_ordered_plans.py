@@ -292,6 +292,31 @@ def test_variant_stores_whose_records_are_the_queue_rows_read_the_same(variant_g
         assert parts and not any(isinstance(p, CommitLogSlicePartition) for p in parts)
 
 
+def test_few_queues_are_read_per_queue_in_runs_and_in_commit_log_order_when_interleaved(tmp_path):
+    """Eight queues holding all the messages: per queue when each queue's records lie in a run of their own, from
+    the commit log when the queues were written round-robin (a queue task would map all eight queues' records)."""
+    import pyarrow as pa
+
+    n, queues = 4_000, 8
+
+    def store(name: str, queue_ids: np.ndarray) -> str:
+        path = str(tmp_path / name)
+        with RocketStore.open_writer(path) as writer:
+            writer.append(pa.table({"topic": pa.array(["T"] * n), "queueId": pa.array(queue_ids, pa.int32()),
+                                    "body": pa.array([b"x" * 200] * n, pa.binary())}))
+        return path
+
+    runs = store("runs", np.repeat(np.arange(queues), n // queues))
+    round_robin = store("round-robin", np.arange(n) % queues)
+    parts_runs, rows_runs = read({"path": runs})
+    parts_rr, rows_rr = read({"path": round_robin})
+    assert parts_runs and all(isinstance(p, (QueuePartition, QueueRangesPartition)) for p in parts_runs)
+    assert parts_rr and all(isinstance(p, CommitLogSlicePartition) for p in parts_rr)
+    # the interleaved store's commit-log rows are its queue plan's rows
+    _, queue_rows = read({"path": round_robin, "scanMode": "queue"})
+    assert len(rows_rr) == len(rows_runs) == n and rows_rr == queue_rows
+
+
 def test_plan_options_are_checked_when_parsed(golden_store_path):
     from rocketstore_spark.errors import InvalidArgumentError
 

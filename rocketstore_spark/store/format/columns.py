@@ -294,11 +294,15 @@ def decoded_columns_for(columns) -> frozenset:
     return frozenset({"body" if c == "rawBody" else c for c in columns}) & frozenset(DECODED_COLUMNS)
 
 
-#: The columns decoded with the parse: those whose room the records' bytes bound closely (text columns would need
-#: the records' bytes each, for a few bytes a record: a batch's memory would grow several times over)
+#: The columns whose room the records' bytes bound closely: decoded with the parse up to :data:`FUSED_BYTES`.
 FUSED_COLUMNS = frozenset({"body", "msgId", "bornHost", "storeHost"})
 #: The most record bytes one fused parse and decode takes (more, from damaged sizes, is parsed alone first).
 FUSED_BYTES = 256 << 20
+#: The most record bytes one fused parse and decode of text columns (topic, properties and what is read out of
+#: them) takes: each text column's room is the records' bytes, of which it fills a few per record (the pages past
+#: what it writes are never touched, but the pool holds them while the batch lives). Larger batches are parsed
+#: first and their text decoded into buffers of the exact sizes.
+FUSED_TEXT_BYTES = 32 << 20
 
 
 def parse_and_decode(buf, positions: np.ndarray, columns, fixed=None, crc_mode: int = 0,
@@ -308,17 +312,18 @@ def parse_and_decode(buf, positions: np.ndarray, columns, fixed=None, crc_mode: 
     the result's ``decoded``; a record that fails a check has an empty row there.
 
     ``record_bytes`` bounds the records' bytes (the sum of their sizes; None: the span of ascending positions)
-    and sizes the body's room. Columns of text read out of the records (topic, properties) are not decoded here
-    (their room would be the records' bytes each), nor are records without a bound: then the records are parsed
-    alone (``decoded`` None: the batch decodes them, sized exactly)."""
+    and sizes each column's room. Columns of text read out of the records (topic, properties) are decoded here up
+    to :data:`FUSED_TEXT_BYTES` of records (their room is the records' bytes each), the others up to
+    :data:`FUSED_BYTES`; past that, or without a bound, or when ill-formed text outgrows its room, the records are
+    parsed alone (``decoded`` None: the batch decodes them, sized exactly)."""
     wanted = decoded_columns_for(columns)
     pos = np.require(positions, dtype=np.int64, requirements=["C", "A"])
     n = len(pos)
     buf = native_bytes(buf)
     if record_bytes is None:
         record_bytes = _ascending_span(buf, pos)
-    if not wanted or wanted - FUSED_COLUMNS or not n or record_bytes is None \
-            or not 0 <= record_bytes <= FUSED_BYTES:
+    limit = FUSED_BYTES if wanted <= FUSED_COLUMNS else FUSED_TEXT_BYTES
+    if not wanted or not n or record_bytes is None or not 0 <= record_bytes <= limit:
         return parse_records(buf, pos, fixed, crc_mode)
     check_fixed(fixed)
     header, problem = header_outputs(n)

@@ -30,7 +30,7 @@ from ...errors import CorruptRecordError, DataLossError
 from ..files.mapped_file_queue import SEQUENTIAL_STEP
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
-from ..format.columns import build_batch, fixed_fields_for, normalize_columns, view_array
+from ..format.columns import build_batch, fixed_fields_for, normalize_columns, parse_and_decode, view_array
 from ..format.record_chain import CHAIN_BAD, CHAIN_BLANK, CHAIN_STOP, chain_record_starts
 from ..format.subscription import Subscription
 from .opened_store import OpenedStore
@@ -112,14 +112,18 @@ class OrderedScanner:
 
     def _stretch_rows(self, buf, index, where, positions, end_pos, rules, sub, columns, want, fixed, batch_rows,
                       verify_crc) -> Iterator[pa.RecordBatch]:
-        """The accepted rows of the records at ``positions`` (chained, the last one ending by ``end_pos``)."""
+        """The accepted rows of the records at ``positions`` (chained, the last one ending by ``end_pos``).
+
+        While chunks are kept whole (a full scan) the next one's columns are decoded in the parsing pass; a chunk
+        partly kept decodes its kept rows after the filter (and the next chunk is parsed alone)."""
+        whole = True  # the last chunk kept every record
         for a in range(0, len(positions), PARSE_ROWS):
             chunk = positions[a:a + PARSE_ROWS]
             # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
             # that a worker scanning a 1 GiB file stretch after stretch lets its pages go (see note_read)
             span_end = int(positions[a + PARSE_ROWS]) if a + PARSE_ROWS < len(positions) else end_pos
             self.store.commitlog.queue.note_read(index, span_end - int(chunk[0]))
-            fields = parse_records(buf, chunk, fixed)
+            fields = parse_and_decode(buf, chunk, want, fixed) if whole else parse_records(buf, chunk, fixed)
             bad = np.flatnonzero(~fields.valid)
             if len(bad):
                 i = int(bad[0])
@@ -127,6 +131,7 @@ class OrderedScanner:
                     f"bad commit-log record: {PROBLEM_DESCRIPTIONS.get(int(fields.problem[i]), 'invalid record')}",
                     where, int(chunk[i]))
             keep = np.flatnonzero(rules.accept(buf, fields))
+            whole = len(keep) == len(chunk)
             if not len(keep):
                 continue
             fields = fields if len(keep) == len(chunk) else fields.take(keep)

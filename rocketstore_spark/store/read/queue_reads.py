@@ -254,16 +254,25 @@ def _scattered(positions: np.ndarray, sizes: np.ndarray) -> bool:
     if not len(positions) or int(sizes.min()) <= 0 or int(sizes.sum()) > COPY_BYTES:
         # a unit's size that no record has (a damaged unit) is left to the map path, whose parse names the record
         return False
-    return len(np.unique(positions // FAULT_WINDOW)) * 2 > len(positions)
+    return len(_windows(positions)) * 2 > len(positions)
 
 
 def _resident_pieces(pos: np.ndarray, rows: np.ndarray):
     """``rows`` in pieces touching at most :data:`SCATTER_WINDOWS` fault-around windows each, with the number
     of windows each touches: records close together stay one piece, scattered ones (a task over thousands of
     queues) are decoded a few hundred at a time, so the mapped pages a decode holds stay bounded."""
-    windows = np.unique(pos[rows] // FAULT_WINDOW)
+    windows = _windows(pos[rows])
     if len(windows) <= SCATTER_WINDOWS:
         yield rows, len(windows)
         return
     for piece in np.array_split(rows, -(-len(windows) // SCATTER_WINDOWS)):
-        yield piece, len(np.unique(pos[piece] // FAULT_WINDOW))
+        yield piece, len(_windows(pos[piece]))
+
+
+def _windows(positions: np.ndarray) -> np.ndarray:
+    """The distinct fault-around windows the records at ``positions`` start in (a neighbour comparison where the
+    positions ascend, as one queue's records do: no hashing of every position)."""
+    windows = positions // FAULT_WINDOW
+    if len(windows) > 1 and (windows[1:] >= windows[:-1]).all():
+        return windows[np.concatenate(([True], windows[1:] != windows[:-1]))]
+    return np.unique(windows)

@@ -192,7 +192,9 @@ def test_parsing_only_the_header_fields_a_column_needs_builds_the_same_column(go
 
     from rocketstore_spark.store.format.codec import OPTIONAL_FIXED, parse_records
     from rocketstore_spark.store.format.columns import (
+        FUSED_BYTES,
         FUSED_COLUMNS,
+        FUSED_TEXT_BYTES,
         build_batch,
         decoded_columns_for,
         fixed_fields_for,
@@ -216,7 +218,9 @@ def test_parsing_only_the_header_fields_a_column_needs_builds_the_same_column(go
             sizes = full.total_size
             for bound in (int(sizes.sum()), None):
                 fused = parse_and_decode(buf, pos, [column], fixed, record_bytes=bound)
-                fusable = decoded_columns_for([column]) and decoded_columns_for([column]) <= FUSED_COLUMNS
+                decoded = decoded_columns_for([column])
+                limit = FUSED_BYTES if decoded <= FUSED_COLUMNS else FUSED_TEXT_BYTES
+                fusable = bool(decoded) and int(sizes.sum()) <= limit
                 if not fusable or bound is not None:  # with no bound given, ascending positions give one
                     assert (fused.decoded is not None) == bool(fusable), column
                 assert build_batch(buf, fused, [column]).equals(expected), column
