@@ -65,6 +65,8 @@ class QueueOffsets:
         return out
 
 
+_UNIT_BYTES = np.dtype(f"V{L.CQ_STORE_UNIT_SIZE}")  # a unit as its bytes (see write_pending)
+
 #: units held before they are written (20 bytes each): a job's units are gathered per queue, so a job spread over
 #: thousands of queues writes each queue's units with one ``pwrite`` per consume-queue file instead of one per
 #: queue per batch (the broker's dispatch, too, appends a queue's units to its mapped file, not per producer batch)
@@ -113,10 +115,10 @@ class ConsumeQueueWriter:
             numbered = np.fromiter((number.setdefault(q, len(number)) for q in queues), np.int64, len(queues))
             queue_no.append(np.repeat(numbered, np.diff(bounds)))
             offsets.append(queue_offsets)
-            units.append(part_units)
+            # moved as opaque 20-byte items: gathering a structured dtype goes field by field, ten times slower
+            units.append(part_units.view(_UNIT_BYTES))
         queue_no, offsets = np.concatenate(queue_no), np.concatenate(offsets)
-        # (the dtype named: promoting would turn the units' big-endian fields native)
-        units = np.concatenate(units, dtype=L.CQ_UNIT_DTYPE) if len(units) > 1 else units[0]
+        units = np.concatenate(units) if len(units) > 1 else units[0]
         if len(self._pending) > 1:  # a queue's units of every write together, in write order
             order = np.argsort(queue_no, kind="stable")
             queue_no, offsets, units = queue_no[order], offsets[order], units[order]

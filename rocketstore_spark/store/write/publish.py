@@ -229,9 +229,8 @@ def _written_topic_queues(root: Path, chunks: list[EncodedBatch], new_topic_queu
     """Topic → queues for every topic the job put into a consume queue: the new topics' queue numbers, else
     the queue directories the topic has now."""
     written = set(new_topic_queues)
-    for chunk in chunks:
-        rows = np.flatnonzero(chunk.dispatch)
-        written.update(chunk.topic_names[int(i)] for i in np.unique(chunk.topic_idx[rows]).tolist())
+    for chunk in chunks:  # the dispatched rows' queues, grouped once for offsets and queue writes already
+        written.update(topic for topic, _ in chunk.queue_groups()[2])
     dirs = queue_dir_counts(root, written)
     return {t: max(int(new_topic_queues.get(t, 0)), dirs.get(t, 0)) for t in written}
 
