@@ -160,9 +160,14 @@ class ConsumeQueueWriter:
         todo = [(t, int(q)) for t, q in keys if (t, int(q)) not in self._made]
         if not todo:
             return
+        # an append to a store whose queues exist: one listing per topic instead of a mkdir per queue
+        present = {t: _subdirectory_names(f"{self.directory}/{t}") for t in {t for t, _ in todo}}
+        self._made.update(k for k in todo if str(k[1]) in present[k[0]])
+        todo = [k for k in todo if str(k[1]) not in present[k[0]]]
         with disk_full(self.directory, "the consume queues' directories"):
             self.directory.mkdir(parents=True, exist_ok=True)
-            _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True), sorted({t for t, _ in todo}))
+            _in_parallel(lambda t: (self.directory / t).mkdir(exist_ok=True),
+                         sorted({t for t, _ in todo if not present[t]}))
             _in_parallel(lambda k: (self.directory / k[0] / str(k[1])).mkdir(exist_ok=True), todo)
         self._made.update(todo)
 
@@ -176,6 +181,14 @@ class ConsumeQueueWriter:
         """The consume-queue directories 0..n-1 of every new topic of ``queue_nums`` (topic → n: a new topic's
         queues, empty ones too)."""
         self._make_dirs([(topic, qid) for topic, n in queue_nums.items() for qid in range(n)])
+
+
+def _subdirectory_names(directory: str) -> set:
+    """The names of the directories in ``directory`` (none when it does not exist)."""
+    try:
+        return {e.name for e in os.scandir(directory) if e.is_dir()}
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
 
 
 METADATA_THREADS = 16  # directories and files created at once (each a metadata round trip to the filesystem)

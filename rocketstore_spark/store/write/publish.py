@@ -305,19 +305,21 @@ def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
     keys = {(t, q) for t, qids in _dispatched_queues(batches).items() for q in qids}
     for topic, n in new_topic_queues.items():
         keys.update((topic, q) for q in range(n))
-    cq = writer.root / L.CONSUMEQUEUE_DIR
+    cq = str(writer.root / L.CONSUMEQUEUE_DIR)
     present: dict = {}  # topic → its queue directories (listed once per topic: thousands of new queues have none)
 
-    def files(topic, qid):
+    def files(topic, qid):  # plain strings: thousands of queues, no path objects
         if topic not in present:
             try:
-                present[topic] = set(os.listdir(cq / topic))
+                present[topic] = set(os.listdir(f"{cq}/{topic}"))
             except (FileNotFoundError, NotADirectoryError):
                 present[topic] = set()
         if str(qid) not in present[topic]:
             return None
-        directory = cq / topic / str(qid)
-        return sorted(p.name for p in directory.iterdir() if not is_temporary(p)) if directory.is_dir() else None
+        try:
+            return sorted(name for name in os.listdir(f"{cq}/{topic}/{qid}") if not is_temporary(name))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     return {f"{t}/{q}": [writer.queue_next_offset(t, q), files(t, q)] for t, q in sorted(keys)}
 
