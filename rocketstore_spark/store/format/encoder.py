@@ -162,6 +162,47 @@ def serialize_properties(props: pa.Array) -> pa.Array:
     return pc.if_else(pa.array(null_rows), pa.scalar(""), joined)
 
 
+def join_properties(n: int, pairs: dict, prefix: Optional[pa.Array] = None) -> pa.Array:
+    """The PROPERTIES text of ``n`` rows: ``prefix`` (each row's pairs serialised already, or nothing) followed by
+    ``name\u0001value\u0002`` for each of ``pairs`` (property name → string column) whose value the row has
+    (a null value: no pair), in the dict's order; one native pass (``_native.serialize_properties``)."""
+    columns = [(name.encode("utf-8"), *_strings_and_presence(values)) for name, values in pairs.items()]
+    head = _strings_and_presence(prefix)[0] if prefix is not None else None
+    offsets = np.empty(n + 1, dtype=np.int32)
+    _check_properties(_native.property_offsets(n, head, columns, offsets))
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _check_properties(_native.serialize_properties(n, head, columns, offsets, data))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _strings_and_presence(values) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """A string column as the properties kernels take it: ``((offsets, data), presence)``, the presence one byte a
+    row (empty when no value is null). Views of the column's buffers (a null's offsets are never read)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not pa.types.is_string(values.type):
+        values = values.cast(pa.string())
+    n = len(values)
+    buffers = values.buffers()
+    offsets = (np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=values.offset * 4) if n
+               else np.zeros(1, dtype=np.int32))
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if n and buffers[2] is not None else np.zeros(0, np.uint8)
+    present = (np.asarray(pc.is_valid(values)).view(np.uint8) if values.null_count
+               else np.zeros(0, dtype=np.uint8))
+    return (np.require(offsets, requirements=["A"]), data), present
+
+
+def _check_properties(result: tuple[int, int]) -> None:
+    problem, row = result
+    if problem == _native.ENCODE_TOO_LONG:
+        raise MessageValidationError(
+            f"the properties of the rows up to row {row} exceed 2 GiB together once serialised; expected at most "
+            f"{L.MAX_PROPERTIES_LENGTH} bytes per row: write fewer rows at a time or shorten the properties")
+    if problem != _native.ENCODE_OK:
+        raise MessageValidationError(f"row {row}: its property values lie outside their Arrow buffers; "
+                                     "pass arrays pyarrow built or validated")
+
+
 class UniqKeyFactory:
     """``MessageClientIDSetter``: UNIQ_KEYs laid out as IP(4) ‖ pid(2) ‖ classloader hash(4) ‖
     ms since the start of the month(4) ‖ counter(2), uppercase hex."""
@@ -226,4 +267,4 @@ COMPRESS_LEVEL = 5  # DefaultMQProducer.compressLevel (rocketmq.message.compress
 
 
 __all__ = ["EncodeInput", "encode_records", "patch_records", "record_lengths", "serialize_properties",
-           "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]
+           "join_properties", "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]
