@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from rocketstore_spark.errors import MessageValidationError, StoreFormatError
 from rocketstore_spark.store.format import layout as L
 from rocketstore_spark.store.format.codec import parse_records
-from rocketstore_spark.store.format.encoder import EncodeInput, encode_records, patch_records, record_lengths
+from rocketstore_spark.store.format.encoder import (
+    EncodeInput,
+    encode_records,
+    join_properties,
+    patch_records,
+    record_lengths,
+)
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
@@ -185,3 +191,25 @@ def test_a_record_patched_outside_the_buffer_names_file_and_offset():
     with pytest.raises(StoreFormatError, match="record 0 to patch lies outside") as err:
         patch_records(data.copy(), np.array([len(data) - 10]), one, np.array([56]), one, path="/x/00", base=4096)
     assert err.value.path == "/x/00" and err.value.offset == 4096 + len(data) - 10
+
+
+VALUES = st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=3, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(VALUES, max_size=25), cut=st.integers(0, 3))
+def test_joined_properties_are_each_rows_present_pairs_in_order(rows, cut):
+    """``name\u0001value\u0002`` per present value after the row's prefix; columns sliced as Spark's may be."""
+    prefix, tags, keys = ([r[k] for r in rows] for k in range(3))
+    columns = [pa.array(["pad"] * cut + c, pa.string()).slice(cut) for c in (prefix, tags, keys)]
+    got = join_properties(len(rows), {"TAGS": columns[1], "KEYS": columns[2]},
+                          prefix=columns[0].fill_null("") if rows else columns[0])
+    want = [(p or "") + "".join(f"{name}\u0001{value}\u0002" for name, value in (("TAGS", t), ("KEYS", k))
+                                 if value is not None) for p, t, k in rows]
+    assert got.type == pa.string() and got.null_count == 0
+    assert got.to_pylist() == want
+
+
+def test_properties_of_no_pairs_are_empty_texts():
+    assert join_properties(2, {}).to_pylist() == ["", ""]
+    assert join_properties(0, {"TAGS": pa.array([], pa.string())}).to_pylist() == []
