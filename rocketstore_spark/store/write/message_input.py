@@ -248,13 +248,17 @@ def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyF
     if "rawBody" in names:
         body = _column(table, "rawBody").cast(pa.binary())
     else:
-        body = _column(table, "body")
+        body = table.column("body")  # a merged table's bodies may stay in chunks: the encoder takes them so
+        if isinstance(body, pa.ChunkedArray) and body.num_chunks == 1:
+            body = body.chunk(0)
         if not (pa.types.is_binary(body.type) or pa.types.is_string(body.type) or
                 pa.types.is_large_binary(body.type) or pa.types.is_large_string(body.type)):
             raise MessageValidationError(f"column 'body' must be binary or string, found {body.type}")
         body = body.cast(pa.binary())
         compressed = np.flatnonzero(sysflag & L.COMPRESSED_FLAG)
         if len(compressed):
+            if isinstance(body, pa.ChunkedArray):
+                body = body.combine_chunks()
             packed = [compress_body(body[int(i)].as_py() or b"", int(sysflag[i])) for i in compressed]
             mask = np.zeros(n, dtype=bool)
             mask[compressed] = True

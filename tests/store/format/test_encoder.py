@@ -1,6 +1,7 @@
 """The native record encoder: encode → decode round trips (hypothesis), byte layouts of hand-built records, and
 errors for rows that cannot be records."""
 
+import dataclasses
 import zlib
 
 import numpy as np
@@ -213,3 +214,26 @@ def test_joined_properties_are_each_rows_present_pairs_in_order(rows, cut):
 def test_properties_of_no_pairs_are_empty_texts():
     assert join_properties(2, {}).to_pylist() == ["", ""]
     assert join_properties(0, {"TAGS": pa.array([], pa.string())}).to_pylist() == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(msgs=st.lists(MESSAGE, min_size=1, max_size=12), cuts=st.lists(st.integers(0, 12), max_size=4))
+def test_a_body_column_in_chunks_encodes_as_the_same_records(msgs, cuts):
+    """A merged table keeps its bodies in their batches' chunks: the records are the same as from one array."""
+    whole = encode_input(msgs)
+    bounds = sorted({0, len(msgs), *(min(c, len(msgs)) for c in cuts)})
+    chunked = dataclasses.replace(whole, body=pa.chunked_array(
+        [whole.body.slice(a, b - a) for a, b in zip(bounds, bounds[1:])], pa.binary()))
+    phy = np.arange(len(msgs), dtype=np.int64) * 1000
+    want, want_offsets = encode_records(whole, phy)
+    got, got_offsets = encode_records(chunked, phy)
+    assert np.array_equal(record_lengths(chunked), record_lengths(whole))
+    assert got_offsets.tolist() == want_offsets.tolist() and got.tobytes() == want.tobytes()
+
+
+def test_a_row_that_cannot_be_a_record_is_named_in_a_later_body_chunk():
+    msgs = [a_message(), a_message(), a_message(properties="p" * (L.MAX_PROPERTIES_LENGTH + 1))]
+    enc = encode_input(msgs)
+    chunked = dataclasses.replace(enc, body=pa.chunked_array([enc.body.slice(0, 2), enc.body.slice(2)]))
+    with pytest.raises(MessageValidationError, match="row 2"):
+        encode_records(chunked, np.zeros(3, dtype=np.int64))
