@@ -135,7 +135,8 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
             fault_point("journal")
             move_to_trash(root, job_id)
         # the store's file sizes stay as detected (an overwritten store keeps them unless options say otherwise)
-        writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=False, **detected.as_options())
+        detected.require_index_sizes()
+        writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=False, sizes=detected)
     except BaseException:
         lock.release()
         raise
