@@ -12,6 +12,7 @@ pub mod header;
 pub mod index;
 pub mod java_hash;
 pub mod layout;
+pub mod properties;
 pub mod queue_units;
 pub mod record_chain;
 pub mod record_crc;

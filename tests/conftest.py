@@ -23,6 +23,29 @@ SIZES_ARGS = {"--commitlog-size": "commit_log_file_size", "--cq-size": "consume_
               "--index-slots": "index_hash_slots", "--index-num": "index_max_entries"}
 
 
+def copy_sparse(src, dst) -> None:
+    """Copy the file ``src`` to ``dst`` keeping its holes: a store's full-size files (a 1 GiB commit-log file
+    holding one message) take on disk only the blocks their data needs, as the original does. ``shutil``'s copy
+    reads holes as zeros and writes them out (``shutil.copytree(src, dst, copy_function=copy_sparse)``)."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        size = os.fstat(fin.fileno()).st_size
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fin.fileno(), pos, os.SEEK_DATA)
+            except OSError:  # nothing but a hole up to the end
+                break
+            end = os.lseek(fin.fileno(), start, os.SEEK_HOLE)
+            while start < end:
+                done = os.copy_file_range(fin.fileno(), fout.fileno(), end - start, start, start)
+                if done <= 0:
+                    raise OSError(f"{src}: expected data up to byte {end}, found its end at {start}")
+                start += done
+            pos = end
+        os.ftruncate(fout.fileno(), size)
+    shutil.copystat(src, dst)
+
+
 def _extract(archive: Path, target: Path) -> None:
     with tarfile.open(archive) as tar:
         try:

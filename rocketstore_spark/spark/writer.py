@@ -43,7 +43,7 @@ MERGED_BYTES = 32 * 1024 * 1024
 def merged_batches(batches: Iterable[pa.RecordBatch], max_rows: int = MERGED_ROWS,
                    max_bytes: int = MERGED_BYTES) -> Iterator[pa.Table]:
     """Consecutive ``batches`` as tables of at most ``max_rows`` rows or about ``max_bytes`` (a batch larger than
-    either is a table of its own), in order, each column one contiguous array."""
+    either is a table of its own), in order, each column but ``body`` one contiguous array."""
     pending: list = []
     rows = size = 0
     for batch in batches:
@@ -59,7 +59,12 @@ def merged_batches(batches: Iterable[pa.RecordBatch], max_rows: int = MERGED_ROW
 
 def _one_table(batches: list) -> pa.Table:
     table = pa.Table.from_batches(batches)
-    return table.combine_chunks() if len(batches) > 1 else table
+    if len(batches) == 1:
+        return table
+    # the bodies stay in their batches' buffers (the encoder takes a body column chunk by chunk): copying them
+    # into one buffer would be a pass over nearly every byte written
+    return pa.Table.from_arrays([column if name == "body" else column.combine_chunks()
+                                 for name, column in zip(table.column_names, table.columns)], schema=table.schema)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ use super::buffers::View;
 use crate::encode::{self, EncodeError, RecordColumns, Strings};
 use crate::index::{self, IndexError};
 use crate::java_hash::{self, HashError};
+use crate::properties::{self, PairColumn, PropertiesError};
 use crate::queue_units::{self, UnitsError};
 use crate::record_patch::{self, PatchError};
 
@@ -335,6 +336,123 @@ fn patch_records(
     }
 }
 
+/// The views of `serialize_properties`' inputs: the optional prefix, then each pair column's name, values and
+/// presence mask.
+struct PropertyViews {
+    prefix: Option<StringViews>,
+    names: Vec<Vec<u8>>,
+    values: Vec<StringViews>,
+    present: Vec<View<u8>>,
+}
+
+impl PropertyViews {
+    fn read(prefix: &Bound<'_, PyAny>, pairs: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let prefix = if prefix.is_none() {
+            None
+        } else {
+            Some(StringViews::read(prefix)?)
+        };
+        let pairs: Vec<(Vec<u8>, Bound<'_, PyAny>, Bound<'_, PyAny>)> = pairs.extract()?;
+        let mut views = Self {
+            prefix,
+            names: Vec::new(),
+            values: Vec::new(),
+            present: Vec::new(),
+        };
+        for (name, values, present) in &pairs {
+            views.names.push(name.clone());
+            views.values.push(StringViews::read(values)?);
+            views.present.push(View::read(present)?);
+        }
+        Ok(views)
+    }
+
+    fn spans(&self) -> Vec<(usize, usize)> {
+        let mut spans: Vec<(usize, usize)> =
+            self.prefix.iter().flat_map(StringViews::spans).collect();
+        for (values, present) in self.values.iter().zip(&self.present) {
+            spans.extend(values.spans());
+            spans.push(present.span());
+        }
+        spans
+    }
+
+    fn columns(&self) -> (Option<crate::encode::Strings<'_>>, Vec<PairColumn<'_>>) {
+        let pairs = self
+            .names
+            .iter()
+            .zip(&self.values)
+            .zip(&self.present)
+            .map(|((name, values), present)| PairColumn {
+                name,
+                values: values.strings(),
+                present: present.slice(),
+            })
+            .collect();
+        (self.prefix.as_ref().map(StringViews::strings), pairs)
+    }
+}
+
+/// A properties kernel's result as Python sees it: `(problem, row)`, or ValueError for buffers of the wrong shape.
+fn properties_result(result: Result<(), PropertiesError>, what: &str) -> PyResult<(i64, i64)> {
+    match result {
+        Ok(()) => Ok((ENCODE_OK, -1)),
+        Err(PropertiesError::Offsets(row)) => Ok((ENCODE_BAD_OFFSETS, row as i64)),
+        Err(PropertiesError::TooLong(row)) => Ok((ENCODE_TOO_LONG, row as i64)),
+        Err(PropertiesError::Shape) => Err(PyValueError::new_err(format!(
+            "{what}: the columns, presence masks or the output do not match the rows"
+        ))),
+    }
+}
+
+/// property_offsets(rows, prefix, pairs, out) -> (problem, row)
+///
+/// `prefix`: None or (int32 offsets, uint8 data), each row's serialised pairs so far; `pairs`: a list of
+/// (name bytes, (int32 offsets, uint8 data), uint8 presence: 1 per row, or empty when every row has a value);
+/// `out`: int32, rows + 1 offsets of the serialised texts.
+#[pyfunction]
+fn property_offsets(
+    py: Python<'_>,
+    rows: usize,
+    prefix: &Bound<'_, PyAny>,
+    pairs: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<(i64, i64)> {
+    let views = PropertyViews::read(prefix, pairs)?;
+    let mut out = View::<i32>::write(out, &views.spans())?;
+    let (prefix, columns) = views.columns();
+    let offsets = out.slice_mut();
+    properties_result(
+        py.detach(|| properties::serialized_offsets(rows, prefix, &columns, offsets)),
+        "property_offsets",
+    )
+}
+
+/// serialize_properties(rows, prefix, pairs, offsets, out) -> (problem, row)
+///
+/// The inputs as for `property_offsets`; `offsets`: its int32 output; `out`: uint8, the texts' total length.
+#[pyfunction]
+fn serialize_properties(
+    py: Python<'_>,
+    rows: usize,
+    prefix: &Bound<'_, PyAny>,
+    pairs: &Bound<'_, PyAny>,
+    offsets: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<(i64, i64)> {
+    let views = PropertyViews::read(prefix, pairs)?;
+    let offsets = View::<i32>::read(offsets)?;
+    let mut inputs = views.spans();
+    inputs.push(offsets.span());
+    let mut out = View::<u8>::write(out, &inputs)?;
+    let (prefix, columns) = views.columns();
+    let (offsets, bytes) = (offsets.slice(), out.slice_mut());
+    properties_result(
+        py.detach(|| properties::serialize(rows, prefix, &columns, offsets, bytes)),
+        "serialize_properties",
+    )
+}
+
 /// Adds the write half's functions and constants to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record_sizes, m)?)?;
@@ -344,6 +462,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(put_index_keys, m)?)?;
     m.add_function(wrap_pyfunction!(consume_queue_units, m)?)?;
     m.add_function(wrap_pyfunction!(patch_records, m)?)?;
+    m.add_function(wrap_pyfunction!(property_offsets, m)?)?;
+    m.add_function(wrap_pyfunction!(serialize_properties, m)?)?;
     m.add("INDEX_BAD_HEADER", INDEX_BAD_HEADER)?;
     m.add("INDEX_BAD_HASH", INDEX_BAD_HASH)?;
     m.add("ENCODE_OK", ENCODE_OK)?;

@@ -88,16 +88,20 @@ def write_text_atomically(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def is_temporary(path: Path) -> bool:
-    name = Path(path).name
+def is_temporary(path) -> bool:
+    name = os.path.basename(path)  # a path or a file name (no path object made: called per file of a store)
     return name.startswith(TEMPORARY_PREFIX) and name.endswith(TEMPORARY_SUFFIX)
 
 
 def remove_temporaries(directory: Path) -> list[Path]:
     """Delete the half-made files a crash left in ``directory``; returns them."""
     removed = []
-    for entry in os.scandir(directory) if Path(directory).is_dir() else []:
-        if entry.is_file() and is_temporary(Path(entry.path)):
+    try:
+        entries = list(os.scandir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    for entry in entries:
+        if is_temporary(entry.name) and entry.is_file():
             os.unlink(entry.path)
             removed.append(Path(entry.path))
     return removed

@@ -41,7 +41,7 @@ class EncodeInput:
     store_port: np.ndarray
     reconsume_times: np.ndarray
     prepared_offset: np.ndarray
-    body: pa.Array  # binary, as stored (compressed when the sysflag says so)
+    body: pa.Array  # binary, as stored (compressed when the sysflag says so); may be chunked (see _pieces)
     properties: pa.Array  # string, serialised
 
     def __len__(self) -> int:
@@ -59,24 +59,46 @@ def value_offsets(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
 
 
-def _native_inputs(enc: EncodeInput, phy_offsets: np.ndarray) -> tuple:
-    """The record kernels' arguments but the output: string columns, int64 columns, host addresses."""
+def _pieces(enc: EncodeInput) -> list[tuple[int, int, pa.Array]]:
+    """The rows ``[lo, hi)`` of each chunk of the body column, with the chunk: a table merged from several
+    batches keeps its bodies in the batches' buffers, and the kernels run once per chunk instead of the bodies
+    being copied into one buffer first."""
+    body = enc.body
+    if not isinstance(body, pa.ChunkedArray):
+        return [(0, len(enc), body)]
+    if body.num_chunks == 0:
+        return [(0, 0, pa.array([], pa.binary()))]
+    pieces, lo = [], 0
+    for chunk in body.chunks:
+        pieces.append((lo, lo + len(chunk), chunk))
+        lo += len(chunk)
+    return pieces
+
+
+def _native_inputs(enc: EncodeInput, phy_offsets: np.ndarray, lo: int, hi: int, body: pa.Array) -> tuple:
+    """The record kernels' arguments but the output, for rows [lo, hi) whose bodies are ``body``: string
+    columns, int64 columns, host addresses."""
     ints = {"queue_id": enc.queue_id, "flag": enc.flag, "queue_offset": enc.queue_offset, "phy_offset": phy_offsets,
             "sysflag": enc.sysflag, "born_timestamp": enc.born_timestamp, "born_port": enc.born_port,
             "store_timestamp": enc.store_timestamp, "store_port": enc.store_port,
             "reconsume_times": enc.reconsume_times, "prepared_offset": enc.prepared_offset}
-    columns = [np.require(ints[name], dtype=np.int64, requirements=["C", "A"]) for name in _native.ENCODE_INT_COLUMNS]
-    return (native_strings(enc.topic), native_strings(enc.body), native_strings(enc.properties), columns,
-            _addresses(enc.born_addr), _addresses(enc.store_addr))
+    columns = [np.require(ints[name][lo:hi], dtype=np.int64, requirements=["C", "A"])
+               for name in _native.ENCODE_INT_COLUMNS]
+    whole = lo == 0 and hi == len(enc)
+    topic, properties = (enc.topic, enc.properties) if whole else (enc.topic.slice(lo, hi - lo),
+                                                                  enc.properties.slice(lo, hi - lo))
+    return (native_strings(topic), native_strings(body), native_strings(properties), columns,
+            _addresses(enc.born_addr[lo:hi]), _addresses(enc.store_addr[lo:hi]))
 
 
 def _addresses(addr: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(addr, dtype=np.uint8).reshape(-1)
 
 
-def _check_encoded(result: tuple[int, int]) -> None:
-    """Raise for a row the record kernels could not encode."""
+def _check_encoded(result: tuple[int, int], first_row: int = 0) -> None:
+    """Raise for a row the record kernels could not encode (``first_row``: the row the kernel's rows start at)."""
     problem, row = result
+    row += first_row
     if problem == _native.ENCODE_TOO_LONG:
         raise MessageValidationError(
             f"row {row}: the message does not fit a record: expected a topic of at most {L.MAX_TOPIC_LENGTH} bytes "
@@ -89,7 +111,9 @@ def _check_encoded(result: tuple[int, int]) -> None:
 def record_lengths(enc: EncodeInput) -> np.ndarray:
     """``calMsgLength`` per record."""
     sizes = np.empty(len(enc), dtype=np.int64)
-    _check_encoded(_native.record_sizes(*_native_inputs(enc, np.zeros(len(enc), dtype=np.int64)), sizes))
+    phy = np.zeros(len(enc), dtype=np.int64)
+    for lo, hi, body in _pieces(enc):
+        _check_encoded(_native.record_sizes(*_native_inputs(enc, phy, lo, hi, body), sizes[lo:hi]), lo)
     return sizes
 
 
@@ -102,16 +126,14 @@ def encode_records(enc: EncodeInput, phy_offsets: np.ndarray, *, lengths: Option
     (uint8, large enough) ``data`` is the front of it, so that batch after batch writes into memory that is
     mapped already instead of faulting in fresh pages."""
     n = len(enc)
-    inputs = _native_inputs(enc, phy_offsets)
     offsets = np.zeros(n + 1, dtype=np.int64)
-    if lengths is None:
-        _check_encoded(_native.record_sizes(*inputs, offsets[1:]))
-    else:
-        offsets[1:] = lengths
+    offsets[1:] = record_lengths(enc) if lengths is None else lengths
     np.cumsum(offsets, out=offsets)
     total = int(offsets[-1])
     data = scratch[:total] if scratch is not None and len(scratch) >= total else np.empty(total, dtype=np.uint8)
-    _check_encoded(_native.encode_records(*inputs, data))
+    for lo, hi, body in _pieces(enc):
+        out = data[int(offsets[lo]):int(offsets[hi])]
+        _check_encoded(_native.encode_records(*_native_inputs(enc, phy_offsets, lo, hi, body), out), lo)
     return data, offsets
 
 
@@ -160,6 +182,47 @@ def serialize_properties(props: pa.Array) -> pa.Array:
     null_rows = np.asarray(pc.is_null(props)) if props.null_count else np.zeros(n, dtype=bool)
     joined = pc.fill_null(joined, "")
     return pc.if_else(pa.array(null_rows), pa.scalar(""), joined)
+
+
+def join_properties(n: int, pairs: dict, prefix: Optional[pa.Array] = None) -> pa.Array:
+    """The PROPERTIES text of ``n`` rows: ``prefix`` (each row's pairs serialised already, or nothing) followed by
+    ``name\u0001value\u0002`` for each of ``pairs`` (property name → string column) whose value the row has
+    (a null value: no pair), in the dict's order; one native pass (``_native.serialize_properties``)."""
+    columns = [(name.encode("utf-8"), *_strings_and_presence(values)) for name, values in pairs.items()]
+    head = _strings_and_presence(prefix)[0] if prefix is not None else None
+    offsets = np.empty(n + 1, dtype=np.int32)
+    _check_properties(_native.property_offsets(n, head, columns, offsets))
+    data = np.empty(int(offsets[-1]), dtype=np.uint8)
+    _check_properties(_native.serialize_properties(n, head, columns, offsets, data))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data))
+
+
+def _strings_and_presence(values) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """A string column as the properties kernels take it: ``((offsets, data), presence)``, the presence one byte a
+    row (empty when no value is null). Views of the column's buffers (a null's offsets are never read)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not pa.types.is_string(values.type):
+        values = values.cast(pa.string())
+    n = len(values)
+    buffers = values.buffers()
+    offsets = (np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=values.offset * 4) if n
+               else np.zeros(1, dtype=np.int32))
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if n and buffers[2] is not None else np.zeros(0, np.uint8)
+    present = (np.asarray(pc.is_valid(values)).view(np.uint8) if values.null_count
+               else np.zeros(0, dtype=np.uint8))
+    return (np.require(offsets, requirements=["A"]), data), present
+
+
+def _check_properties(result: tuple[int, int]) -> None:
+    problem, row = result
+    if problem == _native.ENCODE_TOO_LONG:
+        raise MessageValidationError(
+            f"the properties of the rows up to row {row} exceed 2 GiB together once serialised; expected at most "
+            f"{L.MAX_PROPERTIES_LENGTH} bytes per row: write fewer rows at a time or shorten the properties")
+    if problem != _native.ENCODE_OK:
+        raise MessageValidationError(f"row {row}: its property values lie outside their Arrow buffers; "
+                                     "pass arrays pyarrow built or validated")
 
 
 class UniqKeyFactory:
@@ -226,4 +289,4 @@ COMPRESS_LEVEL = 5  # DefaultMQProducer.compressLevel (rocketmq.message.compress
 
 
 __all__ = ["EncodeInput", "encode_records", "patch_records", "record_lengths", "serialize_properties",
-           "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]
+           "join_properties", "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]

@@ -28,7 +28,7 @@ from ..files.disk_full import disk_full, os_cause, with_advice
 from ..files.known_end import forget_known_end, known_end, record_known_end
 from ..files.locking import StoreLock
 from ..files.mapped_file_queue import list_offset_files, missing_file_names
-from ..files.sizes import detect_sizes
+from ..files.sizes import StoreSizes, detect_sizes
 from ..files.store_location import local_store_path
 from ..files.topic_config import existing_queue_counts, load_topic_table, queue_dir_counts, register_topics
 from ..files.variant import refuse_variant_writes
@@ -107,12 +107,14 @@ class StoreWriter:
     def open(cls, path, *, commit_log_file_size=None, consume_queue_file_size=None, index_hash_slots=None,
              index_max_entries=None, store_host: str = DEFAULT_STORE_HOST,
              max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, lock: Optional[StoreLock] = None,
-             recover: bool = True, variant=None) -> "StoreWriter":
+             recover: bool = True, variant=None, sizes: Optional[StoreSizes] = None) -> "StoreWriter":
         """Open (creating if absent) the store at ``path`` for appending.
 
         Finishes or rolls back an interrupted publication and repairs a crashed tail first. ``lock`` lets a
         caller that already holds the store's lock hand it over (the writer releases it on close);
-        ``recover=False`` is for that caller when it has just recovered the store itself.
+        ``recover=False`` is for that caller when it has just recovered the store itself, and ``sizes`` the
+        store's sizes when that caller has just detected them under the lock (a store of thousands of queues is
+        not listed again for them).
         """
         root = local_store_path(path, writing=True)
         if root.exists() and not root.is_dir():
@@ -124,8 +126,9 @@ class StoreWriter:
         lock = lock or StoreLock.acquire(root)
         had_abort = (root / L.ABORT_FILE).exists()
         try:
-            sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
-                                 index_max_entries)
+            if sizes is None:
+                sizes = detect_sizes(root, commit_log_file_size, consume_queue_file_size, index_hash_slots,
+                                     index_max_entries)
             sizes.require_index_sizes()  # a writer extends the index: it must know its exact layout
             refuse_commit_log_holes(root, sizes.commit_log_file_size)
             actions = recover_store(root, sizes) if recover else []

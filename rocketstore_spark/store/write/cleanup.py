@@ -3,6 +3,7 @@ directories of jobs already committed or aborted."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -15,9 +16,16 @@ from .store_meta import STAGING_DIR, meta_dir
 def remove_half_made_files(root: Path) -> list[Path]:
     """Hidden temporaries of :func:`.store_files.create_full_size` left in the store's directories."""
     root = Path(root)
-    cq = root / L.CONSUMEQUEUE_DIR
-    queues = [q for t in cq.iterdir() if t.is_dir() for q in t.iterdir() if q.is_dir()] if cq.is_dir() else []
+    # directory entries' types come with the listing: no stat per queue (thousands of queues)
+    queues = [q.path for t in _subdirectories(root / L.CONSUMEQUEUE_DIR) for q in _subdirectories(t.path)]
     return [p for d in [root / L.COMMITLOG_DIR, root / L.INDEX_DIR, *queues] for p in remove_temporaries(d)]
+
+
+def _subdirectories(directory) -> list:
+    try:
+        return [e for e in os.scandir(directory) if e.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def remove_closed_staging(root: Path) -> list[str]:

@@ -102,7 +102,10 @@ class IndexWriter:
         touches them: the file is sparse, and a page the filesystem cannot allocate then would kill the process
         (SIGBUS, on any access on tmpfs); here a full disk is a :class:`~...errors.DiskFullError`."""
         page = mmap.PAGESIZE
-        pages = np.unique(np.concatenate([slot_bytes // page, np.arange(lo // page, (hi + page - 1) // page)]))
+        touched = np.zeros(-(-self.size // page), dtype=bool)  # a flag per page of the file: no sort of the slots
+        touched[slot_bytes // page] = True
+        touched[lo // page:(hi + page - 1) // page] = True
+        pages = np.flatnonzero(touched)
         cuts = np.flatnonzero(np.diff(pages) != 1) + 1
         with disk_full(self._path, "the index"):
             for run in np.split(pages, cuts):

@@ -26,6 +26,7 @@ from ..format.encoder import (
     UniqKeyFactory,
     binary_lengths,
     compress_body,
+    join_properties,
     serialize_properties,
     value_offsets,
 )
@@ -121,30 +122,6 @@ def _topic_problem(topic: str | None) -> str | None:
     return None
 
 
-def _pair(name: str, values: pa.Array) -> pa.Array:
-    """``name \u0001 value \u0002`` per row ('' where the value is null)."""
-    joined = pc.binary_join_element_wise(pa.scalar(name), pa.scalar(L.NAME_VALUE_SEPARATOR), values,
-                                         pa.scalar(L.PROPERTY_SEPARATOR), pa.scalar(""))
-    return pc.fill_null(joined, "")
-
-
-def _serialised(parts: list, pairs: dict, n: int) -> pa.Array:
-    """``parts`` (serialised already) followed by ``name \u0001 value \u0002`` for each non-null value of
-    ``pairs`` (property name → column), row by row."""
-    pieces = list(parts)
-    if all(values.null_count == 0 for values in pairs.values()):  # no pair to leave out: joined in one pass
-        between = ""  # the constant text between two values is one piece: each piece costs a pass over the rows
-        for name, values in pairs.items():
-            pieces += [pa.scalar(between + name + L.NAME_VALUE_SEPARATOR), values]
-            between = L.PROPERTY_SEPARATOR
-        pieces += [pa.scalar(between)] if pairs else []
-    else:
-        pieces += [_pair(name, values) for name, values in pairs.items()]
-    if len(pieces) > 1:
-        return pc.binary_join_element_wise(*pieces, pa.scalar(""))
-    return pieces[0] if pieces else pa.array(np.full(n, "", dtype=object), pa.string())
-
-
 def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms: int):
     """The serialised properties of each row, and — when they can be known without parsing — the values the
     broker's parser will find in them: ``(text, {property name: values} or None)``.
@@ -195,7 +172,7 @@ def build_properties_known(table: pa.Table, uniq_factory: UniqKeyFactory, now_ms
         from_columns[L.PROPERTY_UNIQ_KEY] = uniq
     elif missing.any():
         from_columns[L.PROPERTY_UNIQ_KEY] = generated
-    text = _serialised(parts, from_columns, n)
+    text = join_properties(n, from_columns, parts[0] if parts else None)
     if "propertiesString" in names:
         given = _column(table, "propertiesString").cast(pa.string())
         return pc.if_else(pc.is_valid(given), given, text), None
@@ -230,8 +207,18 @@ def _known_values(text: pa.Array, from_columns: dict) -> dict | None:
     raw = raw[offsets[0]:offsets[-1]]
     if (np.count_nonzero(raw == _PAIR_END) != pairs or np.count_nonzero(raw == _NAME_END) != pairs):
         return None
-    return {name: pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
-            for name, values in from_columns.items()}
+    return {name: _empty_as_null(values) for name, values in from_columns.items()}
+
+
+def _empty_as_null(values: pa.Array) -> pa.Array:
+    """``values`` with empty strings null (the parser drops empty values); the column itself when it has none,
+    which its offsets show without a pass over the strings."""
+    empty = np.diff(value_offsets(values)) == 0
+    if values.null_count:
+        empty &= np.asarray(pc.is_valid(values))
+    if not empty.any():
+        return values
+    return pc.if_else(pa.array(empty), pa.scalar(None, pa.string()), values)
 
 
 _PAIR_END = ord(L.PROPERTY_SEPARATOR)
@@ -261,13 +248,17 @@ def prepare_messages(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyF
     if "rawBody" in names:
         body = _column(table, "rawBody").cast(pa.binary())
     else:
-        body = _column(table, "body")
+        body = table.column("body")  # a merged table's bodies may stay in chunks: the encoder takes them so
+        if isinstance(body, pa.ChunkedArray) and body.num_chunks == 1:
+            body = body.chunk(0)
         if not (pa.types.is_binary(body.type) or pa.types.is_string(body.type) or
                 pa.types.is_large_binary(body.type) or pa.types.is_large_string(body.type)):
             raise MessageValidationError(f"column 'body' must be binary or string, found {body.type}")
         body = body.cast(pa.binary())
         compressed = np.flatnonzero(sysflag & L.COMPRESSED_FLAG)
         if len(compressed):
+            if isinstance(body, pa.ChunkedArray):
+                body = body.combine_chunks()
             packed = [compress_body(body[int(i)].as_py() or b"", int(sysflag[i])) for i in compressed]
             mask = np.zeros(n, dtype=bool)
             mask[compressed] = True

@@ -135,7 +135,8 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
             fault_point("journal")
             move_to_trash(root, job_id)
         # the store's file sizes stay as detected (an overwritten store keeps them unless options say otherwise)
-        writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=False, **detected.as_options())
+        detected.require_index_sizes()
+        writer = StoreWriter.open(root, store_host=store_host, lock=lock, recover=False, sizes=detected)
     except BaseException:
         lock.release()
         raise
@@ -229,9 +230,8 @@ def _written_topic_queues(root: Path, chunks: list[EncodedBatch], new_topic_queu
     """Topic → queues for every topic the job put into a consume queue: the new topics' queue numbers, else
     the queue directories the topic has now."""
     written = set(new_topic_queues)
-    for chunk in chunks:
-        rows = np.flatnonzero(chunk.dispatch)
-        written.update(chunk.topic_names[int(i)] for i in np.unique(chunk.topic_idx[rows]).tolist())
+    for chunk in chunks:  # the dispatched rows' queues, grouped once for offsets and queue writes already
+        written.update(topic for topic, _ in chunk.queue_groups()[2])
     dirs = queue_dir_counts(root, written)
     return {t: max(int(new_topic_queues.get(t, 0)), dirs.get(t, 0)) for t in written}
 
@@ -306,19 +306,21 @@ def _touched(writer: StoreWriter, batches, new_topic_queues) -> dict:
     keys = {(t, q) for t, qids in _dispatched_queues(batches).items() for q in qids}
     for topic, n in new_topic_queues.items():
         keys.update((topic, q) for q in range(n))
-    cq = writer.root / L.CONSUMEQUEUE_DIR
+    cq = str(writer.root / L.CONSUMEQUEUE_DIR)
     present: dict = {}  # topic → its queue directories (listed once per topic: thousands of new queues have none)
 
-    def files(topic, qid):
+    def files(topic, qid):  # plain strings: thousands of queues, no path objects
         if topic not in present:
             try:
-                present[topic] = set(os.listdir(cq / topic))
+                present[topic] = set(os.listdir(f"{cq}/{topic}"))
             except (FileNotFoundError, NotADirectoryError):
                 present[topic] = set()
         if str(qid) not in present[topic]:
             return None
-        directory = cq / topic / str(qid)
-        return sorted(p.name for p in directory.iterdir() if not is_temporary(p)) if directory.is_dir() else None
+        try:
+            return sorted(name for name in os.listdir(f"{cq}/{topic}/{qid}") if not is_temporary(name))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     return {f"{t}/{q}": [writer.queue_next_offset(t, q), files(t, q)] for t, q in sorted(keys)}
 

@@ -31,16 +31,20 @@ def patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamp
     maps: dict[int, tuple] = {}
     try:
         for chunk, (queue_offset, store_ts) in zip(chunks, stamps):
+            if not len(chunk):
+                continue
             file_no = chunk.phy // file_size
-            for f in np.unique(file_no).tolist():
+            # a chunk's records lie in ascending order: each run of one file is a slice (no gathering)
+            cuts = (np.flatnonzero(np.diff(file_no)) + 1).tolist()
+            for lo, hi in zip([0, *cuts], [*cuts, len(file_no)]):
+                f = int(file_no[lo])
                 if f not in maps:
                     with open(staged / L.offset_to_file_name(f * file_size), "r+b") as fh:
                         mm = mmap.mmap(fh.fileno(), file_size)
                     maps[f] = (mm, np.frombuffer(mm, dtype=np.uint8))
-                rows = np.flatnonzero(file_no == f)
-                at = chunk.phy[rows] - f * file_size
-                _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[rows[-1]]) + 8)  # up to the last store time
-                patch_records(maps[f][1], at, queue_offset[rows], chunk.ts_pos[rows], store_ts[rows],
+                at = chunk.phy[lo:hi] - f * file_size
+                _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[hi - 1]) + 8)  # up to the last store time
+                patch_records(maps[f][1], at, queue_offset[lo:hi], chunk.ts_pos[lo:hi], store_ts[lo:hi],
                               path=str(staged / L.offset_to_file_name(f * file_size)))
     finally:
         for f in list(maps):

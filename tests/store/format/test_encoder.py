@@ -1,6 +1,7 @@
 """The native record encoder: encode → decode round trips (hypothesis), byte layouts of hand-built records, and
 errors for rows that cannot be records."""
 
+import dataclasses
 import zlib
 
 import numpy as np
@@ -12,7 +13,13 @@ from hypothesis import strategies as st
 from rocketstore_spark.errors import MessageValidationError, StoreFormatError
 from rocketstore_spark.store.format import layout as L
 from rocketstore_spark.store.format.codec import parse_records
-from rocketstore_spark.store.format.encoder import EncodeInput, encode_records, patch_records, record_lengths
+from rocketstore_spark.store.format.encoder import (
+    EncodeInput,
+    encode_records,
+    join_properties,
+    patch_records,
+    record_lengths,
+)
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
 INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
@@ -185,3 +192,48 @@ def test_a_record_patched_outside_the_buffer_names_file_and_offset():
     with pytest.raises(StoreFormatError, match="record 0 to patch lies outside") as err:
         patch_records(data.copy(), np.array([len(data) - 10]), one, np.array([56]), one, path="/x/00", base=4096)
     assert err.value.path == "/x/00" and err.value.offset == 4096 + len(data) - 10
+
+
+VALUES = st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=3, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(VALUES, max_size=25), cut=st.integers(0, 3))
+def test_joined_properties_are_each_rows_present_pairs_in_order(rows, cut):
+    """``name\u0001value\u0002`` per present value after the row's prefix; columns sliced as Spark's may be."""
+    prefix, tags, keys = ([r[k] for r in rows] for k in range(3))
+    columns = [pa.array(["pad"] * cut + c, pa.string()).slice(cut) for c in (prefix, tags, keys)]
+    got = join_properties(len(rows), {"TAGS": columns[1], "KEYS": columns[2]},
+                          prefix=columns[0].fill_null("") if rows else columns[0])
+    want = [(p or "") + "".join(f"{name}\u0001{value}\u0002" for name, value in (("TAGS", t), ("KEYS", k))
+                                 if value is not None) for p, t, k in rows]
+    assert got.type == pa.string() and got.null_count == 0
+    assert got.to_pylist() == want
+
+
+def test_properties_of_no_pairs_are_empty_texts():
+    assert join_properties(2, {}).to_pylist() == ["", ""]
+    assert join_properties(0, {"TAGS": pa.array([], pa.string())}).to_pylist() == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(msgs=st.lists(MESSAGE, min_size=1, max_size=12), cuts=st.lists(st.integers(0, 12), max_size=4))
+def test_a_body_column_in_chunks_encodes_as_the_same_records(msgs, cuts):
+    """A merged table keeps its bodies in their batches' chunks: the records are the same as from one array."""
+    whole = encode_input(msgs)
+    bounds = sorted({0, len(msgs), *(min(c, len(msgs)) for c in cuts)})
+    chunked = dataclasses.replace(whole, body=pa.chunked_array(
+        [whole.body.slice(a, b - a) for a, b in zip(bounds, bounds[1:])], pa.binary()))
+    phy = np.arange(len(msgs), dtype=np.int64) * 1000
+    want, want_offsets = encode_records(whole, phy)
+    got, got_offsets = encode_records(chunked, phy)
+    assert np.array_equal(record_lengths(chunked), record_lengths(whole))
+    assert got_offsets.tolist() == want_offsets.tolist() and got.tobytes() == want.tobytes()
+
+
+def test_a_row_that_cannot_be_a_record_is_named_in_a_later_body_chunk():
+    msgs = [a_message(), a_message(), a_message(properties="p" * (L.MAX_PROPERTIES_LENGTH + 1))]
+    enc = encode_input(msgs)
+    chunked = dataclasses.replace(enc, body=pa.chunked_array([enc.body.slice(0, 2), enc.body.slice(2)]))
+    with pytest.raises(MessageValidationError, match="row 2"):
+        encode_records(chunked, np.zeros(3, dtype=np.int64))
