@@ -12,36 +12,21 @@ received above it. A queue never compacted has no entry (``getOffset`` answers -
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 from ...errors import StoreFormatError
 from .byte_source import as_path
 from .compaction_log import COMPACTION_DIR
+from .config_file import BACKUP_SUFFIX, config_object
 
 CHECKPOINT_FILE = "position-checkpoint"  # CompactionPositionMgr.CHECKPOINT_FILE
-BACKUP_SUFFIX = ".bak"  # ConfigManager.persist keeps the previous file under this suffix
 
 
 def _read(path: Path) -> Optional[dict]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    if not text.strip():
-        return None
-    try:
-        payload = json.loads(text)
-    except ValueError as e:
-        raise StoreFormatError(f"expected the compaction positions as JSON, found unparsable text ({e}); the "
-                               f"broker would read {path.name}{BACKUP_SUFFIX} instead: remove the damaged file",
-                               path) from e
-    table = payload.get("queueOffsetMap", {}) if isinstance(payload, dict) else None
-    if not isinstance(table, dict):
-        raise StoreFormatError(f"expected a JSON object with a 'queueOffsetMap' object, found "
-                               f"{type(payload).__name__}", path)
-    return table
+    payload = config_object(path, "the compaction positions", "queueOffsetMap",
+                            f"the broker would read {path.name}{BACKUP_SUFFIX} instead: remove the damaged file")
+    return None if payload is None else payload.get("queueOffsetMap", {})
 
 
 def compaction_positions(root) -> dict[tuple[str, int], int]:

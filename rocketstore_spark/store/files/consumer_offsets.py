@@ -32,8 +32,9 @@ from typing import Optional
 
 from ...errors import StoreFormatError
 from .byte_source import as_path
+from .config_file import BACKUP_SUFFIX, config_text
 from .rocksdb_config import CONSUMER_OFFSETS_DB, config_database, read_config_rows
-from .topic_config import BACKUP_SUFFIX, CONFIG_DIR
+from .topic_config import CONFIG_DIR
 
 CONSUMER_OFFSET_FILE = "consumerOffset.json"  # BrokerPathConfigHelper.getConsumerOffsetPath
 LMQ_CONSUMER_OFFSET_FILE = "lmqConsumerOffset.json"  # BrokerPathConfigHelper.getLmqConsumerOffsetPath
@@ -59,14 +60,6 @@ class CommittedOffset:
 def consumer_offset_paths(root) -> list[Path]:
     base = as_path(root) / CONFIG_DIR
     return [base / CONSUMER_OFFSET_FILE, base / LMQ_CONSUMER_OFFSET_FILE]
-
-
-def _read_text(path: Path) -> Optional[str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    return text if text.strip() else None
 
 
 def parse_offset_table(text: str, path) -> list[CommittedOffset]:
@@ -116,11 +109,11 @@ def load_consumer_offsets(root) -> list[CommittedOffset]:
         out.extend(rocksdb_offsets(database))
         paths = paths[1:]
     for path in paths:
-        text = _read_text(path)
+        text = config_text(path)
         where = path
         if text is None:
             where = path.with_name(path.name + BACKUP_SUFFIX)
-            text = _read_text(where)
+            text = config_text(where)
         if text is not None:
             out.extend(parse_offset_table(text, where))
     return sorted(out, key=lambda c: (c.group, c.topic, c.queue_id))

@@ -35,12 +35,12 @@ from typing import Iterable, Mapping, Optional
 from ...errors import StoreFormatError
 from ..format import layout as L
 from .byte_source import as_path
+from .config_file import BACKUP_SUFFIX, config_object
 from .rocksdb_config import TOPICS_DB, config_database, read_config_rows
 from .store_files import write_text_atomically
 
 CONFIG_DIR = "config"
 TOPICS_FILE = "topics.json"  # BrokerPathConfigHelper.getTopicConfigPath
-BACKUP_SUFFIX = ".bak"
 PERM_READ_WRITE = 0x6  # PermName.PERM_READ (0x4) | PermName.PERM_WRITE (0x2)
 SINGLE_TAG = "SINGLE_TAG"  # TopicFilterType.SINGLE_TAG
 QUEUE_TYPE_ATTRIBUTE = "queue.type"  # TopicAttributes.QUEUE_TYPE_ATTRIBUTE
@@ -55,21 +55,7 @@ def topics_path(root) -> Path:
 
 def _read_table(path: Path) -> Optional[dict]:
     """The parsed file, or None when it is missing or empty (``ConfigManager.load`` then tries the backup)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    if not text.strip():
-        return None
-    try:
-        payload = json.loads(text)
-    except ValueError as e:
-        raise StoreFormatError(f"expected the broker's topic table as JSON, found unparsable text ({e})",
-                               path) from e
-    if not isinstance(payload, dict) or not isinstance(payload.get("topicConfigTable", {}), dict):
-        raise StoreFormatError("expected a JSON object with a 'topicConfigTable' object, found "
-                               f"{type(payload).__name__}", path)
-    return payload
+    return config_object(path, "the broker's topic table", "topicConfigTable")
 
 
 def load_topic_table(root) -> dict:
