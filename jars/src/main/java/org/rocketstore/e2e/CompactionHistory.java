@@ -13,7 +13,6 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
-import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageBatch;
 import org.apache.rocketmq.common.message.MessageClientIDSetter;
@@ -136,12 +135,7 @@ final class CompactionHistory {
     }
 
     static void read(String namesrv, String group, String topic) throws Exception {
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.setAutoCommit(false);
-        consumer.subscribe(topic, "*");
-        consumer.start();
+        DefaultLitePullConsumer consumer = Harness.startLitePull(namesrv, group, topic);
         Set<String> seen = new HashSet<>();
         long quietUntil = System.currentTimeMillis() + 10_000;
         long deadline = System.currentTimeMillis() + 120_000;

@@ -338,12 +338,7 @@ public final class Harness {
         } finally {
             producer.shutdown();
         }
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("e2e-compacted-reader");
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.setAutoCommit(false);
-        consumer.subscribe(topic, "*");
-        consumer.start();
+        DefaultLitePullConsumer consumer = startLitePull(namesrv, "e2e-compacted-reader", topic);
         Set<String> seen = new HashSet<>();
         long quietUntil = System.currentTimeMillis() + 10_000;
         long deadline = System.currentTimeMillis() + TIMEOUT_MS;
@@ -402,13 +397,19 @@ public final class Harness {
         }
     }
 
-    private static void pull(String namesrv, String group, String topic, int expected) throws Exception {
+    /** A started lite pull consumer of every message of {@code topic} from its first offset, committing nothing. */
+    static DefaultLitePullConsumer startLitePull(String namesrv, String group, String topic) throws Exception {
         DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.setAutoCommit(false);
         consumer.subscribe(topic, "*");
         consumer.start();
+        return consumer;
+    }
+
+    private static void pull(String namesrv, String group, String topic, int expected) throws Exception {
+        DefaultLitePullConsumer consumer = startLitePull(namesrv, group, topic);
         Set<String> seen = new HashSet<>();
         long deadline = System.currentTimeMillis() + TIMEOUT_MS;
         while (seen.size() < expected && System.currentTimeMillis() < deadline) {
