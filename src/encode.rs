@@ -284,6 +284,7 @@ pub fn encode_records(cols: &RecordColumns<'_>, out: &mut [u8]) -> Result<(), En
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::header::tests::strings;
     use crate::header::{parse_record, Column, PROBLEM_NONE};
     use proptest::prelude::*;
 
@@ -306,16 +307,6 @@ mod tests {
         ints: Vec<Vec<i64>>,
         born: Vec<u8>,
         store: Vec<u8>,
-    }
-
-    fn strings(values: &[&[u8]]) -> (Vec<i32>, Vec<u8>) {
-        let mut offsets = vec![0i32];
-        let mut data = Vec::new();
-        for v in values {
-            data.extend_from_slice(v);
-            offsets.push(data.len() as i32);
-        }
-        (offsets, data)
     }
 
     // ints: queue_id, flag, queue_offset, phy_offset, sysflag, born_ts, born_port, store_ts, store_port,

@@ -309,6 +309,18 @@ pub(crate) mod tests {
     use crate::layout::{BLANK_MAGIC_CODE, IPV6_HOST_LENGTH, MESSAGE_MAGIC_CODE};
     use proptest::prelude::*;
 
+    /// A column's values as Arrow lays them out: offsets and the values back to back (shared by the kernels'
+    /// tests).
+    pub(crate) fn strings<V: AsRef<[u8]>>(values: &[V]) -> (Vec<i32>, Vec<u8>) {
+        let mut offsets = vec![0i32];
+        let mut data = Vec::new();
+        for v in values {
+            data.extend_from_slice(v.as_ref());
+            offsets.push(data.len() as i32);
+        }
+        (offsets, data)
+    }
+
     /// The fields of one record, for a test encoder that writes them the way `MessageExtEncoder.encode` does.
     #[derive(Clone, Debug)]
     pub(crate) struct Fields {

@@ -142,18 +142,8 @@ pub fn serialize(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::header::tests::strings;
     use proptest::prelude::*;
-
-    /// A column's values as Arrow lays them out.
-    fn strings(values: &[Vec<u8>]) -> (Vec<i32>, Vec<u8>) {
-        let mut offsets = vec![0i32];
-        let mut data = Vec::new();
-        for v in values {
-            data.extend_from_slice(v);
-            offsets.push(data.len() as i32);
-        }
-        (offsets, data)
-    }
 
     /// A pair column as the tests hold it: name, values (offsets, data), presence.
     type Column<'a> = (&'a [u8], (Vec<i32>, Vec<u8>), Vec<u8>);
