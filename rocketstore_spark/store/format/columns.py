@@ -6,6 +6,7 @@ offset and data buffers, which Arrow wraps without a copy.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Optional
 
@@ -16,6 +17,7 @@ import pyarrow.compute as pc
 from ... import _native
 from . import layout as L
 from .codec import RecordBatchFields, check_fixed, fields_of, header_outputs, native_bytes, parse_records
+from .output_memory import OUTPUT_MEMORY
 
 #: The store layer's columns, in the order every reader returns them.
 COLUMNS = (
@@ -41,6 +43,11 @@ FIELD_TYPES = {
 
 def arrow_schema(columns=COLUMNS) -> pa.Schema:
     """The Arrow schema of a batch holding ``columns``."""
+    return _schema_of(tuple(columns))
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_of(columns: tuple) -> pa.Schema:
     return pa.schema([pa.field(c, FIELD_TYPES[c]) for c in columns])
 
 
@@ -194,72 +201,88 @@ DECODED_COLUMNS = ("topic", "body", "propertiesString", "properties", "tags", "u
 _TEXT_GROWTH = 3
 
 
-def _decode_buffers(n: int, wanted, topic: int, body: int, props: int) -> dict:
-    """The output buffers ``decode_columns`` fills for the ``wanted`` decoded columns (names of
-    ``_native.DECODE_OUTPUTS``) of ``n`` records, their text columns sized for ``topic`` and ``props`` bytes of
-    text and the body for ``body`` bytes, from Arrow's memory pool."""
-    pairs = (props + n) // 4 + n  # columns::max_property_pairs
-    tokens = props // 2 + n  # decode::max_key_tokens
-    sizes = {
-        "topic": {"offsets": n + 1, "data": topic},
-        "body": {"offsets": n + 1, "data": body},
-        "propertiesString": {"offsets": n + 1, "data": props},
-        "properties": {"offsets": n + 1, "name_offsets": pairs + 1, "names": props, "value_offsets": pairs + 1,
-                       "values": props},
-        "tags": {"offsets": n + 1, "data": props, "validity": (n + 7) // 8},
-        "uniqKey": {"offsets": n + 1, "data": props, "validity": (n + 7) // 8},
-        "keys": {"offsets": n + 1, "token_offsets": tokens + 1, "tokens": props},
-        "msgId": {"offsets": n + 1, "data": n * _native.MAX_MSG_ID_TEXT},
-        "bornHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
-        "storeHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
-    }
-    out = {}
-    for slot in _native.DECODE_OUTPUTS:
-        column, part = slot.split(".")
-        if column in wanted:
-            out[slot] = pa.allocate_buffer(sizes[column][part] * (4 if part.endswith("offsets") else 1))
-    return out
+class _DecodeOutputs:
+    """The output buffers ``decode_columns`` / ``decode_records`` fill for the ``wanted`` decoded columns of
+    ``n`` records: one recycled block (:mod:`.output_memory`) with a part per ``_native.DECODE_OUTPUTS`` name
+    of a wanted column, the text columns sized for ``topic`` and ``props`` bytes of text and the body for
+    ``body`` bytes."""
+
+    __slots__ = ("block", "parts")
+
+    def __init__(self, n: int, wanted, topic: int, body: int, props: int):
+        pairs = (props + n) // 4 + n  # columns::max_property_pairs
+        tokens = props // 2 + n  # decode::max_key_tokens
+        sizes = {
+            "topic": {"offsets": n + 1, "data": topic},
+            "body": {"offsets": n + 1, "data": body},
+            "propertiesString": {"offsets": n + 1, "data": props},
+            "properties": {"offsets": n + 1, "name_offsets": pairs + 1, "names": props,
+                           "value_offsets": pairs + 1, "values": props},
+            "tags": {"offsets": n + 1, "data": props, "validity": (n + 7) // 8},
+            "uniqKey": {"offsets": n + 1, "data": props, "validity": (n + 7) // 8},
+            "keys": {"offsets": n + 1, "token_offsets": tokens + 1, "tokens": props},
+            "msgId": {"offsets": n + 1, "data": n * _native.MAX_MSG_ID_TEXT},
+            "bornHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
+            "storeHost": {"offsets": n + 1, "data": n * _native.MAX_HOST_TEXT},
+        }
+        self.parts: dict[str, tuple[int, int]] = {}  # slot name → (part, bytes)
+        part_sizes = []
+        for slot in _native.DECODE_OUTPUTS:
+            column, part = slot.split(".")
+            if column in wanted:
+                size = sizes[column][part] * (4 if part.endswith("offsets") else 1)
+                self.parts[slot] = (len(part_sizes), size)
+                part_sizes.append(size)
+        self.block = OUTPUT_MEMORY.block(part_sizes)
+
+    def views(self) -> list:
+        """A numpy view of each part in ``_native.DECODE_OUTPUTS`` order, None where a column is not decoded."""
+        out = []
+        for slot in _native.DECODE_OUTPUTS:
+            where = self.parts.get(slot)
+            out.append(None if where is None else self.block.view(
+                where[0], where[1], np.int32 if slot.endswith("offsets") else np.uint8))
+        return out
+
+    def arrow(self, slot: str, size: int) -> pa.Buffer:
+        """The first ``size`` bytes of ``slot`` as an Arrow buffer."""
+        return self.block.arrow(self.parts[slot][0], size)
+
+    def binary(self, kind: pa.DataType, rows: int, column: str, used: int, nulls: int = 0,
+               offsets: str = "offsets", data: str = "data") -> pa.Array:
+        """An Arrow binary or string array of ``rows`` rows wrapping the filled parts of ``column``."""
+        validity = self.arrow(f"{column}.validity", (rows + 7) // 8) if nulls else None
+        return pa.Array.from_buffers(kind, rows, [validity, self.arrow(f"{column}.{offsets}", 4 * (rows + 1)),
+                                                  self.arrow(f"{column}.{data}", used)], null_count=nulls)
+
+    def arrays(self, n: int, wanted, report) -> dict[str, pa.Array]:
+        """The Arrow arrays of the filled parts; ``report``: the native decode's pairs, tokens, and each
+        column's bytes used and nulls."""
+        pairs, tokens = report[0], report[1]
+        used = dict(zip(("topic", "body", "propertiesString", "names", "values", "tags", "uniqKey", "tokens",
+                         "msgId", "bornHost", "storeHost"), zip(report[2::2], report[3::2])))
+        out = {}
+        for name in wanted & _PLAIN_DECODED:
+            size, nulls = used[name]
+            out[name] = self.binary(pa.binary() if name == "body" else pa.string(), n, name, size, nulls)
+        if "properties" in wanted:
+            names = self.binary(pa.string(), pairs, "properties", used["names"][0], offsets="name_offsets",
+                                data="names")
+            values = self.binary(pa.string(), pairs, "properties", used["values"][0], offsets="value_offsets",
+                                 data="values")
+            offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, self.arrow("properties.offsets", 4 * (n + 1))])
+            out["properties"] = pa.MapArray.from_arrays(offsets, names, values)
+        if "keys" in wanted:
+            tokens_array = self.binary(pa.string(), tokens, "keys", used["tokens"][0], offsets="token_offsets",
+                                       data="tokens")
+            offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, self.arrow("keys.offsets", 4 * (n + 1))])
+            out["keys"] = pa.ListArray.from_arrays(offsets, tokens_array, type=FIELD_TYPES["keys"])
+        return out
 
 
-def _buffer_views(buffers: dict) -> list:
-    """``decode_columns``' outputs: a numpy view of each buffer in ``_native.DECODE_OUTPUTS`` order, None where
-    a column is not decoded."""
-    return [None if s not in buffers else np.frombuffer(buffers[s], dtype=np.int32 if s.endswith("offsets")
-                                                        else np.uint8) for s in _native.DECODE_OUTPUTS]
-
-
-def _arrow_binary(kind: pa.DataType, rows: int, offsets: pa.Buffer, data: pa.Buffer, used: int,
-                  validity=None, nulls: int = 0) -> pa.Array:
-    """An Arrow binary or string array wrapping the filled buffers without a copy."""
-    return pa.Array.from_buffers(kind, rows, [validity if nulls else None, offsets.slice(0, 4 * (rows + 1)),
-                                              data.slice(0, used)], null_count=nulls)
-
-
-def _decoded_arrays(n: int, wanted, buffers: dict, report) -> dict[str, pa.Array]:
-    """The Arrow arrays of the filled ``buffers``; ``report``: the native decode's pairs, tokens, and each
-    column's bytes used and nulls."""
-    pairs, tokens = report[0], report[1]
-    used = dict(zip(("topic", "body", "propertiesString", "names", "values", "tags", "uniqKey", "tokens", "msgId",
-                     "bornHost", "storeHost"), zip(report[2::2], report[3::2])))
-    out = {}
-    for name in wanted & {"topic", "body", "propertiesString", "tags", "uniqKey", "msgId", "bornHost", "storeHost"}:
-        kind = pa.binary() if name == "body" else pa.string()
-        size, nulls = used[name]
-        out[name] = _arrow_binary(kind, n, buffers[f"{name}.offsets"], buffers[f"{name}.data"], size,
-                                  buffers.get(f"{name}.validity"), nulls)
-    if "properties" in wanted:
-        names = _arrow_binary(pa.string(), pairs, buffers["properties.name_offsets"], buffers["properties.names"],
-                              used["names"][0])
-        values = _arrow_binary(pa.string(), pairs, buffers["properties.value_offsets"],
-                               buffers["properties.values"], used["values"][0])
-        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, buffers["properties.offsets"]])
-        out["properties"] = pa.MapArray.from_arrays(offsets, names, values)
-    if "keys" in wanted:
-        tokens_array = _arrow_binary(pa.string(), tokens, buffers["keys.token_offsets"], buffers["keys.tokens"],
-                                     used["tokens"][0])
-        offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, buffers["keys.offsets"]])
-        out["keys"] = pa.ListArray.from_arrays(offsets, tokens_array, type=FIELD_TYPES["keys"])
-    return out
+#: The decoded columns that are one binary or string array each.
+_PLAIN_DECODED = frozenset({"topic", "body", "propertiesString", "tags", "uniqKey", "msgId", "bornHost",
+                            "storeHost"})
 
 
 def decode_columns(buf, fields: RecordBatchFields, wanted, where: str = "") -> dict[str, pa.Array]:
@@ -273,16 +296,16 @@ def decode_columns(buf, fields: RecordBatchFields, wanted, where: str = "") -> d
         value = getattr(fields, name)
         row[:] = 0 if value is None else value  # phy_offset is parsed where msgId is wanted
     props = int(fields.props_len.sum()) if wanted & _PROPERTY_COLUMNS else 0
-    # Arrow's memory pool hands back the pages of earlier batches: no fresh pages to fault in per batch
-    buffers = _decode_buffers(n, wanted, _TEXT_GROWTH * int(fields.topic_len.sum()), int(fields.body_len.sum()),
-                              _TEXT_GROWTH * props)
-    report = _native.decode_columns(native_bytes(buf), inputs, _buffer_views(buffers))
+    # a recycled block: the pages of earlier batches, mapped and often still cached
+    outputs = _DecodeOutputs(n, wanted, _TEXT_GROWTH * int(fields.topic_len.sum()), int(fields.body_len.sum()),
+                             _TEXT_GROWTH * props)
+    report = _native.decode_columns(native_bytes(buf), inputs, outputs.views())
     if report[0] >= 0:
         from ...errors import CorruptRecordError
 
         raise CorruptRecordError("record fields run outside the buffer", where or None,
                                  int(fields.position[report[0]]))
-    return _decoded_arrays(n, wanted, buffers, report[1:])
+    return outputs.arrays(n, wanted, report[1:])
 
 
 #: The decoded columns read out of the properties string.
@@ -327,12 +350,12 @@ def parse_and_decode(buf, positions: np.ndarray, columns, fixed=None, crc_mode: 
         return parse_records(buf, pos, fixed, crc_mode)
     check_fixed(fixed)
     header, problem = header_outputs(n)
-    buffers = _decode_buffers(n, wanted, record_bytes, record_bytes, record_bytes)
-    report = _native.decode_records(buf, pos, header, problem, crc_mode, _buffer_views(buffers))
+    outputs = _DecodeOutputs(n, wanted, record_bytes, record_bytes, record_bytes)
+    report = _native.decode_records(buf, pos, header, problem, crc_mode, outputs.views())
     if report[0] < 0:  # a text column outgrew the records' bytes: parse alone, the batch decodes exactly
         return parse_records(buf, pos, fixed, crc_mode)
     fields = fields_of(pos, header, problem, fixed)
-    fields.decoded = _decoded_arrays(n, wanted, buffers, report[1:])
+    fields.decoded = outputs.arrays(n, wanted, report[1:])
     return fields
 
 
@@ -376,7 +399,7 @@ def build_batch(buf: np.ndarray, fields: RecordBatchFields, columns=COLUMNS, whe
             out["body"] = pc.replace_with_mask(body, pa.array(compressed), pa.array(plain, type=pa.binary()))
     for name in columns:
         if name not in out:
-            out[name] = pa.array(_NUMERIC[name](fields), type=FIELD_TYPES[name])
+            out[name] = _primitive(_NUMERIC[name](fields), FIELD_TYPES[name])
     return pa.RecordBatch.from_arrays([out[c] for c in columns], schema=arrow_schema(columns))
 
 
@@ -392,6 +415,11 @@ def fixed_fields_for(columns) -> tuple[str, ...]:
     """The optional fixed fields to parse for ``columns`` (``CommitLog.read_fields`` adds the stored body CRC
     when it verifies bodies)."""
     return tuple(sorted({_FIXED_OF[c] for c in columns if c in _FIXED_OF}))
+
+
+def _primitive(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """An Arrow array of ``kind`` over the native-endian ``values`` of its width, without a copy."""
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(np.ascontiguousarray(values))])
 
 
 _NUMERIC = {
