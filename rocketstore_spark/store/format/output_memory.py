@@ -21,7 +21,10 @@ import pyarrow as pa
 #: The alignment of each part of a block (Arrow's recommended buffer alignment).
 ALIGNMENT = 64
 #: Blocks kept for reuse per process: a reader holds the batch it is decoding and its consumer one or two more.
-KEPT_BLOCKS = 4
+KEPT_BLOCKS = 3
+#: The largest block kept: a batch of very large records gets memory of its own, returned when it is dropped
+#: (the pages a kept block's batches touched stay resident).
+KEPT_BLOCK_BYTES = 64 << 20
 #: References to a block in nobody's use: the kept list's and :func:`sys.getrefcount`'s argument.
 _FREE_REFERENCES = 2
 
@@ -78,6 +81,8 @@ class OutputMemory:
             if best is not None:
                 return self._blocks[best]
             memory = _aligned(nbytes)
+            if nbytes > KEPT_BLOCK_BYTES:
+                return memory
             if len(self._blocks) < self._kept:
                 self._blocks.append(memory)
             else:  # replace the smallest block nobody uses, if any: the sizes follow the batches read now

@@ -51,3 +51,14 @@ def test_a_larger_request_gets_new_memory_and_the_kept_blocks_stay_bounded():
     assert [a.to_pylist() for a in arrays] == [[b"v%d" % i] for i in range(5)]
     assert len(memory) == 2
 
+
+
+def test_a_block_larger_than_the_kept_size_is_not_kept(monkeypatch):
+    from rocketstore_spark.store.format import output_memory
+
+    monkeypatch.setattr(output_memory, "KEPT_BLOCK_BYTES", 1 << 12)
+    memory = OutputMemory(kept=2)
+    memory.block([1 << 13])
+    assert len(memory) == 0
+    memory.block([1 << 10])
+    assert len(memory) == 1
