@@ -350,13 +350,54 @@ def parse_and_decode(buf, positions: np.ndarray, columns, fixed=None, crc_mode: 
         return parse_records(buf, pos, fixed, crc_mode)
     check_fixed(fixed)
     header, problem = header_outputs(n)
-    outputs = _DecodeOutputs(n, wanted, record_bytes, record_bytes, record_bytes)
+    topic_room, props_room = TEXT_ROOMS.rooms(n, record_bytes)
+    outputs = _DecodeOutputs(n, wanted, topic_room, record_bytes, props_room)
     report = _native.decode_records(buf, pos, header, problem, crc_mode, outputs.views())
-    if report[0] < 0:  # a text column outgrew the records' bytes: parse alone, the batch decodes exactly
+    if report[0] < 0:  # a text column outgrew its room: parse alone, the batch decodes exactly
+        TEXT_ROOMS.forget()
         return parse_records(buf, pos, fixed, crc_mode)
     fields = fields_of(pos, header, problem, fixed)
+    TEXT_ROOMS.saw(n, int(fields.topic_len.sum()), int(fields.props_len.sum()))
     fields.decoded = outputs.arrays(n, wanted, report[1:])
     return fields
+
+
+class TextRooms:
+    """The room a fused decode gives the text columns, learnt from the batches before.
+
+    Their bytes are not known before the records are parsed; the records' bytes bound each of them (a text
+    column's values are parts of the topic or the properties, which grow by a third at most when ill-formed),
+    but a store's text takes a small, steady share of its records (a topic and a few properties beside
+    kilobytes of body): rooms of the records' bytes would make a batch's memory several times its records'. So
+    the rooms follow the topic and properties bytes a record of the last batch had on average (twice that, and
+    :data:`SLACK` bytes a record); a batch whose text outgrows them is parsed alone and decoded exactly, and the
+    next one gets the records' bytes again."""
+
+    SLACK = 64
+
+    def __init__(self):
+        self.topic: Optional[int] = None  # bytes a record of the last batch had on average
+        self.props: Optional[int] = None
+
+    def rooms(self, n: int, record_bytes: int) -> tuple[int, int]:
+        """The topic's and each properties column's room for ``n`` records of ``record_bytes``."""
+        topic, props = self.topic, self.props
+        if topic is None or props is None:
+            return record_bytes, record_bytes
+        return (min(record_bytes, n * (2 * topic + self.SLACK)), min(record_bytes, n * (2 * props + self.SLACK)))
+
+    def saw(self, n: int, topic_bytes: int, props_bytes: int) -> None:
+        """A batch of ``n`` records with ``topic_bytes`` and ``props_bytes`` of text was decoded."""
+        self.topic = max(0, -(-topic_bytes // max(n, 1)))
+        self.props = max(0, -(-props_bytes // max(n, 1)))
+
+    def forget(self) -> None:
+        """The next batch gets rooms of its records' bytes."""
+        self.topic = self.props = None
+
+
+#: The rooms of this process's fused decodes.
+TEXT_ROOMS = TextRooms()
 
 
 def _ascending_span(buf: np.ndarray, pos: np.ndarray) -> Optional[int]:

@@ -24,7 +24,7 @@ ALIGNMENT = 64
 KEPT_BLOCKS = 3
 #: The largest block kept: a batch of very large records gets memory of its own, returned when it is dropped
 #: (the pages a kept block's batches touched stay resident).
-KEPT_BLOCK_BYTES = 64 << 20
+KEPT_BLOCK_BYTES = 32 << 20
 #: References to a block in nobody's use: the kept list's and :func:`sys.getrefcount`'s argument.
 _FREE_REFERENCES = 2
 

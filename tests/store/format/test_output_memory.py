@@ -62,3 +62,17 @@ def test_a_block_larger_than_the_kept_size_is_not_kept(monkeypatch):
     assert len(memory) == 0
     memory.block([1 << 10])
     assert len(memory) == 1
+
+
+def test_text_rooms_follow_the_last_batch_and_never_exceed_the_records():
+    from rocketstore_spark.store.format.columns import TextRooms
+
+    rooms = TextRooms()
+    assert rooms.rooms(100, 50_000) == (50_000, 50_000)  # nothing seen: the records' bytes
+    rooms.saw(100, 1_000, 7_000)  # 10 and 70 bytes a record
+    assert rooms.rooms(1_000, 10**9) == (1_000 * (20 + rooms.SLACK), 1_000 * (140 + rooms.SLACK))
+    assert rooms.rooms(1_000, 30_000) == (30_000, 30_000)
+    rooms.saw(10, -5, -5)  # failed records' places do not make a room negative
+    assert rooms.rooms(10, 1_000) == (10 * rooms.SLACK, 10 * rooms.SLACK)
+    rooms.forget()
+    assert rooms.rooms(10, 1_000) == (1_000, 1_000)
