@@ -105,7 +105,7 @@ class RawScanPartition(StorePartition):
 
     def read(self, store: RocketStore, request) -> Iterator[pa.RecordBatch]:
         batches = store.scan_raw(self.start, self.end, columns=request.with_filter_columns(),
-                                 verify_crc=request.opts.verify_crc)
+                                 verify_crc=request.opts.verify_crc, threads=1)  # Spark runs a task per core
         return request.filtered(batches)
 
 

@@ -4,6 +4,7 @@ live queue's last unit points at is complete."""
 
 from __future__ import annotations
 
+import functools
 from typing import Iterator, Optional
 
 import numpy as np
@@ -14,10 +15,17 @@ from ..files.commitlog import END_BLANK
 from ..format import layout as L
 from ..format.codec import parse_records, read_be
 from ..format.columns import arrow_schema, build_batch, normalize_columns
+from .decode_ahead import in_order
 from .opened_store import OpenedStore
 from .queue_set import QueueSet
 
 DEFAULT_BATCH_ROWS = 10_000
+
+
+def _raw_batch(walk, idx, buf, columns, where: str, index: int):
+    """The batch of the walked records ``idx``, its records' bytes and its file index."""
+    fields = walk.fields_at(idx, decode=columns)
+    return build_batch(buf, fields, columns, where), int(fields.total_size.sum()), index
 
 
 class CommitLogReads:
@@ -28,10 +36,23 @@ class CommitLogReads:
         self.queues = queues
 
     def scan_raw(self, start: int = 0, end: Optional[int] = None, columns=None, *,
-                       batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
+                 batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False,
+                 threads: Optional[int] = None) -> Iterator[pa.RecordBatch]:
         """Every record in commit-log order from ``start`` to ``end`` (clamped to the valid end), including
-        records that never reach a consume queue (PREPARED / ROLLBACK transaction halves)."""
+        records that never reach a consume queue (PREPARED / ROLLBACK transaction halves).
+
+        ``threads``: batches decoded at once, on worker threads (see :mod:`.decode_ahead`; None: one per core,
+        at most four; a remote store's reads stay on the caller's thread). A reader already running one task per
+        core (a Spark task) passes 1."""
         columns = normalize_columns(columns)
+        if self.store.commitlog.queue.remote:
+            threads = 1
+        for batch, nbytes, index in in_order(self._raw_jobs(start, end, columns, batch_rows, verify_crc), threads):
+            self.store.commitlog.queue.note_read(index, nbytes)
+            yield batch
+
+    def _raw_jobs(self, start, end, columns, batch_rows, verify_crc):
+        """:meth:`scan_raw`'s batches as jobs, each decoding one (with its bytes and file)."""
         valid_end = self.store.recovery.valid_end
         end = valid_end if end is None else min(int(end), valid_end)
         start = max(int(start), self.store.min_phy_offset())
@@ -59,10 +80,9 @@ class CommitLogReads:
             absolute = info.from_offset + walk.positions
             sel = np.flatnonzero((absolute >= start) & (absolute < end))
             buf = self.store.commitlog.queue.buffer(index)
+            where = str(info.path)
             for chunk in range(0, len(sel), batch_rows):
-                fields = walk.fields_at(sel[chunk:chunk + batch_rows], decode=columns)
-                self.store.commitlog.queue.note_read(index, int(fields.total_size.sum()))
-                yield build_batch(buf, fields, columns, str(info.path))
+                yield functools.partial(_raw_batch, walk, sel[chunk:chunk + batch_rows], buf, columns, where, index)
 
     def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
         """The record starting at ``phy_offset`` as a one-row batch (None outside the valid range or in a missing

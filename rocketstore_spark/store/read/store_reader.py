@@ -296,9 +296,11 @@ class StoreReader:
     # --- reads ------------------------------------------------------------------------------------------
 
     def scan_raw(self, start: int = 0, end: Optional[int] = None, columns=None, *,
-                       batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
+                 batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False,
+                 threads: Optional[int] = None) -> Iterator[pa.RecordBatch]:
         """See :meth:`.CommitLogReads.scan_raw`."""
-        return self.records.scan_raw(start, end, columns, batch_rows=batch_rows, verify_crc=verify_crc)
+        return self.records.scan_raw(start, end, columns, batch_rows=batch_rows, verify_crc=verify_crc,
+                                     threads=threads)
 
     def read_record_at(self, phy_offset: int, columns=None) -> Optional[pa.RecordBatch]:
         """See :meth:`.CommitLogReads.read_record_at`."""
