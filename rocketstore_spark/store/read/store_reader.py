@@ -298,7 +298,10 @@ class StoreReader:
     def scan_raw(self, start: int = 0, end: Optional[int] = None, columns=None, *,
                  batch_rows: int = DEFAULT_BATCH_ROWS, verify_crc: bool = False,
                  threads: Optional[int] = None) -> Iterator[pa.RecordBatch]:
-        """See :meth:`.CommitLogReads.scan_raw`."""
+        """Every record in commit-log order from ``start`` to ``end`` (clamped to the valid end), including
+        records that never reach a consume queue, as batches of ``batch_rows``. ``threads``: batches decoded at
+        once on worker threads (None: one per core, at most four; 1: on the caller's thread). See
+        :meth:`.CommitLogReads.scan_raw`."""
         return self.records.scan_raw(start, end, columns, batch_rows=batch_rows, verify_crc=verify_crc,
                                      threads=threads)
 
