@@ -6,9 +6,10 @@ same bytes, in one run (not a test).
 Two stores of about N MiB of commit log each (default 96 MiB; ``--gib`` for 1 GiB): 1 KiB bodies in 8 queues
 (bench/common.py's generator) and the production shape's mixed sizes (lognormal, ~600 B mean, one key and a tag
 each; rocketstore_spark/samples/production.py). For each, ``scan_raw`` with every column and with the body
-column alone, and ``numpy.copyto`` of the commit log's mapped bytes into memory, taking turns round after
-round (best of ``--rounds``); throughput is commit-log bytes per second of wall time, and of the process's CPU
-time (the kernels run on the calling thread: on a busy shared machine that figure shows the work alone). Prints
+column alone, as a user calls it (``--threads``: its decode threads, default one per core), and
+``numpy.copyto`` of the commit log's mapped bytes into memory (one thread), taking turns round after round
+(best of ``--rounds``); throughput is commit-log bytes per second of wall time, and of the process's CPU time
+summed over its threads (the work per core; on a busy shared machine that figure shows the work alone). Prints
 one JSON line per measurement, then ``kib_all_gbs=… kib_body_gbs=… mixed_all_gbs=… mixed_body_gbs=…
 copy_gbs=…`` and the same of CPU time (``…_cpu_gbs``).
 
@@ -43,6 +44,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--encode-rows", type=int, default=100_000, help="messages per shape for the encoder")
     ap.add_argument("--encoder-only", action="store_true", help="measure the encoder alone (no stores)")
+    ap.add_argument("--threads", type=int, default=None, help="scan_raw's decode threads (default: one per core)")
     args = ap.parse_args()
     encode_summary = _encoder_summary(args.encode_rows, args.rounds)
     if args.encoder_only:
@@ -59,7 +61,8 @@ def main():
             shutil.rmtree(path, ignore_errors=True)
             t, n = timed(lambda: _generate(shape, path, size // record, RocketStore))  # noqa: B023
             emit(step="generate", shape=shape, messages=n, seconds=round(t, 2))
-        for name, (seconds, length, (result, cpu)) in _measure(RocketStore.open(path), path, args.rounds).items():
+        measured = _measure(RocketStore.open(path), path, args.rounds, args.threads)
+        for name, (seconds, length, (result, cpu)) in measured.items():
             gbs = length / seconds / 1e9
             emit(shape=shape, measure=name, bytes=length, rows=None if name == "copy" else result,
                  seconds=round(seconds, 4), gb_per_s=round(gbs, 3), cpu_seconds=round(cpu, 4),
@@ -70,10 +73,13 @@ def main():
             else:
                 summary[f"{shape}_{name}_gbs"], cpu_summary[f"{shape}_{name}_cpu_gbs"] = gbs, cpu_gbs
     summary["copy_gbs"], cpu_summary["copy_cpu_gbs"] = copy_best
+    from rocketstore_spark.store.read.decode_ahead import default_threads
+
+    emit(decode_threads=args.threads or default_threads())
     print(" ".join(f"{k}={v:.2f}" for k, v in {**summary, **cpu_summary, **encode_summary}.items()))
 
 
-def _measure(store, path, rounds):
+def _measure(store, path, rounds, threads):
     """name → (best seconds, commit-log bytes, rows) of the two scans and the memory copy, taking turns."""
     start, end = store.min_phy_offset(), store.recovery.valid_end
     length = end - start
@@ -89,7 +95,7 @@ def _measure(store, path, rounds):
         return length
 
     def scan(columns):
-        return lambda: sum(b.num_rows for b in store.scan_raw(columns=columns))
+        return lambda: sum(b.num_rows for b in store.scan_raw(columns=columns, threads=threads))
 
     def with_cpu(fn):  # the process's CPU time too: on a shared VM wall time also counts the neighbours
         def run():
