@@ -39,9 +39,24 @@ from .queue_set import QueueSet
 log = logging.getLogger("rocketstore_spark")
 
 DEFAULT_SCAN_ROWS = 32_768
-PARSE_ROWS = 32_768  # records parsed and filtered at a time
+PARSE_ROWS = 32_768  # records parsed and filtered at a time, at most
+#: Record bytes parsed and filtered at a time, at most (one record at least): a chunk's columns are decoded in its
+#: parsing pass into memory recycled from the chunks before (see ``columns.parse_and_decode``), which larger
+#: chunks would not fit.
+PARSE_BYTES = 8 << 20
 FETCH_STEP = SEQUENTIAL_STEP  # bytes of a stretch searched for record starts at a time (and fetched ahead)
 _KEY_SHIFT = 32  # (topic index << 32) | queue id: one int64 key per queue in a stretch
+
+
+def parse_chunks(positions: np.ndarray):
+    """``[a, b)`` index ranges of ascending record ``positions``: at most :data:`PARSE_ROWS` records and (but for
+    a single record) :data:`PARSE_BYTES` from the first record's start to the next chunk's first."""
+    a, n = 0, len(positions)
+    while a < n:
+        b = min(a + PARSE_ROWS, int(np.searchsorted(positions, positions[a] + PARSE_BYTES, side="left")))
+        b = max(b, a + 1)
+        yield a, b
+        a = b
 
 
 class OrderedScanner:
@@ -117,11 +132,11 @@ class OrderedScanner:
         While chunks are kept whole (a full scan) the next one's columns are decoded in the parsing pass; a chunk
         partly kept decodes its kept rows after the filter (and the next chunk is parsed alone)."""
         whole = True  # the last chunk kept every record
-        for a in range(0, len(positions), PARSE_ROWS):
-            chunk = positions[a:a + PARSE_ROWS]
+        for a, b in parse_chunks(positions):
+            chunk = positions[a:b]
             # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
             # that a worker scanning a 1 GiB file stretch after stretch lets its pages go (see note_read)
-            span_end = int(positions[a + PARSE_ROWS]) if a + PARSE_ROWS < len(positions) else end_pos
+            span_end = int(positions[b]) if b < len(positions) else end_pos
             self.store.commitlog.queue.note_read(index, span_end - int(chunk[0]))
             fields = parse_and_decode(buf, chunk, want, fixed) if whole else parse_records(buf, chunk, fixed)
             bad = np.flatnonzero(~fields.valid)

@@ -76,3 +76,4 @@ def test_a_threaded_scan_returns_the_batches_of_a_scan_on_the_callers_thread(tmp
         ahead = pa.Table.from_batches(list(s.scan_raw(batch_rows=250, threads=3)))
     assert alone.num_rows == 3000 and len(set(alone.column("commitLogOffset").to_pylist())) == 3000
     assert ahead.equals(alone)
+
