@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _native
 from ...errors import CorruptRecordError
 
 PAGE_SIZE = 4096
@@ -161,21 +162,16 @@ def read_ranges(path, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
     run_start = starts[np.concatenate(([0], breaks))]
     run_length = ends[np.append(breaks, len(starts)) - 1] - run_start
-    into = np.cumsum(run_length) - run_length
-    view = memoryview(out)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        for at, start, length in zip(into.tolist(), run_start.tolist(), run_length.tolist()):
-            got = os.preadv(fd, [view[at:at + length]], start)
-            if got != length:
-                raise CorruptRecordError(f"expected {length} bytes of records at byte {start}, the file ends "
-                                         f"after {got} (truncated under the read?)", path, start + got)
-    finally:
-        os.close(fd)
+    run, got = _native.read_ranges(os.fspath(path), run_start, run_length, out)  # one read per run, GIL released
+    if run >= 0:
+        start, length = int(run_start[run]), int(run_length[run])
+        raise CorruptRecordError(f"expected {length} bytes of records at byte {start}, the file ends after {got} "
+                                 "(truncated under the read?)", path, start + got)
     STATS.files_opened += 1
     STATS.reads += len(run_start)
     STATS.bytes_read += len(out)
-    STATS.pages_read += int(sum(_pages(s, n) for s, n in zip(run_start.tolist(), run_length.tolist())))
+    pages = (run_start + run_length - 1) // PAGE_SIZE - run_start // PAGE_SIZE + 1
+    STATS.pages_read += int(pages[run_length > 0].sum())
     return out
 
 
