@@ -1,4 +1,4 @@
-//! `read_ranges`: byte ranges of one local file copied back to back (see [`crate::file_ranges`]).
+//! `read_ranges` and `read_spans`: byte ranges of local files copied back to back (see [`crate::file_ranges`]).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -34,7 +34,52 @@ fn read_ranges(
     }
 }
 
+/// read_spans(paths, starts, lengths, out, got): span `i`, `lengths[i]` bytes from byte `starts[i]` of file
+/// `paths[i]`, copied into `out` back to back; `got[i]` (int64) the bytes of it read, -1 when the file could not be
+/// opened (`starts`, `lengths`: int64; `out`: uint8, their lengths' sum). A failed read raises its OSError.
+#[pyfunction]
+fn read_spans(
+    py: Python<'_>,
+    paths: Vec<std::path::PathBuf>,
+    starts: &Bound<'_, PyAny>,
+    lengths: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    got: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let (starts, lengths) = (View::<i64>::read(starts)?, View::<i64>::read(lengths)?);
+    let mut out = View::<u8>::write(out, &[starts.span(), lengths.span()])?;
+    let mut got = View::<i64>::write(got, &[starts.span(), lengths.span(), out.span()])?;
+    if paths.len() != starts.slice().len() {
+        return Err(PyValueError::new_err(
+            "read_spans: one path a span is expected",
+        ));
+    }
+    let (starts, lengths, bytes, counts) = (
+        starts.slice(),
+        lengths.slice(),
+        out.slice_mut(),
+        got.slice_mut(),
+    );
+    let copied = py.detach(|| {
+        file_ranges::read_spans(
+            |i| std::fs::File::open(&paths[i]),
+            starts,
+            lengths,
+            bytes,
+            counts,
+        )
+    });
+    match copied {
+        Ok(()) => Ok(()),
+        Err(RunsError::Io(e)) => Err(e.into()),
+        Err(_) => Err(PyValueError::new_err(
+            "read_spans: the spans do not match the output buffers",
+        )),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     Ok(())
 }
