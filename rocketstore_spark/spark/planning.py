@@ -225,16 +225,18 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
 
 
 def _plan_queues(store: RocketStore, handle: StoreHandle, ranges: list, opts: ReadOptions, tags,
-                 avg_size: float) -> list:
+                 avg_size: Optional[float]) -> list:
     """The consume-queue plan: ranges split at consume-queue files, then packed into partitions of about
     ``maxMessagesPerPartition`` messages and ``maxBytesPerPartition`` bytes (estimated from the average message
     size); with a tag filter, packed by their matching units instead."""
     per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
     total = sum(r.hi - r.lo for r in ranges)
-    budget = max(1, min(opts.max_messages_per_partition, int(opts.max_bytes_per_partition // max(avg_size, 1.0))))
     if tags is not None:
         budget = opts.max_messages_per_partition
-    elif opts.min_partitions:
+    else:
+        budget = max(1, min(opts.max_messages_per_partition,
+                            int(opts.max_bytes_per_partition // max(avg_size or 0.0, 1.0))))
+    if tags is None and opts.min_partitions:
         budget = max(1, min(budget, -(-total // opts.min_partitions)))
     pieces = [(r.topic, r.queue_id, lo, hi) for r in ranges for lo, hi in split_range(r.lo, r.hi, per_file, budget)]
     if tags is None:
