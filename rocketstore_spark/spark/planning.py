@@ -43,7 +43,7 @@ from .planning_types import (  # noqa: F401 - re-exported: the partition kinds a
 )
 from .store_cache import open_cached
 from .store_snapshot import files_stamp
-from .tag_packing import pack_by_tag_matches
+from .tag_packing import QueuePiece, pack_by_tag_matches
 
 log = logging.getLogger("rocketstore_spark")
 
@@ -241,7 +241,7 @@ def _plan_queues(store: RocketStore, handle: StoreHandle, ranges: list, opts: Re
     pieces = [(r.topic, r.queue_id, lo, hi) for r in ranges for lo, hi in split_range(r.lo, r.hi, per_file, budget)]
     if tags is None:
         return pack_ranges(handle, pieces, budget)
-    return pack_by_tag_matches(store, handle, [QueuePartition(handle, *p) for p in pieces], Subscription.parse(tags),
+    return pack_by_tag_matches(store, handle, [QueuePiece(*p) for p in pieces], Subscription.parse(tags),
                                opts.max_messages_per_partition, opts.min_partitions)
 
 
