@@ -8,6 +8,7 @@ pub mod columns;
 pub mod consume_queue;
 pub mod decode;
 pub mod encode;
+pub mod file_ranges;
 pub mod header;
 pub mod index;
 pub mod java_hash;

@@ -63,28 +63,34 @@ class QueueRange(NamedTuple):
 class Choice:
     mode: str  # SCAN_QUEUE or SCAN_COMMITLOG
     reason: str
-    avg_size: float  # estimated bytes per message
+    avg_size: Optional[float]  # estimated bytes per message (None: the plan does not use it, a tag plan's)
+
+
+def average_size(store: RocketStore) -> float:
+    """The estimated bytes per message: the commit log's bytes over every queue's messages."""
+    queues = (store.consume_queue(t, q) for t in store.topics() for q in store.queue_ids(t))
+    all_msgs = sum(max(0, cq.max_offset - cq.first_offset) for cq in queues)
+    return (store.max_phy_offset() - store.min_phy_offset()) / max(all_msgs, 1)
 
 
 def choose(store: RocketStore, opts: ReadOptions, ranges: list, tags, spans: Optional["Spans"]) -> Choice:
     """The plan for one store: forced by ``scanMode`` or chosen from estimates (selected messages × average size
     against the bytes a commit-log scan would read)."""
-    queues = (store.consume_queue(t, q) for t in store.topics() for q in store.queue_ids(t))
-    all_msgs = sum(max(0, cq.max_offset - cq.first_offset) for cq in queues)
-    avg = (store.max_phy_offset() - store.min_phy_offset()) / max(all_msgs, 1)
     unsupported = commitlog_unsupported(store, ranges)
     if opts.scan_mode == SCAN_QUEUE:
-        return Choice(SCAN_QUEUE, "scanMode=queue", avg)
+        return Choice(SCAN_QUEUE, "scanMode=queue", average_size(store))
     if opts.scan_mode == SCAN_COMMITLOG:
         if unsupported:
             log.warning("scanMode=commitlog: %s; reading the consume queues instead", unsupported)
-            return Choice(SCAN_QUEUE, f"scanMode=commitlog, but {unsupported}", avg)
-        return Choice(SCAN_COMMITLOG, "scanMode=commitlog", avg)
+            return Choice(SCAN_QUEUE, f"scanMode=commitlog, but {unsupported}", average_size(store))
+        return Choice(SCAN_COMMITLOG, "scanMode=commitlog", average_size(store))
     if unsupported:
-        return Choice(SCAN_QUEUE, unsupported, avg)
+        return Choice(SCAN_QUEUE, unsupported, average_size(store))
     if tags is not None:
+        # a tag plan packs ranges by their matches, not by size: no average to work out over every queue
         return Choice(SCAN_QUEUE, "a tag filter: the consume queues' tag hashes are tested before records are read",
-                      avg)
+                      None)
+    avg = average_size(store)
     counts = sorted((r.hi - r.lo for r in ranges), reverse=True)
     if sum(counts[:FEW_QUEUES]) >= FEW_QUEUES_SHARE * max(sum(counts), 1) and not _interleaved(store, ranges):
         return Choice(SCAN_QUEUE, f"{min(len(counts), FEW_QUEUES)} queues hold {FEW_QUEUES_SHARE:.0%}+ of the "

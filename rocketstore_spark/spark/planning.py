@@ -43,7 +43,7 @@ from .planning_types import (  # noqa: F401 - re-exported: the partition kinds a
 )
 from .store_cache import open_cached
 from .store_snapshot import files_stamp
-from .tag_packing import pack_by_tag_matches
+from .tag_packing import QueuePiece, pack_by_tag_matches
 
 log = logging.getLogger("rocketstore_spark")
 
@@ -225,21 +225,23 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
 
 
 def _plan_queues(store: RocketStore, handle: StoreHandle, ranges: list, opts: ReadOptions, tags,
-                 avg_size: float) -> list:
+                 avg_size: Optional[float]) -> list:
     """The consume-queue plan: ranges split at consume-queue files, then packed into partitions of about
     ``maxMessagesPerPartition`` messages and ``maxBytesPerPartition`` bytes (estimated from the average message
     size); with a tag filter, packed by their matching units instead."""
     per_file = store.sizes.consume_queue_file_size // L.CQ_STORE_UNIT_SIZE
     total = sum(r.hi - r.lo for r in ranges)
-    budget = max(1, min(opts.max_messages_per_partition, int(opts.max_bytes_per_partition // max(avg_size, 1.0))))
     if tags is not None:
         budget = opts.max_messages_per_partition
-    elif opts.min_partitions:
+    else:
+        budget = max(1, min(opts.max_messages_per_partition,
+                            int(opts.max_bytes_per_partition // max(avg_size or 0.0, 1.0))))
+    if tags is None and opts.min_partitions:
         budget = max(1, min(budget, -(-total // opts.min_partitions)))
     pieces = [(r.topic, r.queue_id, lo, hi) for r in ranges for lo, hi in split_range(r.lo, r.hi, per_file, budget)]
     if tags is None:
         return pack_ranges(handle, pieces, budget)
-    return pack_by_tag_matches(store, handle, [QueuePartition(handle, *p) for p in pieces], Subscription.parse(tags),
+    return pack_by_tag_matches(store, handle, [QueuePiece(*p) for p in pieces], Subscription.parse(tags),
                                opts.max_messages_per_partition, opts.min_partitions)
 
 

@@ -4,7 +4,7 @@ estimated from samples) on the driver, and the ranges holding matches are packed
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -13,11 +13,22 @@ from ..store.format import layout as L
 from .planning_types import QueueRangesPartition, StoreHandle
 
 
+class QueuePiece(NamedTuple):
+    """Queue offsets ``[start, end)`` of one consume queue, within one consume-queue file: what a tag plan counts
+    matches in (a plain tuple: a store of thousands of queues gives as many pieces per plan)."""
+
+    topic: str
+    queue_id: int
+    start: int
+    end: int
+
+
 def pack_by_tag_matches(store: RocketStore, handle: StoreHandle, parts: list, sub: Subscription,
                         max_messages: int, min_partitions: Optional[int]) -> list:
-    """For a tag-filtered read: count the consume-queue units whose tag hash matches in each range (the
-    queues' 20-byte units only, never message bytes) and pack ranges into partitions of about ``max_messages``
-    matches, so that a 1%-selective read runs a few tasks instead of one per consume-queue file.
+    """For a tag-filtered read of the pieces ``parts`` (:class:`QueuePiece`): count the consume-queue units whose
+    tag hash matches in each range (the queues' 20-byte units only, never message bytes) and pack ranges into
+    partitions of about ``max_messages`` matches, so that a 1%-selective read runs a few tasks instead of one per
+    consume-queue file.
 
     Up to :data:`EXACT_COUNT_UNITS` units in all, the count is exact: ranges without a match are dropped and
     the others trimmed to their first and last match. Past that, counting would be a sequential scan of every

@@ -3,6 +3,7 @@
 
 mod buffers;
 mod encode;
+mod file_ranges;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -481,6 +482,7 @@ fn decode_records(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encode::register(m)?;
+    file_ranges::register(m)?;
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
     m.add_function(wrap_pyfunction!(magic_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(parse_records, m)?)?;

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _native
 from ...errors import CorruptRecordError
 
 PAGE_SIZE = 4096
@@ -110,34 +111,24 @@ def read_spans(spans, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     count)`` each. Returns ``(items, complete)``: ``complete[i]`` tells whether span ``i`` was read whole; the
     items of a span whose file is missing or too short are undefined (the caller reads those another way).
 
-    One open, one read and one close per span, with no object per file: a task over thousands of short
-    consume-queue ranges spends more on opening files one by one than on the few units it reads of each."""
+    One open, one read and one close per span, with no object per file (one native call for all of them): a
+    task over thousands of short consume-queue ranges spends more on opening files one by one than on the few
+    units it reads of each."""
     counts = np.fromiter((count for _, _, count in spans), dtype=np.int64, count=len(spans))
     out = np.empty(int(counts.sum()), dtype=dtype)
-    raw = memoryview(out.view(np.uint8))
-    complete = np.zeros(len(spans), dtype=bool)
-    size = out.dtype.itemsize
-    at = got_total = pages = opened = 0
-    for i, (path, start, count) in enumerate(spans):
-        want = count * size
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:  # gone, or no longer a file: the caller's own read reports it
-            at += want
-            continue
-        try:
-            got = os.preadv(fd, [raw[at:at + want]], start)
-        finally:
-            os.close(fd)
-        opened += 1
-        complete[i] = got == want
-        got_total += got
-        pages += _pages(start, got)
-        at += want
-    STATS.files_opened += opened
-    STATS.reads += opened
-    STATS.bytes_read += got_total
-    STATS.pages_read += pages
+    starts = np.fromiter((start for _, start, _ in spans), dtype=np.int64, count=len(spans))
+    want = counts * out.dtype.itemsize
+    got = np.empty(len(spans), dtype=np.int64)
+    # a file gone, or no longer a file, gives -1: the caller's own read reports it
+    _native.read_spans([os.fspath(path) for path, _, _ in spans], starts, want, out.view(np.uint8), got)
+    opened = got >= 0
+    complete = got == want
+    read = got[opened & (got > 0)]
+    first = starts[opened & (got > 0)]
+    STATS.files_opened += int(opened.sum())
+    STATS.reads += int(opened.sum())
+    STATS.bytes_read += int(read.sum())
+    STATS.pages_read += int(((first + read - 1) // PAGE_SIZE - first // PAGE_SIZE + 1).sum())
     return out, complete
 
 
@@ -161,21 +152,16 @@ def read_ranges(path, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
     run_start = starts[np.concatenate(([0], breaks))]
     run_length = ends[np.append(breaks, len(starts)) - 1] - run_start
-    into = np.cumsum(run_length) - run_length
-    view = memoryview(out)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        for at, start, length in zip(into.tolist(), run_start.tolist(), run_length.tolist()):
-            got = os.preadv(fd, [view[at:at + length]], start)
-            if got != length:
-                raise CorruptRecordError(f"expected {length} bytes of records at byte {start}, the file ends "
-                                         f"after {got} (truncated under the read?)", path, start + got)
-    finally:
-        os.close(fd)
+    run, got = _native.read_ranges(os.fspath(path), run_start, run_length, out)  # one read per run, GIL released
+    if run >= 0:
+        start, length = int(run_start[run]), int(run_length[run])
+        raise CorruptRecordError(f"expected {length} bytes of records at byte {start}, the file ends after {got} "
+                                 "(truncated under the read?)", path, start + got)
     STATS.files_opened += 1
     STATS.reads += len(run_start)
     STATS.bytes_read += len(out)
-    STATS.pages_read += int(sum(_pages(s, n) for s, n in zip(run_start.tolist(), run_length.tolist())))
+    pages = (run_start + run_length - 1) // PAGE_SIZE - run_start // PAGE_SIZE + 1
+    STATS.pages_read += int(pages[run_length > 0].sum())
     return out
 
 

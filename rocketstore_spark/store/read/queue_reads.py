@@ -206,8 +206,9 @@ class QueueReader:
                 in_file = (np.arange(len(chunk_files)) if single else np.flatnonzero(chunk_files == f)) + chunk_start
                 for batch in self._file_batches(int(f), in_file, plan):
                     if not sub.is_all:
-                        batch = batch.filter(pc.fill_null(pc.is_in(batch.column("tags"),
-                                                                   value_set=pa.array(sub.tags)), False))
+                        keep = pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(sub.tags)), False)
+                        if not pc.all(keep).as_py():  # only a tag-hash collision fails: no copy of the usual batch
+                            batch = batch.filter(keep)
                         if want != columns:
                             batch = batch.select(list(columns))
                     for start in range(0, batch.num_rows, max(batch_rows, 1)):
