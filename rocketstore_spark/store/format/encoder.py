@@ -11,7 +11,7 @@ import os
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -135,6 +135,48 @@ def encode_records(enc: EncodeInput, phy_offsets: np.ndarray, *, lengths: Option
         out = data[int(offsets[lo]):int(offsets[hi])]
         _check_encoded(_native.encode_records(*_native_inputs(enc, phy_offsets, lo, hi, body), out), lo)
     return data, offsets
+
+
+#: the most record bytes :func:`encode_pieces` encodes before handing them on: small enough to stay in the CPU's
+#: cache until they are written out (one large write of a buffer just encoded was measured 2-4x slower per byte)
+ENCODE_PIECE_BYTES = 2 * 1024 * 1024
+
+
+def encode_pieces(enc: EncodeInput, phy_offsets: np.ndarray, offsets: np.ndarray, scratch: np.ndarray,
+                  piece_bytes: int = ENCODE_PIECE_BYTES, breaks: Optional[np.ndarray] = None
+                  ) -> Iterator[tuple[int, int, np.ndarray]]:
+    """The records of ``enc`` placed at ``phy_offsets``, a few at a time: yields ``(lo, hi, data)``, the bytes of
+    rows ``[lo, hi)`` encoded into the front of ``scratch`` (uint8, reused: ``data`` is valid until the next
+    piece). ``offsets`` are the n + 1 record offsets (:func:`record_offsets`). A piece holds at most
+    ``piece_bytes`` (at least one record), never spans two chunks of the body column and begins at every row
+    of ``breaks`` (ascending); ``scratch`` must hold the largest piece (:func:`piece_scratch_size`)."""
+    breaks = np.zeros(0, np.int64) if breaks is None else np.asarray(breaks, dtype=np.int64)
+    for lo_chunk, hi_chunk, body in _pieces(enc):
+        lo = lo_chunk
+        while lo < hi_chunk:
+            hi = int(np.searchsorted(offsets, offsets[lo] + piece_bytes, side="right")) - 1
+            hi = min(max(hi, lo + 1), hi_chunk)
+            cut = int(np.searchsorted(breaks, lo, side="right"))
+            if cut < len(breaks) and breaks[cut] < hi:
+                hi = int(breaks[cut])
+            base = int(offsets[lo])
+            out = scratch[:int(offsets[hi]) - base]
+            piece = body.slice(lo - lo_chunk, hi - lo) if (lo, hi) != (lo_chunk, hi_chunk) else body
+            _check_encoded(_native.encode_records(*_native_inputs(enc, phy_offsets, lo, hi, piece), out), lo)
+            yield lo, hi, out
+            lo = hi
+
+
+def record_offsets(lengths: np.ndarray) -> np.ndarray:
+    """The n + 1 offsets of records of ``lengths`` laid end to end."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def piece_scratch_size(lengths: np.ndarray, piece_bytes: int = ENCODE_PIECE_BYTES) -> int:
+    """The scratch :func:`encode_pieces` needs for records of ``lengths``: a piece, or one larger record."""
+    return max(piece_bytes, int(lengths.max()) if len(lengths) else 0)
 
 
 def patch_records(buf: np.ndarray, starts: np.ndarray, queue_offsets: np.ndarray, ts_positions: np.ndarray,
@@ -288,5 +330,6 @@ def compress_body(data: bytes, sysflag: int) -> bytes:
 COMPRESS_LEVEL = 5  # DefaultMQProducer.compressLevel (rocketmq.message.compressLevel)
 
 
-__all__ = ["EncodeInput", "encode_records", "patch_records", "record_lengths", "serialize_properties",
-           "join_properties", "UniqKeyFactory", "compress_body", "body_crc32", "binary_lengths"]
+__all__ = ["EncodeInput", "encode_records", "encode_pieces", "record_offsets", "piece_scratch_size", "patch_records",
+           "record_lengths", "serialize_properties", "join_properties", "UniqKeyFactory", "compress_body", "body_crc32",
+           "binary_lengths"]
