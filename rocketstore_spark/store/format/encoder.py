@@ -75,20 +75,31 @@ def _pieces(enc: EncodeInput) -> list[tuple[int, int, pa.Array]]:
     return pieces
 
 
-def _native_inputs(enc: EncodeInput, phy_offsets: np.ndarray, lo: int, hi: int, body: pa.Array) -> tuple:
-    """The record kernels' arguments but the output, for rows [lo, hi) whose bodies are ``body``: string
-    columns, int64 columns, host addresses."""
-    ints = {"queue_id": enc.queue_id, "flag": enc.flag, "queue_offset": enc.queue_offset, "phy_offset": phy_offsets,
-            "sysflag": enc.sysflag, "born_timestamp": enc.born_timestamp, "born_port": enc.born_port,
-            "store_timestamp": enc.store_timestamp, "store_port": enc.store_port,
-            "reconsume_times": enc.reconsume_times, "prepared_offset": enc.prepared_offset}
-    columns = [np.require(ints[name][lo:hi], dtype=np.int64, requirements=["C", "A"])
-               for name in _native.ENCODE_INT_COLUMNS]
-    whole = lo == 0 and hi == len(enc)
-    topic, properties = (enc.topic, enc.properties) if whole else (enc.topic.slice(lo, hi - lo),
-                                                                  enc.properties.slice(lo, hi - lo))
-    return (native_strings(topic), native_strings(body), native_strings(properties), columns,
-            _addresses(enc.born_addr[lo:hi]), _addresses(enc.store_addr[lo:hi]))
+class _KernelInputs:
+    """The record kernels' arguments but the output for the rows of ``enc`` placed at ``phy_offsets``: each column
+    is converted once, and a range of rows is then views of them (string columns, int64 columns, host
+    addresses)."""
+
+    def __init__(self, enc: EncodeInput, phy_offsets: np.ndarray):
+        ints = {"queue_id": enc.queue_id, "flag": enc.flag, "queue_offset": enc.queue_offset,
+                "phy_offset": phy_offsets, "sysflag": enc.sysflag, "born_timestamp": enc.born_timestamp,
+                "born_port": enc.born_port, "store_timestamp": enc.store_timestamp, "store_port": enc.store_port,
+                "reconsume_times": enc.reconsume_times, "prepared_offset": enc.prepared_offset}
+        self._ints = [np.require(ints[name], dtype=np.int64, requirements=["C", "A"])
+                      for name in _native.ENCODE_INT_COLUMNS]
+        self._topic, self._properties = native_strings(enc.topic), native_strings(enc.properties)
+        self._born, self._store = _addresses(enc.born_addr), _addresses(enc.store_addr)
+
+    def rows(self, lo: int, hi: int, body: tuple, body_lo: int) -> tuple:
+        """Rows ``[lo, hi)``, whose bodies are rows ``[lo - body_lo, hi - body_lo)`` of ``body`` (a chunk of the
+        body column as :func:`~.arrow_buffers.native_strings` gives it)."""
+        return (_rows(self._topic, lo, hi), _rows(body, lo - body_lo, hi - body_lo), _rows(self._properties, lo, hi),
+                [column[lo:hi] for column in self._ints], self._born[lo * 16:hi * 16], self._store[lo * 16:hi * 16])
+
+
+def _rows(strings: tuple, lo: int, hi: int) -> tuple:
+    """Rows ``[lo, hi)`` of a string column's ``(offsets, data)``: the offsets point into the same data."""
+    return strings[0][lo:hi + 1], strings[1]
 
 
 def _addresses(addr: np.ndarray) -> np.ndarray:
@@ -111,9 +122,9 @@ def _check_encoded(result: tuple[int, int], first_row: int = 0) -> None:
 def record_lengths(enc: EncodeInput) -> np.ndarray:
     """``calMsgLength`` per record."""
     sizes = np.empty(len(enc), dtype=np.int64)
-    phy = np.zeros(len(enc), dtype=np.int64)
+    inputs = _KernelInputs(enc, np.zeros(len(enc), dtype=np.int64))
     for lo, hi, body in _pieces(enc):
-        _check_encoded(_native.record_sizes(*_native_inputs(enc, phy, lo, hi, body), sizes[lo:hi]), lo)
+        _check_encoded(_native.record_sizes(*inputs.rows(lo, hi, native_strings(body), lo), sizes[lo:hi]), lo)
     return sizes
 
 
@@ -131,9 +142,10 @@ def encode_records(enc: EncodeInput, phy_offsets: np.ndarray, *, lengths: Option
     np.cumsum(offsets, out=offsets)
     total = int(offsets[-1])
     data = scratch[:total] if scratch is not None and len(scratch) >= total else np.empty(total, dtype=np.uint8)
+    inputs = _KernelInputs(enc, phy_offsets)
     for lo, hi, body in _pieces(enc):
         out = data[int(offsets[lo]):int(offsets[hi])]
-        _check_encoded(_native.encode_records(*_native_inputs(enc, phy_offsets, lo, hi, body), out), lo)
+        _check_encoded(_native.encode_records(*inputs.rows(lo, hi, native_strings(body), lo), out), lo)
     return data, offsets
 
 
@@ -151,7 +163,9 @@ def encode_pieces(enc: EncodeInput, phy_offsets: np.ndarray, offsets: np.ndarray
     ``piece_bytes`` (at least one record), never spans two chunks of the body column and begins at every row
     of ``breaks`` (ascending); ``scratch`` must hold the largest piece (:func:`piece_scratch_size`)."""
     breaks = np.zeros(0, np.int64) if breaks is None else np.asarray(breaks, dtype=np.int64)
-    for lo_chunk, hi_chunk, body in _pieces(enc):
+    inputs = _KernelInputs(enc, phy_offsets)
+    for lo_chunk, hi_chunk, chunk in _pieces(enc):
+        body = native_strings(chunk)
         lo = lo_chunk
         while lo < hi_chunk:
             hi = int(np.searchsorted(offsets, offsets[lo] + piece_bytes, side="right")) - 1
@@ -161,8 +175,7 @@ def encode_pieces(enc: EncodeInput, phy_offsets: np.ndarray, offsets: np.ndarray
                 hi = int(breaks[cut])
             base = int(offsets[lo])
             out = scratch[:int(offsets[hi]) - base]
-            piece = body.slice(lo - lo_chunk, hi - lo) if (lo, hi) != (lo_chunk, hi_chunk) else body
-            _check_encoded(_native.encode_records(*_native_inputs(enc, phy_offsets, lo, hi, piece), out), lo)
+            _check_encoded(_native.encode_records(*inputs.rows(lo, hi, body, lo_chunk), out), lo)
             yield lo, hi, out
             lo = hi
 
