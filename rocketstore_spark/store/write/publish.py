@@ -263,23 +263,20 @@ def _staged_in_place(writer: StoreWriter, reserved, chunks: list[EncodedBatch]) 
 
 def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[EncodedBatch], stamps) -> None:
     start, end, file_size = reserved
-    # The index needs only key hashes, offsets and store times, and touches only index files; the queue offsets
-    # and store times are patched into the records once their files are the store's (renames: cheap). Two
-    # threads build the index and patch the records while this one writes the consume queues (the kernels and
-    # numpy release the GIL). A crash at any point is rolled back from the journal as a whole either way.
-    commitlog = writer.root / L.COMMITLOG_DIR
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rocketstore-publish") as pool:
+    # The index needs only key hashes, offsets and store times, and touches only index files: a second
+    # thread builds it while this one patches, moves and writes the consume queues (numpy releases the GIL
+    # in both). A crash at any point is rolled back from the journal as a whole either way.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocketstore-index") as pool:
         indexing = pool.submit(_index_chunks, writer, chunks, stamps)
-        for path in move_into_store(staged, commitlog, start, end, file_size):
+        patch_staged(staged, file_size, chunks, stamps)
+        for path in move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
             writer.commitlog.adopt(path)  # flushed with the store's other files
         if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
-            fsync_directory(commitlog)
+            fsync_directory(writer.root / L.COMMITLOG_DIR)
         fault_point("moved")
-        patching = pool.submit(patch_staged, commitlog, file_size, chunks, stamps)
         for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
             writer.dispatch(chunk, chunk.phy, queue_offset, store_ts, index=False)
             fault_point(f"part-{i}")
-        patching.result()  # before the flush: re-raises a patching error
     indexing.result()  # re-raises an indexing error
 
 

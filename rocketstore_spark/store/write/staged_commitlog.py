@@ -3,7 +3,7 @@
 Spark tasks wrote their records into ``.rocketstore/staging/<job>/commitlog/`` at the offsets the store gives them
 (:mod:`.staging`), physical offsets included. When the job is published in place, :func:`patch_staged` fills in
 what only the publisher knows — each record's queue offset and store time — through a memory map of pages still
-in the page cache, once :func:`move_into_store` renamed the files into ``commitlog/`` (only the job's part of the
+in the page cache, and :func:`move_into_store` renames the files into ``commitlog/`` (only the job's part of the
 store file its end was in is copied into that file).
 """
 
@@ -25,10 +25,9 @@ from .encoded_batch import EncodedBatch
 COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
 
-def patch_staged(directory: Path, file_size: int, chunks: list[EncodedBatch], stamps) -> None:
-    """Fill in queue offset and store time of every staged record, in the commit-log files of ``directory`` (the
-    staged ones moved into the store: the tasks wrote the physical offsets, final when the job is published in
-    place)."""
+def patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamps) -> None:
+    """Fill in queue offset and store time of every staged record, in the staged files (the tasks wrote the
+    physical offsets, which are final when the job is published in place)."""
     maps: dict[int, tuple] = {}
     try:
         for chunk, (queue_offset, store_ts) in zip(chunks, stamps):
@@ -39,35 +38,18 @@ def patch_staged(directory: Path, file_size: int, chunks: list[EncodedBatch], st
             cuts = (np.flatnonzero(np.diff(file_no)) + 1).tolist()
             for lo, hi in zip([0, *cuts], [*cuts, len(file_no)]):
                 f = int(file_no[lo])
-                name = L.offset_to_file_name(f * file_size)
                 if f not in maps:
-                    with open(directory / name, "r+b") as fh:
+                    with open(staged / L.offset_to_file_name(f * file_size), "r+b") as fh:
                         mm = mmap.mmap(fh.fileno(), file_size)
                     maps[f] = (mm, np.frombuffer(mm, dtype=np.uint8))
                 at = chunk.phy[lo:hi] - f * file_size
-                # a few MiB at a time: the records' pages are mapped in one call (up to the last store time)
-                # just before the kernel patches them, and other threads run between the calls
-                for a, b in _runs_of_bytes(at, lo, PATCH_RANGE_BYTES):
-                    _prefault(maps[f][0], int(at[a - lo]), int(at[b - 1 - lo] + chunk.ts_pos[b - 1]) + 8)
-                    patch_records(maps[f][1], at[a - lo:b - lo], queue_offset[a:b], chunk.ts_pos[a:b],
-                                  store_ts[a:b], path=str(directory / name))
+                _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[hi - 1]) + 8)  # up to the last store time
+                patch_records(maps[f][1], at, queue_offset[lo:hi], chunk.ts_pos[lo:hi], store_ts[lo:hi],
+                              path=str(staged / L.offset_to_file_name(f * file_size)))
     finally:
         for f in list(maps):
             mm = maps.pop(f)[0]  # the numpy view went with the tuple: the map can close
             mm.close()
-
-
-PATCH_RANGE_BYTES = 8 * 1024 * 1024  # staged bytes mapped and patched at a time
-
-
-def _runs_of_bytes(at: np.ndarray, first_row: int, limit: int):
-    """Rows ``[a, b)`` (numbered from ``first_row``) of records at ascending offsets ``at``, each run starting
-    within ``limit`` bytes of its first record (at least one record)."""
-    cuts = np.searchsorted(at, np.arange(int(at[0]) + limit, int(at[-1]) + 1, limit), side="right")
-    bounds = [0, *np.unique(cuts).tolist(), len(at)]
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        if b > a:
-            yield first_row + a, first_row + b
 
 
 MADV_POPULATE_WRITE = 23  # Linux >= 5.14: fault a range in writable with one call (not in Python 3.11's mmap)
