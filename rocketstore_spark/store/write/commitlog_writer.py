@@ -16,12 +16,12 @@ import numpy as np
 
 from ..files.disk_full import disk_full
 from ..format import layout as L
-from ..format.encoder import patch_records
+from ..format.encoder import ENCODE_PIECE_BYTES, patch_records
 from .encoded_batch import EncodedBatch
 from .open_files import OpenFiles
 from .placement import Placement
 
-PATCH_CHUNK_BYTES = 64 * 1024 * 1024  # records copied through the scratch buffer at most this much at a time
+PATCH_CHUNK_BYTES = ENCODE_PIECE_BYTES  # records go through the scratch buffer this much at a time (in cache)
 
 
 class CommitLogWriter:

@@ -24,11 +24,21 @@ import pyarrow.compute as pc
 from ...errors import StoreFormatError
 from ..files.index_file import index_key
 from ..format import layout as L
-from ..format.encoder import UniqKeyFactory, encode_records, record_lengths
+from ..format.encoder import (
+    UniqKeyFactory,
+    encode_pieces,
+    encode_records,
+    piece_scratch_size,
+    record_lengths,
+    record_offsets,
+)
 from ..format.java_hash import java_string_hash, java_string_hashes
 from .message_input import PreparedMessages, prepare_messages
 
 META_SUFFIX = ".meta.npy"
+
+#: ``write(lo, hi, data)``: takes the encoded records of rows ``[lo, hi)`` (see :func:`encode_table`)
+PieceWriter = Callable[[int, int, np.ndarray], None]
 
 
 @dataclass
@@ -211,13 +221,16 @@ def _save_concatenated(fh, pieces: list) -> None:
 def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
                  max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE,
                  place: Optional[Callable[[np.ndarray], np.ndarray]] = None,
-                 scratch: Optional[np.ndarray] = None) -> EncodedBatch:
+                 scratch: Optional[np.ndarray] = None, write: Optional[PieceWriter] = None) -> EncodedBatch:
     """Check, resolve and encode the messages of ``table`` (see :mod:`.message_input`): what the store writer
     does before publishing and a Spark task before staging.
 
     Without ``place`` the records' physical offsets are left zero (patched when published); ``place(lengths)``
     returns the offsets the records of those lengths will occupy, and they are encoded there (the batch's
-    ``phy``). ``scratch`` is memory the records may be encoded into (see :func:`~..format.encoder.encode_records`)."""
+    ``phy``). ``scratch`` is memory the records may be encoded into (see :func:`~..format.encoder.encode_records`).
+    With ``place``, ``write(lo, hi, data)`` takes the records as they are encoded, a few MiB at a time (rows
+    ``[lo, hi)``, lying end to end in the placement; ``data`` valid during the call only): the batch then keeps
+    no record bytes (``data`` empty)."""
     prepared = prepare_messages(table, store_host=store_host, uniq_factory=uniq_factory,
                                 max_message_size=max_message_size)
     if "storeTimestamp" in table.column_names:
@@ -226,12 +239,12 @@ def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFacto
                                           else column))
     else:
         ts_given = np.zeros(table.num_rows, dtype=bool)
-    return encode_batch(prepared, ts_given, place=place, scratch=scratch)
+    return encode_batch(prepared, ts_given, place=place, scratch=scratch, write=write)
 
 
 def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *,
                  place: Optional[Callable[[np.ndarray], np.ndarray]] = None,
-                 scratch: Optional[np.ndarray] = None) -> EncodedBatch:
+                 scratch: Optional[np.ndarray] = None, write: Optional[PieceWriter] = None) -> EncodedBatch:
     """Encode prepared messages with zero queue offsets and, without ``place``, zero physical offsets (patched
     when published); see :func:`encode_table`."""
     enc = msgs.enc
@@ -242,7 +255,17 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *,
     else:
         lengths = record_lengths(enc)
         phy = np.asarray(place(lengths), dtype=np.int64)
-        data, offsets = encode_records(enc, phy, lengths=lengths, scratch=scratch)
+        if write is None:
+            data, offsets = encode_records(enc, phy, lengths=lengths, scratch=scratch)
+        else:
+            offsets = record_offsets(lengths)
+            need = piece_scratch_size(lengths)
+            pieces = scratch if scratch is not None and len(scratch) >= need else np.empty(need, np.uint8)
+            # a piece never spans a gap of the placement (the BLANK closing a commit-log file)
+            breaks = np.flatnonzero(phy[1:] != phy[:-1] + lengths[:-1]) + 1
+            for lo, hi, piece in encode_pieces(enc, phy, offsets, pieces, breaks=breaks):
+                write(lo, hi, piece)
+            data = np.zeros(0, np.uint8)
     tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
     dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
     topic_names = msgs.topic_codes.dictionary.to_pylist()

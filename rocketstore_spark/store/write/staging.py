@@ -24,7 +24,7 @@ from ..files.disk_full import disk_full, is_disk_full, os_cause, with_advice
 from ..files.known_end import known_end
 from ..files.sizes import detect_sizes
 from ..format import layout as L
-from ..format.encoder import UniqKeyFactory
+from ..format.encoder import ENCODE_PIECE_BYTES, UniqKeyFactory
 from ..read.store_reader import StoreReader
 from .encoded_batch import EncodedBatch, encode_table
 from .queue_skeleton import SkeletonBuilder
@@ -74,7 +74,7 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
     parts: list[EncodedBatch] = []
     rows = 0
     cq_file_size = lambda: detect_sizes(root, **(sizes or {})).consume_queue_file_size  # noqa: E731
-    scratch = np.empty(0, np.uint8)  # the records of one table, encoded at their reserved offsets (reused)
+    scratch = np.empty(ENCODE_PIECE_BYTES, np.uint8)  # records are encoded into it a piece at a time (reused)
     with JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files, \
             SkeletonBuilder(job_dir, cq_file_size) as skeleton:
         for table in tables:
@@ -87,15 +87,17 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
                 placed.append(reservation.reserve(lengths, lambda: _store_start(root, sizes or {}, overwrite)))
                 return placed[0].phy
 
+            def write(lo, hi, data, placed=placed):
+                """Write encoded records where they were reserved, while they are still in the CPU's cache."""
+                with reservation.writing():
+                    files.write(placed[0], lo, data)
+
             batch = encode_table(table, store_host=store_host, uniq_factory=factory,
-                                                 max_message_size=max_message_size, place=place, scratch=scratch)
-            if len(batch.data) > len(scratch):  # grown for the largest table so far
-                scratch = batch.data
+                                 max_message_size=max_message_size, place=place, scratch=scratch, write=write)
+            with reservation.writing():
+                files.write_blanks(placed[0])
             if new_topic_queues is not None:
                 skeleton.add(batch, new_topic_queues())
-            with reservation.writing():
-                files.write(batch, placed[0])
-            batch.data = np.zeros(0, np.uint8)  # written: keep only the metadata
             parts.append(batch)
             rows += len(batch)
             if rows >= rows_per_file:
@@ -151,23 +153,24 @@ class _StagedFiles:
             self._fds[file_start] = fd
         return fd
 
-    def write(self, batch: EncodedBatch, placement) -> None:
-        """Write ``batch``'s records, encoded at their reserved offsets (their PHYSICALOFFSET final when the
-        commit publishes in place, which then patches only queue offsets and store times), where they belong."""
+    def write(self, placement, lo: int, data: np.ndarray) -> None:
+        """Write ``data``, records of a reservation that lie end to end from the place of its row ``lo``, encoded at
+        their reserved offsets (their PHYSICALOFFSET is final when the commit publishes in place, which then
+        patches only queue offsets and store times)."""
         size = placement.file_size
         self._file_size = size
-        phy, rec_off = placement.phy, batch.record_offsets
-        file_no = phy // size
-        bounds = np.flatnonzero(np.diff(file_no)) + 1
-        for a, b in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [len(phy)]))):
-            start = int(file_no[a]) * size
-            with disk_full(self.directory / L.offset_to_file_name(start), "staged records"):
-                os.pwrite(self._fd(start), memoryview(batch.data[int(rec_off[a]):int(rec_off[b])]),
-                          int(phy[a]) - start)
+        at = int(placement.phy[lo])
+        self._pwrite(at - at % size, data, at % size)
+
+    def write_blanks(self, placement) -> None:
+        """The BLANK markers closing the files ``placement`` filled."""
+        size = placement.file_size
         for pos, length in placement.blanks:
-            start = pos - pos % size
-            with disk_full(self.directory / L.offset_to_file_name(start), "staged records"):
-                os.pwrite(self._fd(start), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos - start)
+            self._pwrite(pos - pos % size, L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos % size)
+
+    def _pwrite(self, file_start: int, data, at: int) -> None:
+        with disk_full(self.directory / L.offset_to_file_name(file_start), "staged records"):
+            os.pwrite(self._fd(file_start), memoryview(data), at)
 
 
 def discard_staged(root, job_id: str) -> None:

@@ -15,10 +15,13 @@ from rocketstore_spark.store.format import layout as L
 from rocketstore_spark.store.format.codec import parse_records
 from rocketstore_spark.store.format.encoder import (
     EncodeInput,
+    encode_pieces,
     encode_records,
     join_properties,
     patch_records,
+    piece_scratch_size,
     record_lengths,
+    record_offsets,
 )
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)
@@ -184,6 +187,32 @@ def test_encoding_into_scratch_memory_with_known_lengths_gives_the_same_records(
     small = np.zeros(10, dtype=np.uint8)  # too small: fresh memory instead
     again, _ = encode_records(enc, phy, scratch=small)
     assert again.tobytes() == data.tobytes() and not np.shares_memory(again, small)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_records_encoded_in_pieces_are_the_records_encoded_at_once(chunked):
+    """Pieces of at most the piece size (a larger record alone), cut at every break and at the body column's
+    chunks, are exactly the bytes of the records encoded in one go, in order."""
+    msgs = [a_message(body=bytes([i]) * (40 + 90 * (i % 4))) for i in range(12)]
+    enc = encode_input(msgs)
+    if chunked:
+        enc = dataclasses.replace(enc, body=pa.chunked_array([enc.body.slice(0, 5), enc.body.slice(5)]))
+    phy = np.arange(12, dtype=np.int64) * 1000
+    want, offsets = encode_records(enc, phy)
+    lengths = np.diff(offsets)
+    assert record_offsets(lengths).tolist() == offsets.tolist()
+    piece_bytes = 400
+    scratch = np.zeros(piece_scratch_size(lengths, piece_bytes), dtype=np.uint8)
+    pieces = [(lo, hi, data.tobytes()) for lo, hi, data in
+              encode_pieces(enc, phy, offsets, scratch, piece_bytes, breaks=np.array([3, 4]))]
+    assert b"".join(p[2] for p in pieces) == want.tobytes()
+    bounds = [(lo, hi) for lo, hi, _ in pieces]
+    assert [lo for lo, _ in bounds] == [0, *[hi for _, hi in bounds[:-1]]] and bounds[-1][1] == 12
+    assert {3, 4} <= {lo for lo, _ in bounds}
+    if chunked:
+        assert 5 in {lo for lo, _ in bounds}
+    for lo, hi, data in pieces:
+        assert len(data) <= piece_bytes or hi == lo + 1
 
 
 def test_a_record_patched_outside_the_buffer_names_file_and_offset():
