@@ -11,6 +11,7 @@ committed that attempt, and :func:`discard_staged` (the abort) deletes."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from pathlib import Path
@@ -69,6 +70,11 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
     """
     root = Path(root)
     job_dir = staging_dir(root, job_id)
+    tables = iter(tables)
+    first = next(tables, None)  # a task with no rows (or whose input fails first) leaves nothing on disk: it may
+    if first is None:  # still run after its job was aborted (Spark aborts without waiting for its other tasks)
+        return []
+    tables = itertools.chain([first], tables)
     factory = UniqKeyFactory()
     stems: list[str] = []
     parts: list[EncodedBatch] = []

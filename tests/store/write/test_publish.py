@@ -295,3 +295,19 @@ def test_files_half_made_by_a_crash_are_skipped_by_readers_and_removed_by_recove
     with RocketStore.open_writer(base_store) as w:
         assert sum("a crash interrupted" in a for a in w.recovery_actions) == 3
     assert not any(p.exists() for p in half_made) and tree_digest(base_store) == before
+
+
+def test_a_task_with_no_rows_or_failing_input_stages_nothing(base_store):
+    """Spark aborts a job without waiting for its other tasks: one that runs after the abort must leave nothing."""
+    before = tree_digest(base_store)
+    listing = sorted(p.relative_to(base_store) for p in base_store.rglob("*"))
+    assert stage(base_store, new_job_id(), "p", [], store_host="10.0.0.1:10911") == []
+
+    def failing():
+        raise ValueError("bad row")
+        yield  # pragma: no cover - a generator failing on its first table
+
+    with pytest.raises(ValueError, match="bad row"):
+        stage(base_store, new_job_id(), "p", failing(), store_host="10.0.0.1:10911")
+    assert sorted(p.relative_to(base_store) for p in base_store.rglob("*")) == listing
+    assert tree_digest(base_store) == before
