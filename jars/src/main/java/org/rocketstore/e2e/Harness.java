@@ -278,6 +278,7 @@ public final class Harness {
     }
 
     private static void traced(String namesrv, String topic, int count) throws Exception {
+        awaitRoute(namesrv, TRACE_TOPIC);  // a trace sent before the trace topic has a route is dropped by the client
         DefaultMQProducer producer = new DefaultMQProducer("e2e-traced", true, null);
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(15_000);
@@ -311,6 +312,34 @@ public final class Harness {
         consumer.shutdown();
         if (!all) {
             throw new IllegalStateException("traced consumer received " + seen.size() + " of " + count);
+        }
+    }
+
+    /** The trace topic a broker with traceTopicEnable creates (TopicValidator.RMQ_SYS_TRACE_TOPIC). */
+    private static final String TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC";
+
+    /** Waits until the name server has a route for {@code topic} (the broker registers new topics with its next
+     * registration, every 30 s by default). */
+    private static void awaitRoute(String namesrv, String topic) throws Exception {
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(namesrv);
+        admin.start();
+        try {
+            long deadline = System.currentTimeMillis() + TIMEOUT_MS;
+            MQClientException last = null;
+            while (System.currentTimeMillis() < deadline) {
+                try {
+                    if (!admin.examineTopicRouteInfo(topic).getBrokerDatas().isEmpty()) {
+                        return;
+                    }
+                } catch (MQClientException e) {
+                    last = e;  // TOPIC_NOT_EXIST until the broker's next registration
+                }
+                Thread.sleep(500);
+            }
+            throw new IllegalStateException("no route for " + topic + " on " + namesrv, last);
+        } finally {
+            admin.shutdown();
         }
     }
 
