@@ -24,9 +24,9 @@ from ..store.format import layout as L
 from .option_spec import BOOLEAN, CHOICE, INTEGER, PATH, STRING, OptionSpec
 from .options import canonical
 
-#: RocketMQ's FlushDiskType: SYNC_FLUSH forces the commit log to disk before a job commits; ASYNC_FLUSH (the
-#: broker's default) leaves write-back to the kernel, which costs a killed driver nothing but lets an OS crash
-#: lose the newest messages, exactly as for a broker configured that way.
+#: RocketMQ's FlushDiskType: SYNC_FLUSH forces the commit log, and the commit's journal around it, to disk before
+#: a job commits; ASYNC_FLUSH (the broker's default) leaves write-back to the kernel, which costs a killed driver
+#: nothing but lets an OS crash lose the newest messages, exactly as for a broker configured that way.
 FLUSH_DISK_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 QUEUE_SELECTORS = ("roundRobin", "hash", "partition")
 COMPRESSIONS = ("none", "zlib", "lz4", "zstd")

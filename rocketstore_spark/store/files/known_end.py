@@ -53,12 +53,13 @@ def forget_known_end(root: Path) -> None:
     _path(root).unlink(missing_ok=True)
 
 
-def record_known_end(root: Path, end: int) -> None:
+def record_known_end(root: Path, end: int, sync: bool = True) -> None:
     """Record ``end`` as the commit log's end; called by a writer that has flushed everything and removed
-    ``abort``."""
+    ``abort`` (``sync``: forced to disk, as that writer's data was; a record lost to an OS crash only costs the
+    next writer its walk)."""
     payload = {"end": int(end), "tail": _tail(root), "checkpoint": _checkpoint_digest(root)}
     _path(root).parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(_path(root), json.dumps(payload))
+    write_text_atomically(_path(root), json.dumps(payload), sync=sync)
 
 
 def known_end(root: Path, sizes: StoreSizes) -> Optional[int]:

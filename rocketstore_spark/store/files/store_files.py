@@ -69,9 +69,11 @@ class removed_on_error:
         return False
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` durably in one step: a synced temporary file renamed over it, then the
-    directory synced (the journal, the sink's batch record, the broker's topic table)."""
+def write_text_atomically(path: Path, text: str, sync: bool = True) -> None:
+    """Replace ``path`` with ``text`` in one step: a temporary file renamed over it (the journal, the sink's
+    batch record, the broker's topic table). With ``sync`` the file is forced to disk before the rename and the
+    directory after it (durable across an OS crash); without, both are left to the kernel's write-back (a killed
+    process still sees the old or the new text, never a mix)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + TEMPORARY_SUFFIX)
@@ -79,8 +81,11 @@ def write_text_atomically(path: Path, text: str) -> None:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
+    if not sync:
+        return
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)

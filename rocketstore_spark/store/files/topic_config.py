@@ -180,10 +180,10 @@ def topics_to_register(root, queue_nums: Mapping[str, int]) -> dict[str, int]:
     return _missing(load_topic_table(root).get("topicConfigTable", {}), queue_nums)
 
 
-def register_topics(root, queue_nums: Mapping[str, int], now_ms: Optional[int] = None) -> list[str]:
+def register_topics(root, queue_nums: Mapping[str, int], now_ms: Optional[int] = None, sync: bool = True) -> list[str]:
     """Add the topics of ``queue_nums`` the table does not have (read = write = that many queues,
     read-write, SINGLE_TAG), except broker-managed ones; entries already there are left as they are.
-    Returns the topics added."""
+    Returns the topics added. ``sync``: the new table is forced to disk (SYNC_FLUSH)."""
     payload = load_topic_table(root)
     table = payload.setdefault("topicConfigTable", {})
     add = _missing(table, queue_nums)
@@ -192,22 +192,22 @@ def register_topics(root, queue_nums: Mapping[str, int], now_ms: Optional[int] =
     for topic, n in add.items():
         table[topic] = {"topicName": topic, "readQueueNums": n, "writeQueueNums": n, "perm": PERM_READ_WRITE,
                         "topicFilterType": SINGLE_TAG, "topicSysFlag": 0, "order": False, "attributes": {}}
-    _save(root, payload, now_ms)
+    _save(root, payload, now_ms, sync)
     return list(add)
 
 
-def _save(root, payload: dict, now_ms: Optional[int]) -> None:
+def _save(root, payload: dict, now_ms: Optional[int], sync: bool = True) -> None:
     version = payload.get("dataVersion") if isinstance(payload.get("dataVersion"), dict) else {}
     payload["dataVersion"] = {  # DataVersion.nextVersion: a new timestamp, the counter one up
         "counter": int(version.get("counter", 0) or 0) + 1, "stateVersion": int(version.get("stateVersion", 0) or 0),
         "timestamp": int(time.time() * 1000) if now_ms is None else int(now_ms)}
-    _write(topics_path(root), json.dumps(payload, indent="\t", ensure_ascii=False))
+    _write(topics_path(root), json.dumps(payload, indent="\t", ensure_ascii=False), sync)
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str, sync: bool = True) -> None:
     if path.exists() and path.stat().st_size:
         shutil.copyfile(path, path.with_name(path.name + BACKUP_SUFFIX))
-    write_text_atomically(path, text)
+    write_text_atomically(path, text, sync=sync)
 
 
 __all__ = ["batch_cq_topics", "broker_managed", "configured_queue_counts", "existing_queue_counts", "load_topic_table",

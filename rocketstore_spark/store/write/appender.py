@@ -340,7 +340,7 @@ class StoreWriter:
             self._files.close_all()
             (self.root / L.ABORT_FILE).unlink(missing_ok=True)
             if self._fully_dispatched:
-                record_known_end(self.root, self.next_phy)
+                record_known_end(self.root, self.next_phy, sync=self.sync_flush)
             # the broker serves only the topics its table lists; done once the store itself is complete, so
             # that a failure here concerns the table alone
             if self.register_topics_on_close and self.offsets.written_topics:

@@ -22,18 +22,22 @@ STATE_PUBLISHING = "publishing"
 STATE_DONE = "done"
 
 
-def write_journal(root: Path, payload: dict) -> None:
-    write_json_atomically(journal_path(root, payload["job"]), payload)
+def write_journal(root: Path, payload: dict, sync: bool = True) -> None:
+    """Record the store's state before a job (``sync``: forced to disk, as SYNC_FLUSH needs; under ASYNC_FLUSH
+    the store's own bytes are not forced either, so a journal on disk would not make an OS crash all or
+    nothing — a killed process finds it in the page cache all the same)."""
+    write_json_atomically(journal_path(root, payload["job"]), payload, sync=sync)
 
 
-def mark_done(root: Path, job_id: str, topics: Optional[dict] = None) -> None:
+def mark_done(root: Path, job_id: str, topics: Optional[dict] = None, sync: bool = True) -> None:
     """The commit point: from here on recovery keeps the job. ``topics`` (topic → queues) are the entries the
-    job adds to the broker's topic table right after; recovery adds them if a crash came first."""
+    job adds to the broker's topic table right after; recovery adds them if a crash came first. ``sync`` as
+    for :func:`write_journal`."""
     path = journal_path(root, job_id)
     payload = json.loads(path.read_text())
     payload["state"] = STATE_DONE
     payload["register_topics"] = dict(topics or {})
-    write_json_atomically(path, payload)
+    write_json_atomically(path, payload, sync=sync)
 
 
 def snapshot(root: Path, job_id: str, start_phy: int, queues: dict, index_dir: Path,

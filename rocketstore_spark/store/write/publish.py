@@ -131,7 +131,7 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
             lock.release()
             return {"job": job_id, "count": 0, "skipped": True}
         if overwrite:  # 3.
-            write_journal(root, snapshot(root, job_id, 0, {}, root / L.INDEX_DIR, 0, kind="overwrite"))
+            write_journal(root, snapshot(root, job_id, 0, {}, root / L.INDEX_DIR, 0, kind="overwrite"), sync=sync_flush)
             fault_point("journal")
             move_to_trash(root, job_id)
         # the store's file sizes stay as detected (an overwritten store keeps them unless options say otherwise)
@@ -151,7 +151,7 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
         if not overwrite:  # 6. (an overwrite's journal records the store it set aside)
             write_journal(root, snapshot(root, job_id, writer.next_phy, _touched(writer, chunks, new_topic_queues),
                                          root / L.INDEX_DIR, sum(len(c.entry_rec) for c in chunks),
-                                         sink=list(sink) if sink else None))
+                                         sink=list(sink) if sink else None), sync=sync_flush)
             fault_point("journal")
         adopted = adopt_skeletons(staging_dir(root, job_id), writer.root / L.CONSUMEQUEUE_DIR,
                                   writer.sizes.consume_queue_file_size, new_topic_queues, _dispatched_queues(chunks))
@@ -168,7 +168,7 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
         writer.flush()  # 10.
         register = topics_to_register(root, _written_topic_queues(root, chunks, new_topic_queues))
         fault_point("before-done")
-        mark_done(root, job_id, register)  # 11.
+        mark_done(root, job_id, register, sync=sync_flush)  # 11.
         fault_point("after-done")
         end = writer.next_phy
     except BaseException as e:
@@ -180,8 +180,8 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
         raise
     try:
         if sink is not None:
-            record_sink_batch(root, *sink)  # the done journal names the batch too: recovery records it
-        registered = _register_topics_after_commit(root, job_id, register)  # 12.
+            record_sink_batch(root, *sink, sync=sync_flush)  # the done journal names the batch too: recovery does
+        registered = _register_topics_after_commit(root, job_id, register, sync_flush)  # 12.
         writer.close()  # releases the lock; the next writer's recovery would also finish a done journal
     except BaseException as e:
         writer.close_after_failure()  # the done journal stays: the next writer or `rocketstore recover` finishes
@@ -213,11 +213,11 @@ def _abandon(writer: StoreWriter, error: BaseException) -> None:
                     error, e, writer.root)
 
 
-def _register_topics_after_commit(root: Path, job_id: str, register: dict) -> bool:
+def _register_topics_after_commit(root: Path, job_id: str, register: dict, sync: bool) -> bool:
     """Past the commit point a failure must not report the committed job as failed: a topic table that cannot
     be written is logged and its journal kept, so that recovery adds the topics."""
     try:
-        register_topics(root, register)
+        register_topics(root, register, sync=sync)
         return True
     except (RocketStoreError, OSError) as e:
         log.warning("job %s is committed, but its topics %s could not be added to %s (%s); the journal is "

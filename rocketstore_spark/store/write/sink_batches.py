@@ -15,9 +15,11 @@ def last_sink_batch(root: Path, sink_id: str) -> int:
     return json.loads(path.read_text())["lastBatchId"] if path.exists() else -1
 
 
-def record_sink_batch(root: Path, sink_id: str, batch_id: int) -> None:
+def record_sink_batch(root: Path, sink_id: str, batch_id: int, sync: bool = True) -> None:
+    """Record ``batch_id`` as the sink's newest (``sync``: forced to disk, under SYNC_FLUSH)."""
     if batch_id > last_sink_batch(root, sink_id):
-        write_json_atomically(sink_state_path(root, sink_id), {"sinkId": sink_id, "lastBatchId": batch_id})
+        write_json_atomically(sink_state_path(root, sink_id), {"sinkId": sink_id, "lastBatchId": batch_id},
+                              sync=sync)
 
 
 __all__ = ["last_sink_batch", "record_sink_batch"]

@@ -36,8 +36,8 @@ def sink_state_path(root: Path, sink_id: str) -> Path:
     return meta_dir(root) / SINKS_DIR / f"{sink_id}.json"
 
 
-def write_json_atomically(path: Path, payload: dict) -> None:
-    write_text_atomically(path, json.dumps(payload))
+def write_json_atomically(path: Path, payload: dict, sync: bool = True) -> None:
+    write_text_atomically(path, json.dumps(payload), sync=sync)
 
 
 def remove_empty_dirs(directory: Path) -> None:

@@ -146,6 +146,13 @@ def test_sync_flush_forces_the_commit_log_to_disk_and_async_leaves_it_to_the_ker
     publish_staged(base_store, job, stems, new_topic_queues={"fresh": 4}, sync_flush=sync_flush)
     commitlog_synced = [p for p in synced if "/commitlog/" in p]
     assert bool(commitlog_synced) == sync_flush
+    # the commit protocol's own files follow the data: forced under SYNC_FLUSH (the journal before the store
+    # changes, the done mark, the topic table), left to write-back under ASYNC_FLUSH, where nothing is forced
+    journal_synced = [p for p in synced if "/.rocketstore/journal/" in p]
+    if sync_flush:
+        assert len(journal_synced) >= 2 and any(p.endswith("topics.json.tmp") or "/config" in p for p in synced)
+    else:
+        assert synced == []
     with RocketStore.open(base_store) as s:
         assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 300 + 200 + 80
 
