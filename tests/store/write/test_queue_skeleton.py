@@ -86,3 +86,26 @@ def test_a_topic_that_appeared_meanwhile_is_not_replaced(base_store):  # noqa: F
     publish_staged(base_store, job, stems, new_topic_queues={"fresh": 2}, now_ms=NOW_MS)
     with RocketStore.open(base_store) as s:
         assert [s.max_offset("fresh", q) for q in range(2)] == [6, 3]
+
+
+def test_each_topic_skeleton_is_made_by_one_attempt_and_the_commit_fills_in(base_store, tmp_path):  # noqa: F811
+    plain = tmp_path / "plain"
+    shutil.copytree(base_store, plain)
+
+    def publish(root, with_skeleton):
+        job = new_job_id()
+        new = (lambda: {"fresh": 4, "other": 2}) if with_skeleton else None
+        stems = stage(root, job, "p0", [_fresh(8, 400, [0])], store_host=HOST, new_topic_queues=new)
+        other = messages(6, topic="other", start=600)
+        stems += stage(root, job, "p1", [_fresh(8, 500, [1]), other], store_host=HOST, new_topic_queues=new)
+        made = skeleton_dir(staging_dir(root, job), 200)
+        if with_skeleton:  # p0 made fresh's directory first: p1 made nothing under it, but all of "other"
+            assert [q for q in "0123" if (made / "fresh" / q / L.offset_to_file_name(0)).is_file()] == ["0"]
+            assert sorted(p.name for p in (made / "other").iterdir()) == ["0", "1"]
+        publish_staged(root, job, stems, new_topic_queues={"fresh": 4, "other": 2}, now_ms=NOW_MS)
+        return _queue_files(root)
+
+    assert publish(base_store, True) == publish(plain, False)
+    assert no_job_leftovers(base_store)
+    with RocketStore.open(base_store) as s:
+        assert [s.max_offset("fresh", q) for q in range(4)] == [8, 8, 0, 0]
