@@ -55,21 +55,35 @@ pub fn read_runs<R: ReadAt + ?Sized>(
     lengths: &[i64],
     out: &mut [u8],
 ) -> Result<(), RunsError> {
+    each_slot(starts, lengths, out, |run, start, dest| {
+        let got = read_full(source, dest, start).map_err(RunsError::Io)?;
+        if got < dest.len() {
+            return Err(RunsError::Short { run, got });
+        }
+        Ok(())
+    })
+}
+
+/// Call `fill(i, start, slot)` for each run `i` in order, `slot` its `lengths[i]` bytes of `out` (the runs
+/// back to back), after checking that the start and length are not negative and that the slot fits `out`.
+fn each_slot<F: FnMut(usize, u64, &mut [u8]) -> Result<(), RunsError>>(
+    starts: &[i64],
+    lengths: &[i64],
+    out: &mut [u8],
+    mut fill: F,
+) -> Result<(), RunsError> {
     if starts.len() != lengths.len() {
         return Err(RunsError::Shape);
     }
     let mut at = 0usize;
-    for (run, (&start, &length)) in starts.iter().zip(lengths).enumerate() {
+    for (i, (&start, &length)) in starts.iter().zip(lengths).enumerate() {
         let (Ok(start), Ok(length)) = (u64::try_from(start), usize::try_from(length)) else {
             return Err(RunsError::Shape);
         };
         let Some(dest) = at.checked_add(length).and_then(|end| out.get_mut(at..end)) else {
             return Err(RunsError::Shape);
         };
-        let got = read_full(source, dest, start).map_err(RunsError::Io)?;
-        if got < length {
-            return Err(RunsError::Short { run, got });
-        }
+        fill(i, start, dest)?;
         at += length;
     }
     Ok(())
@@ -99,24 +113,16 @@ pub fn read_spans<R: ReadAt, F: FnMut(usize) -> io::Result<R>>(
     out: &mut [u8],
     got: &mut [i64],
 ) -> Result<(), RunsError> {
-    if starts.len() != lengths.len() || got.len() != starts.len() {
+    if got.len() != starts.len() {
         return Err(RunsError::Shape);
     }
-    let mut at = 0usize;
-    for (i, (&start, &length)) in starts.iter().zip(lengths).enumerate() {
-        let (Ok(start), Ok(length)) = (u64::try_from(start), usize::try_from(length)) else {
-            return Err(RunsError::Shape);
-        };
-        let Some(dest) = at.checked_add(length).and_then(|end| out.get_mut(at..end)) else {
-            return Err(RunsError::Shape);
-        };
-        at += length;
+    each_slot(starts, lengths, out, |i, start, dest| {
         got[i] = match open(i) {
             Ok(source) => read_full(&source, dest, start).map_err(RunsError::Io)? as i64,
             Err(_) => -1,
         };
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]
