@@ -21,6 +21,7 @@ from .schema import arrow_schema_for, store_columns, to_spark_batch
 from .store_cache import open_cached
 from .store_snapshot import OldestFile
 from .user_errors import message_first
+from .worker_gc import settle
 
 log = logging.getLogger("rocketstore_spark")
 
@@ -152,6 +153,7 @@ class RocketStoreReader(DataSourceReader):
             raise StoreNotFoundError(
                 f"store {handle.path} is not visible on executor host {socket.gethostname()} ({e}); put the "
                 "store on a filesystem every executor mounts at the same path") from e
+        settle(store)  # the worker keeps the store: later collections skip it and the worker's modules
         tags = effective_tags(self.opts, self.pushed)
         if tags is not None and not tags:
             return

@@ -31,6 +31,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from ..errors import MessageValidationError
 from ..store import discard_staged, flag_compression, publish_staged, select_queues, stage
 from ..store.format import layout as L
+from .worker_gc import settle
 from .write_options import WriteOptions
 
 #: Spark hands a Python sink Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
@@ -91,6 +92,7 @@ class RocketStoreWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedCommit:
         from pyspark import TaskContext
 
+        settle()  # the worker's modules leave the collections the task's allocations and the daemon trigger
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx else 0
         attempt = ctx.attemptNumber() if ctx else 0

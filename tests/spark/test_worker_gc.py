@@ -1,0 +1,60 @@
+"""The worker's long-lived objects leave the cycle collector's generations, and come back when a new store is
+settled (no cycle among them is kept for good)."""
+
+import gc
+import weakref
+
+import pytest
+
+from rocketstore_spark.spark.worker_gc import settle
+
+
+class Holder:
+    """Stands for an opened store a worker keeps."""
+
+
+class Node:
+    def __init__(self):
+        self.me = self  # a reference cycle: only the cycle collector frees it
+
+
+@pytest.fixture(autouse=True)
+def thawed():
+    yield
+    gc.unfreeze()
+
+
+def test_settling_freezes_what_the_worker_holds_once_per_holder():
+    first = Holder()
+    assert settle(first) is True
+    frozen = gc.get_freeze_count()
+    assert frozen > 1000  # the interpreter's modules at least
+    collections = []
+    gc.callbacks.append(lambda phase, info: collections.append(phase))
+    try:
+        assert settle(first) is False  # the same store again: nothing collected
+        assert collections == []
+    finally:
+        gc.callbacks.pop()
+    assert gc.get_freeze_count() == frozen
+
+
+def test_later_collections_skip_the_frozen_objects():
+    kept = [Node() for _ in range(20_000)]
+    settle(Holder())
+    assert gc.get_freeze_count() >= len(kept)
+    tracked = {id(o) for o in gc.get_objects()}  # what any collection visits: the generations
+    assert not any(id(n) in tracked for n in kept)
+    fresh = Node()
+    assert any(o is fresh for o in gc.get_objects(0))  # what tasks allocate afterwards is collected as before
+
+
+def test_a_new_holder_returns_the_frozen_objects_to_the_collector():
+    node = Node()
+    dead = weakref.ref(node)
+    settle(Holder())
+    del node  # garbage now, but frozen: a collection does not see it
+    gc.collect()
+    assert dead() is not None
+    settle(Holder())  # a newly opened store: unfreeze, collect, freeze again
+    assert dead() is None
