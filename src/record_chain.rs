@@ -4,6 +4,9 @@ use crate::layout::{
     be_i32, is_message_magic, BLANK_MAGIC_CODE, MAGIC_CODE_POSITION, TOTALSIZE_POSITION,
 };
 
+/// Bytes ahead of a record start the walk touches while it reads the start (see [`chain_record_starts`]).
+pub const CHAIN_TOUCH_AHEAD: usize = 8 << 10;
+
 /// How a walk ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -32,13 +35,21 @@ pub fn chain_record_starts(
 ) -> (i64, ChainEnd) {
     let size = i64::try_from(buf.len()).unwrap_or(i64::MAX);
     let mut pos = start;
+    let mut touched = 0u8;
     loop {
         if pos >= stop {
+            std::hint::black_box(touched);
             return (pos, ChainEnd::Stop);
         }
         let Ok(at) = usize::try_from(pos) else {
             return (pos, ChainEnd::Data);
         };
+        // each start is read from the one before: the walk waits for memory once per record unless the
+        // lines it will reach are already on their way; a load a few pages ahead (independent of this
+        // record's TOTALSIZE) keeps them coming
+        if let Some(&b) = at.checked_add(CHAIN_TOUCH_AHEAD).and_then(|a| buf.get(a)) {
+            touched ^= b;
+        }
         let magic = at
             .checked_add(MAGIC_CODE_POSITION)
             .and_then(|m| be_i32(buf, m));
