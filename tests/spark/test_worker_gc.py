@@ -6,7 +6,7 @@ import weakref
 
 import pytest
 
-from rocketstore_spark.spark.worker_gc import settle
+from rocketstore_spark.spark.worker_gc import RECLAIM_EVERY, settle
 
 
 class Holder:
@@ -49,12 +49,31 @@ def test_later_collections_skip_the_frozen_objects():
     assert any(o is fresh for o in gc.get_objects(0))  # what tasks allocate afterwards is collected as before
 
 
-def test_a_new_holder_returns_the_frozen_objects_to_the_collector():
+def collects(holder) -> bool:
+    """Whether settling ``holder`` ran a collection."""
+    seen = []
+    gc.callbacks.append(lambda phase, info: seen.append(phase))
+    try:
+        settle(holder)
+    finally:
+        gc.callbacks.pop()
+    return bool(seen)
+
+
+def test_every_few_new_holders_return_the_frozen_objects_to_the_collector():
+    for _ in range(RECLAIM_EVERY):  # to the start of a round: the settle that collected
+        if collects(Holder()):
+            break
+    else:
+        pytest.fail(f"{RECLAIM_EVERY} new holders settled without a full collection")
     node = Node()
     dead = weakref.ref(node)
-    settle(Holder())
+    assert not collects(Holder())  # frozen, and nothing collected while the round lasts
     del node  # garbage now, but frozen: a collection does not see it
     gc.collect()
     assert dead() is not None
-    settle(Holder())  # a newly opened store: unfreeze, collect, freeze again
+    for _ in range(RECLAIM_EVERY - 2):
+        assert not collects(Holder())  # a stream's store opened again: freezing only
+    assert dead() is not None
+    assert collects(Holder())  # the next round's first: unfreeze, collect, freeze again
     assert dead() is None
