@@ -29,14 +29,17 @@ def test_settling_freezes_what_the_worker_holds_once_per_holder():
     assert settle(first) is True
     frozen = gc.get_freeze_count()
     assert frozen > 1000  # the interpreter's modules at least
+    since = Node()  # allocated after the freeze: in the young generation
     collections = []
     gc.callbacks.append(lambda phase, info: collections.append(phase))
     try:
-        assert settle(first) is False  # the same store again: nothing collected
+        assert settle(first) is False  # the same store again: nothing collected, nothing frozen
         assert collections == []
     finally:
         gc.callbacks.pop()
-    assert gc.get_freeze_count() == frozen
+    # The count can only fall here (a frozen object freed by its last reference leaves the permanent generation).
+    assert gc.get_freeze_count() <= frozen
+    assert any(o is since for o in gc.get_objects())  # still in the generations
 
 
 def test_later_collections_skip_the_frozen_objects():
@@ -46,7 +49,7 @@ def test_later_collections_skip_the_frozen_objects():
     tracked = {id(o) for o in gc.get_objects()}  # what any collection visits: the generations
     assert not any(id(n) in tracked for n in kept)
     fresh = Node()
-    assert any(o is fresh for o in gc.get_objects(0))  # what tasks allocate afterwards is collected as before
+    assert any(o is fresh for o in gc.get_objects())  # what tasks allocate afterwards is collected as before
 
 
 def collects(holder) -> bool:
