@@ -60,7 +60,9 @@ class CommitLogWriter:
                 os.pwrite(self._fd(pos - pos % size), L.BLANK_MARKER.pack(length, L.BLANK_MAGIC_CODE), pos % size)
 
     def adopt(self, path: Path) -> None:
-        """A commit-log file written outside this writer (moved in by a publication): flushed with the rest."""
+        """A commit-log file written outside this writer (moved in by a publication, perhaps over a file this
+        writer had open): flushed with the rest."""
+        self._files.forget(Path(path))
         self._files.fd(Path(path), self.file_size)
 
 

@@ -48,6 +48,13 @@ class OpenFiles:
         self._fds[path] = fd  # most recently used last
         return fd
 
+    def forget(self, path: Path) -> None:
+        """Close the descriptor of ``path``, if one is open, without forcing it: the file was replaced (renamed
+        over), and a descriptor opened before reaches the old one."""
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
     def fsync_all(self) -> None:
         for fd in self._fds.values():
             os.fsync(fd)

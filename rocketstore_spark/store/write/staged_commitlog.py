@@ -3,8 +3,9 @@
 Spark tasks wrote their records into ``.rocketstore/staging/<job>/commitlog/`` at the offsets the store gives them
 (:mod:`.staging`), physical offsets included. When the job is published in place, :func:`patch_staged` fills in
 what only the publisher knows — each record's queue offset and store time — through a memory map of pages still
-in the page cache, and :func:`move_into_store` renames the files into ``commitlog/`` (only the job's part of the
-store file its end was in is copied into that file).
+in the page cache, and :func:`move_into_store` renames the files into ``commitlog/``. The store file its end was
+in holds the store's records and the job's: the smaller part is copied, into the staged file (which then
+replaces the store's) or into the store's file.
 """
 
 from __future__ import annotations
@@ -67,26 +68,46 @@ def _prefault(mm: mmap.mmap, lo: int, hi: int) -> None:
 
 
 def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_size: int) -> list[Path]:
-    """Make the staged files the store's: rename each, except that the job's part of a file the store already
-    has (the one its end was in) is copied into that file. Returns the store files written."""
+    """Make the staged files the store's: rename each. The file the store's end was in (``start``) holds bytes
+    on both sides: the smaller part is copied into the other's file. When the job's part is the larger, the
+    store's records before ``start`` are copied into the staged file, which is forced to disk and then replaces
+    the store's (a crash leaves either file whole, and the store's records on disk in both); otherwise the
+    job's part is copied into the store's file. Returns the store files written."""
     commitlog.mkdir(parents=True, exist_ok=True)
     out = []
     for path in sorted(p for p in staged.iterdir() if p.is_file()):
         file_start = int(path.name)
         target = commitlog / path.name
         if target.exists():
-            _copy_range(path, target, max(start, file_start) - file_start,
-                        min(end, file_start + file_size) - file_start)
-            path.unlink()
+            lo = max(start, file_start) - file_start  # the store's bytes end here, the job's begin
+            hi = min(end, file_start + file_size) - file_start
+            if lo < hi - lo:
+                _copy_range(target, path, 0, lo, "the staged commit log")
+                _force(path)
+                os.replace(path, target)
+            else:
+                _copy_range(path, target, lo, hi, "the commit log")
+                path.unlink()
         else:
             os.replace(path, target)
         out.append(target)
     return out
 
 
-def _copy_range(source: Path, target: Path, lo: int, hi: int) -> None:
-    """Copy bytes [lo, hi) of ``source`` to the same place in ``target`` (in the kernel where it can)."""
-    with open(source, "rb") as src, open(target, "r+b") as dst, disk_full(target, "the commit log"):
+def _force(path: Path) -> None:
+    """fsync ``path``: the store's records copied into it must be on disk before it replaces their file."""
+    with disk_full(path, "the staged commit log"):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _copy_range(source: Path, target: Path, lo: int, hi: int, what: str) -> None:
+    """Copy bytes [lo, hi) of ``source`` to the same place in ``target`` (``what``: the target, for a full
+    disk's error; in the kernel where it can)."""
+    with open(source, "rb") as src, open(target, "r+b") as dst, disk_full(target, what):
         pos = lo
         while pos < hi:
             count = min(hi - pos, COPY_CHUNK_BYTES)
@@ -97,8 +118,8 @@ def _copy_range(source: Path, target: Path, lo: int, hi: int) -> None:
                     raise
                 done = os.pwrite(dst.fileno(), os.pread(src.fileno(), count, pos), pos)
             if done <= 0:
-                raise StoreFormatError(f"staged commit log ends early: expected bytes up to {hi}, found {pos}",
-                                       str(source), pos)
+                raise StoreFormatError(f"commit-log file ends early: expected bytes up to {hi}, found {pos}; the "
+                                       "job was not published, run it again", str(source), pos)
             pos += done
 
 

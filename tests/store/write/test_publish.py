@@ -318,3 +318,50 @@ def test_a_task_with_no_rows_or_failing_input_stages_nothing(base_store):
         stage(base_store, new_job_id(), "p", failing(), store_host="10.0.0.1:10911")
     assert sorted(p.relative_to(base_store) for p in base_store.rglob("*")) == listing
     assert tree_digest(base_store) == before
+
+
+@pytest.mark.parametrize("base, replaced", [(100, True), (60, False)])
+def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, replaced):
+    """The store's last file holds the store's records and the job's: when the job's part is the larger, the
+    store's records are copied into the staged file, which replaces the store's; otherwise the job's part is
+    copied into the store's file. Either way the bytes equal appending the same messages directly, and a
+    publication killed right after the move rolls back to the store as it was."""
+    import shutil
+
+    from rocketstore_spark.store.format.encoder import UniqKeyFactory
+    from rocketstore_spark.store.write.appender import StoreWriter
+    from rocketstore_spark.store.write.encoded_batch import encode_table
+
+    root = tmp_path / "store"
+    with RocketStore.open_writer(root, **SMALL) as w:
+        w.append(fixed(base, 0))
+    direct, killed = shutil.copytree(root, tmp_path / "direct"), shutil.copytree(root, tmp_path / "killed")
+    last = sorted((root / "commitlog").iterdir())[-1]
+    store_file = last.stat().st_ino
+    job_rows = fixed(60, 1000)  # ~11 KiB: more than the store has in its last file at 100 rows, less at 60
+
+    job = new_job_id()
+    stems = stage(root, job, "a", [job_rows], store_host="10.0.0.1:10911")
+    staged_file = (root / ".rocketstore" / "staging" / job / "commitlog" / last.name).stat().st_ino
+    result = publish_staged(root, job, stems, now_ms=1_700_000_100_000)
+    assert result["in_place"] and result["count"] == 60
+    assert last.stat().st_ino == (staged_file if replaced else store_file)
+    with StoreWriter.open(direct, store_host="10.0.0.1:10911") as w:
+        w.append_encoded(encode_table(job_rows, store_host="10.0.0.1:10911", uniq_factory=UniqKeyFactory()),
+                         now_ms=1_700_000_100_000)
+    assert same_bytes(root, direct)
+    with RocketStore.open(root) as s:
+        assert verify_store(s) == []
+        assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == base + 60
+
+    before = tree_digest(killed)
+    job = new_job_id()
+    stems = stage(killed, job, "a", [job_rows], store_host="10.0.0.1:10911")
+    code = ("from rocketstore_spark.store.write.publish import publish_staged\n"
+            f"publish_staged({str(killed)!r}, {job!r}, {stems!r})\n")
+    done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="moved"),
+                          timeout=120)
+    assert done.returncode == -9  # killed after the move
+    with RocketStore.open_writer(killed) as w:
+        assert any("rolled back" in a for a in w.recovery_actions)
+    assert tree_digest(killed) == before
