@@ -269,7 +269,8 @@ def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocketstore-index") as pool:
         indexing = pool.submit(_index_chunks, writer, chunks, stamps)
         patch_staged(staged, file_size, chunks, stamps)
-        for path in move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size):
+        for path in move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size,
+                                    forced=writer.sync_flush):
             writer.commitlog.adopt(path)  # flushed with the store's other files
         if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
             fsync_directory(writer.root / L.COMMITLOG_DIR)

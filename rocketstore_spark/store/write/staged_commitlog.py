@@ -4,8 +4,9 @@ Spark tasks wrote their records into ``.rocketstore/staging/<job>/commitlog/`` a
 (:mod:`.staging`), physical offsets included. When the job is published in place, :func:`patch_staged` fills in
 what only the publisher knows — each record's queue offset and store time — through a memory map of pages still
 in the page cache, and :func:`move_into_store` renames the files into ``commitlog/``. The store file its end was
-in holds the store's records and the job's: the smaller part is copied, into the staged file (which then
-replaces the store's) or into the store's file.
+in holds the store's records and the job's: the job's part is copied into it, or, when the commit forces the
+files to disk anyway and the store's part is the smaller, the store's part into the staged file, which then
+replaces the store's.
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ def _prefault(mm: mmap.mmap, lo: int, hi: int) -> None:
         pass
 
 
-def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_size: int) -> list[Path]:
+def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_size: int,
+                    forced: bool) -> list[Path]:
     """Make the staged files the store's: rename each. The file the store's end was in (``start``) holds bytes
-    on both sides: the smaller part is copied into the other's file. When the job's part is the larger, the
-    store's records before ``start`` are copied into the staged file, which is forced to disk and then replaces
-    the store's (a crash leaves either file whole, and the store's records on disk in both); otherwise the
-    job's part is copied into the store's file. Returns the store files written."""
+    on both sides, and the job's part is copied into the store's file; except that when the commit forces the
+    store's files to disk anyway (``forced``: SYNC_FLUSH) and the store's part is the smaller, the store's
+    records before ``start`` are copied into the staged file instead, which is forced and then replaces the
+    store's (a crash leaves either file whole, the store's records on disk in both). Under ASYNC_FLUSH that
+    force would be a cost of its own (the whole file written back inside the commit), so the job's part is
+    copied. Returns the store files written."""
     commitlog.mkdir(parents=True, exist_ok=True)
     out = []
     for path in sorted(p for p in staged.iterdir() if p.is_file()):
@@ -81,7 +85,7 @@ def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_si
         if target.exists():
             lo = max(start, file_start) - file_start  # the store's bytes end here, the job's begin
             hi = min(end, file_start + file_size) - file_start
-            if lo < hi - lo:
+            if forced and lo < hi - lo:
                 _copy_range(target, path, 0, lo, "the staged commit log")
                 _force(path)
                 os.replace(path, target)

@@ -320,10 +320,11 @@ def test_a_task_with_no_rows_or_failing_input_stages_nothing(base_store):
     assert tree_digest(base_store) == before
 
 
-@pytest.mark.parametrize("base, replaced", [(100, True), (60, False)])
-def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, replaced):
-    """The store's last file holds the store's records and the job's: when the job's part is the larger, the
-    store's records are copied into the staged file, which replaces the store's; otherwise the job's part is
+@pytest.mark.parametrize("base, sync_flush, replaced", [(100, True, True), (100, False, False), (60, True, False)])
+def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, sync_flush, replaced):
+    """The store's last file holds the store's records and the job's: under SYNC_FLUSH, when the job's part is
+    the larger, the store's records are copied into the staged file, which is forced and replaces the store's;
+    otherwise (or under ASYNC_FLUSH, where forcing it would cost a write-back of its own) the job's part is
     copied into the store's file. Either way the bytes equal appending the same messages directly, and a
     publication killed right after the move rolls back to the store as it was."""
     import shutil
@@ -343,7 +344,7 @@ def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, repla
     job = new_job_id()
     stems = stage(root, job, "a", [job_rows], store_host="10.0.0.1:10911")
     staged_file = (root / ".rocketstore" / "staging" / job / "commitlog" / last.name).stat().st_ino
-    result = publish_staged(root, job, stems, now_ms=1_700_000_100_000)
+    result = publish_staged(root, job, stems, now_ms=1_700_000_100_000, sync_flush=sync_flush)
     assert result["in_place"] and result["count"] == 60
     assert last.stat().st_ino == (staged_file if replaced else store_file)
     with StoreWriter.open(direct, store_host="10.0.0.1:10911") as w:
@@ -358,7 +359,7 @@ def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, repla
     job = new_job_id()
     stems = stage(killed, job, "a", [job_rows], store_host="10.0.0.1:10911")
     code = ("from rocketstore_spark.store.write.publish import publish_staged\n"
-            f"publish_staged({str(killed)!r}, {job!r}, {stems!r})\n")
+            f"publish_staged({str(killed)!r}, {job!r}, {stems!r}, sync_flush={sync_flush})\n")
     done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="moved"),
                           timeout=120)
     assert done.returncode == -9  # killed after the move
