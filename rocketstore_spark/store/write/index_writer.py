@@ -19,6 +19,7 @@ from ..files.disk_full import disk_full
 from ..files.index_file import IndexHeader, index_file_size, list_index_files, put_keys
 from ..files.store_files import create_full_size
 from ..format import layout as L
+from .open_files import fsync_path
 
 
 def index_file_name(now_ms: int) -> str:
@@ -126,11 +127,7 @@ class IndexWriter:
     def flush(self) -> None:
         """Force the index to disk: the files that filled up since the last flush, then the newest."""
         for path in self._unflushed:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(path)
         self._unflushed.clear()
         if self._mm is not None:
             self._mm.flush()

@@ -23,6 +23,7 @@ from ..files.disk_full import disk_full
 from ..format import layout as L
 from ..format.encoder import patch_records
 from .encoded_batch import EncodedBatch
+from .open_files import fsync_path
 
 COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
@@ -87,7 +88,8 @@ def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_si
             hi = min(end, file_start + file_size) - file_start
             if forced and lo < hi - lo:
                 _copy_range(target, path, 0, lo, "the staged commit log")
-                _force(path)
+                with disk_full(path, "the staged commit log"):
+                    fsync_path(path)  # the store's records must be on disk before their file is replaced
                 os.replace(path, target)
             else:
                 _copy_range(path, target, lo, hi, "the commit log")
@@ -96,16 +98,6 @@ def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_si
             os.replace(path, target)
         out.append(target)
     return out
-
-
-def _force(path: Path) -> None:
-    """fsync ``path``: the store's records copied into it must be on disk before it replaces their file."""
-    with disk_full(path, "the staged commit log"):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _copy_range(source: Path, target: Path, lo: int, hi: int, what: str) -> None:
