@@ -164,18 +164,43 @@ def register_floor_sink(spark):
 
 def fresh_output(path: str):
     """A ``prepare`` step for :func:`interleaved`: move a write's earlier output aside (removed by
-    :func:`remove_set_aside` once the measurements are done) and let the disk settle (``sync``), so that neither
-    deleting thousands of files nor writing back the last run's bytes is timed as part of the next write.
+    :func:`remove_set_aside` once the measurements are done), let the disk settle (``sync``) and drop the set-aside
+    files' pages from the page cache (:func:`drop_cached`), so that neither deleting thousands of files, nor writing
+    back the last run's bytes, nor the memory the last runs' outputs hold is timed as part of the next write.
 
     Removing is deferred because ext4 skips the inode numbers freed in the last minute when it allocates new ones
     (``recently_deleted``: one lookup per freed inode, for every file or directory created): right after the
     2,000 queue directories and files of the last run were deleted, each new one cost 0.5-0.7 ms on the benchmark
     machine, a cost of the benchmark's clean-up rather than of the write."""
     def prepare():
+        aside = None
         if os.path.lexists(path):
-            os.rename(path, f"{path}{SET_ASIDE}{time.time_ns()}")
+            aside = f"{path}{SET_ASIDE}{time.time_ns()}"
+            os.rename(path, aside)
         os.sync()
+        if aside is not None:
+            drop_cached(aside)
     return prepare
+
+
+def drop_cached(path: str) -> None:
+    """Drop the (clean: call after ``sync``) page-cache pages of every file under ``path``.
+
+    Runs one after another otherwise fill the page cache with outputs nobody reads again. The benchmark VM backs
+    only part of its memory with fast host memory: once the guest's used memory and page cache passed ~12 GB, every
+    newly touched page cost ~10 us (a 4 GB/s memory write became 0.4 GB/s), so whichever writer ran later paid for
+    the earlier runs' outputs. A machine with that much real memory does not behave so; dropping the pages keeps
+    each write in the same memory state."""
+    for directory, _, files in os.walk(path):
+        for name in files:
+            try:
+                fd = os.open(os.path.join(directory, name), os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 #: the suffix of an output :func:`fresh_output` moved aside

@@ -13,7 +13,16 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import emit, interleaved, message_tables, register_floor_sink, spark_session, timed  # noqa: E402
+from common import (  # noqa: E402
+    emit,
+    fresh_output,
+    interleaved,
+    message_tables,
+    register_floor_sink,
+    remove_set_aside,
+    spark_session,
+    timed,
+)
 
 
 def main():
@@ -32,19 +41,15 @@ def main():
     df = spark.read.parquet(source).repartition(2)  # same partitioning for both writers
     df.cache().count()
 
-    def parquet_write():
-        out = os.path.join(args.workdir, "parquet-out")
-        shutil.rmtree(out, ignore_errors=True)
-        df.write.parquet(out)
-
-    def rocketstore_write():
-        out = os.path.join(args.workdir, "store-out")
-        shutil.rmtree(out, ignore_errors=True)
-        df.write.format("rocketstore").mode("append").save(out)
-
-    parquet_write()  # warm up the JVM paths and Python workers
-    rocketstore_write()
-    best = interleaved({"parquet": parquet_write, "rocketstore": rocketstore_write}, rounds=3)
+    parquet_out, store_out = os.path.join(args.workdir, "parquet-out"), os.path.join(args.workdir, "store-out")
+    parquet_write = lambda: df.write.parquet(parquet_out)  # noqa: E731
+    rocketstore_write = lambda: df.write.format("rocketstore").mode("append").save(store_out)  # noqa: E731
+    # each write starts on a settled disk, its earlier output moved aside untimed (see fresh_output)
+    prepare = {"parquet": fresh_output(parquet_out), "rocketstore": fresh_output(store_out)}
+    for name, fn in (("parquet", parquet_write), ("rocketstore", rocketstore_write)):  # warm up JVM and workers
+        prepare[name]()
+        fn()
+    best = interleaved({"parquet": parquet_write, "rocketstore": rocketstore_write}, rounds=3, prepare=prepare)
     t_pq, t_rs = best["parquet"][0], best["rocketstore"][0]
     emit(step="parquet_write", messages=args.messages, seconds=round(t_pq, 3))
     emit(step="rocketstore_write", messages=args.messages, seconds=round(t_rs, 3))
@@ -57,6 +62,8 @@ def main():
          rocketstore_vs_floor=round(t_floor / t_rs, 2))
     print(f"write_vs_parquet={t_pq / t_rs:.2f}")
     spark.stop()
+    for out in (parquet_out, store_out):
+        remove_set_aside(out)
 
 
 if __name__ == "__main__":

@@ -278,6 +278,7 @@ def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[
         for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
             writer.dispatch(chunk, chunk.phy, queue_offset, store_ts, index=False)
             fault_point(f"part-{i}")
+        writer.consume_queues.write_pending()  # while the index is still being built (else part of the flush)
     indexing.result()  # re-raises an indexing error
 
 

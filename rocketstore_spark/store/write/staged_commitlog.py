@@ -11,6 +11,7 @@ replaces the store's.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import mmap
 import os
@@ -46,7 +47,7 @@ def patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamp
                         mm = mmap.mmap(fh.fileno(), file_size)
                     maps[f] = (mm, np.frombuffer(mm, dtype=np.uint8))
                 at = chunk.phy[lo:hi] - f * file_size
-                _prefault(maps[f][0], int(at[0]), int(at[-1] + chunk.ts_pos[hi - 1]) + 8)  # up to the last store time
+                _prefault(maps[f][1], int(at[0]), int(at[-1] + chunk.ts_pos[hi - 1]) + 8)  # up to the last store time
                 patch_records(maps[f][1], at, queue_offset[lo:hi], chunk.ts_pos[lo:hi], store_ts[lo:hi],
                               path=str(staged / L.offset_to_file_name(f * file_size)))
     finally:
@@ -57,16 +58,39 @@ def patch_staged(staged: Path, file_size: int, chunks: list[EncodedBatch], stamp
 
 MADV_POPULATE_WRITE = 23  # Linux >= 5.14: fault a range in writable with one call (not in Python 3.11's mmap)
 
+#: the most :func:`_prefault` maps in one call: the call holds the process's memory-map lock, which the index
+#: thread of the same commit needs to map a new index file
+PREFAULT_STEP_BYTES = 32 * 1024 * 1024
 
-def _prefault(mm: mmap.mmap, lo: int, hi: int) -> None:
-    """Map the pages of [lo, hi) writable in one system call instead of one page fault per page (the patch
-    writes into every record). Only the records' range: the staged file's holes must stay holes."""
-    lo -= lo % mmap.PAGESIZE
-    hi = min(hi, len(mm))
+
+def _libc_madvise():
+    """``madvise(2)`` through ctypes, which releases the GIL during the call (``mmap.madvise`` holds it: a
+    commit's index thread would stand still while the staged files are prefaulted); None where libc has none."""
     try:
-        mm.madvise(MADV_POPULATE_WRITE, lo, hi - lo)
-    except (OSError, ValueError):  # an older kernel: the patch faults the pages in one by one
-        pass
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_MADVISE = _libc_madvise()
+
+
+def _prefault(view: np.ndarray, lo: int, hi: int) -> None:
+    """Map the pages of bytes [lo, hi) of ``view`` (a staged file's writable map) writable, a system call per
+    :data:`PREFAULT_STEP_BYTES` instead of a page fault per page (the patch writes into every record). Only the
+    records' range: the staged file's holes must stay holes. The kernel only maps pages of the mapping: an
+    address range it refuses (an older kernel: EINVAL) leaves the patch to fault the pages in one by one."""
+    if _MADVISE is None:
+        return
+    lo -= lo % mmap.PAGESIZE
+    hi = min(hi, len(view))
+    base = view.ctypes.data  # page-aligned: a map's first byte
+    for at in range(lo, hi, PREFAULT_STEP_BYTES):
+        if _MADVISE(base + at, min(PREFAULT_STEP_BYTES, hi - at), MADV_POPULATE_WRITE) != 0:
+            return
 
 
 def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_size: int,
