@@ -289,8 +289,7 @@ def _publish_by_copy(writer: StoreWriter, chunks: list[EncodedBatch], stamps) ->
 
 
 def _index_chunks(writer: StoreWriter, chunks: list[EncodedBatch], stamps) -> None:
-    for chunk, (_, store_ts) in zip(chunks, stamps):
-        writer.index_batch(chunk, chunk.phy, store_ts)
+    writer.index_batches(chunks, [chunk.phy for chunk in chunks], [store_ts for _, store_ts in stamps])
 
 
 def _dispatched_queues(batches) -> dict[str, set]:

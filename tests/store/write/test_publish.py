@@ -184,11 +184,16 @@ def fixed(n, start, **extra):
                     bornTimestamp=[1_700_000_000_000 + start + i for i in range(n)], **extra)
 
 
-def test_in_place_and_copied_publications_give_the_same_bytes(base_store, tmp_path):
+@pytest.mark.parametrize("put_keys", [1, 150, 2_000_000])  # index keys put batch by batch, in groups, all at once
+def test_in_place_and_copied_publications_give_the_same_bytes(base_store, tmp_path, monkeypatch, put_keys):
     """Staged at the offsets they get, records are published in place (the staged files become the store's);
     an attempt that failed after reserving room leaves a gap, and then every record is copied instead. Both
     give byte-identical stores, equal to appending the same messages directly."""
     import shutil
+
+    from rocketstore_spark.store.write import appender
+
+    monkeypatch.setattr(appender, "INDEX_PUT_KEYS", put_keys)
 
     copies = {name: shutil.copytree(base_store, tmp_path / name) for name in ("in_place", "copied", "direct")}
     tables = [fixed(200, 1000), fixed(30, 2000, topic="fresh"), fixed(120, 3000)]
