@@ -33,7 +33,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import (  # noqa: E402
-    drop_cached,
+    drop_sealed_commitlog,
     emit,
     fresh_output,
     interleaved,
@@ -207,7 +207,7 @@ def _write_many_queues(spark, args) -> float:
     # (removing 2,000 queue directories is not part of writing them, nor is ext4's skipping of the inodes just
     # freed when the next write allocates its own: see fresh_output)
     prepare = {"parquet": fresh_output(parquet_out), "rocketstore": fresh_output(store_out),
-               "rocketstore_append": lambda: (os.sync(), drop_cached(os.path.join(work, "store-append")))}
+               "rocketstore_append": lambda: (os.sync(), drop_sealed_commitlog(os.path.join(work, "store-append")))}
     for name, fn in (("parquet", parquet_write), ("rocketstore", rocketstore_write),
                      ("rocketstore_append", rocketstore_append)):
         prepare[name]()
