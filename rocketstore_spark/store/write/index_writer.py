@@ -21,9 +21,6 @@ from ..files.store_files import create_full_size
 from ..format import layout as L
 from .open_files import fsync_path
 
-#: pages of an index file between two touched ones that :meth:`IndexWriter._allocate` allocates with them
-ALLOCATE_GAP_PAGES = 16
-
 
 def index_file_name(now_ms: int) -> str:
     """``UtilAll.timeMillisToHumanString``: local time as yyyyMMddHHmmssSSS."""
@@ -110,16 +107,13 @@ class IndexWriter:
         touched[slot_bytes // page] = True
         touched[lo // page:(hi + page - 1) // page] = True
         pages = np.flatnonzero(touched)
-        # runs closer than ALLOCATE_GAP_PAGES are allocated as one: the first batches into a fresh file touch
-        # thousands of scattered slot pages, which the next batches fill in anyway (one call instead of ~1,300)
-        cuts = np.flatnonzero(np.diff(pages) > ALLOCATE_GAP_PAGES) + 1
+        cuts = np.flatnonzero(np.diff(pages) != 1) + 1
         with disk_full(self._path, "the index"):
             for run in np.split(pages, cuts):
                 if len(run):
                     at = int(run[0]) * page
-                    length = (int(run[-1]) + 1) * page - at
                     try:  # never past the file's end: allocating there would lengthen the file
-                        os.posix_fallocate(self._fd, at, min(length, self.size - at))
+                        os.posix_fallocate(self._fd, at, min(len(run) * page, self.size - at))
                     except OSError as e:
                         if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
                             raise

@@ -68,7 +68,7 @@ def _libc_madvise():
     commit's index thread would stand still while the staged files are prefaulted); None where libc has none."""
     try:
         fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no libc to load (TypeError: a platform without dlopen(NULL))
         return None
     fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     fn.restype = ctypes.c_int

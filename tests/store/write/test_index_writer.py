@@ -65,30 +65,3 @@ def test_index_files_equal_javas_put_key(tmp_path_factory, keys, batch_sizes):
         done += struct.unpack_from(">i", want, 36)[0] - 1
         _, begin_ts, _, begin_phy = struct.unpack_from(">qqqq", want, 0)  # the next file begins at this one's end
     assert done == len(keys)
-
-
-def test_pages_are_allocated_before_the_map_touches_them_close_runs_at_once(tmp_path, monkeypatch):
-    """The keys' slot pages and entry pages get blocks first (a full disk is then an error, not SIGBUS); pages up
-    to :data:`ALLOCATE_GAP_PAGES` apart are allocated by one call, farther ones by calls of their own."""
-    import os
-
-    from rocketstore_spark.store.write import index_writer
-
-    page = 4096
-    slots, max_entries = 100_000, 1_000  # slots 0..99,999 on pages 0..97, entries from page 97
-    calls = []
-    real = os.posix_fallocate
-    monkeypatch.setattr(index_writer.os, "posix_fallocate",
-                        lambda fd, at, length: (calls.append((at, length)), real(fd, at, length))[1])
-    writer = IndexWriter(tmp_path / "index", slots, max_entries)
-
-    def slot_on_page(p):  # a slot whose 4 bytes lie on page p
-        return (p * page + 100 - 40) // 4
-
-    hashes = np.array([slot_on_page(10), slot_on_page(12), slot_on_page(40)], dtype=np.int64)
-    calls.clear()  # only the allocation before the keys are put (not the new file's header)
-    writer.put(hashes, np.array([1, 2, 3], dtype=np.int64), np.array([5, 6, 7], dtype=np.int64) * 1000)
-    entry_page = (40 + slots * 4) // page
-    assert calls == [(10 * page, 3 * page), (40 * page, page), (entry_page * page, page)]
-    writer.close()
-    assert index_writer.ALLOCATE_GAP_PAGES < 40 - 12 - 1
