@@ -186,11 +186,11 @@ def fresh_output(path: str):
 def drop_cached(path: str) -> None:
     """Drop the (clean: call after ``sync``) page-cache pages of the file ``path``, or of every file under it.
 
-    Runs one after another otherwise fill the page cache with outputs nobody reads again. The benchmark VM backs
-    only part of its memory with fast host memory: once the guest's used memory and page cache passed ~12 GB, every
-    newly touched page cost ~10 us (a 4 GB/s memory write became 0.4 GB/s), so whichever writer ran later paid for
-    the earlier runs' outputs. A machine with that much real memory does not behave so; dropping the pages keeps
-    each write in the same memory state."""
+    Runs one after another otherwise fill the page cache with outputs nobody reads again (the production write
+    benchmark reached ~19 GB of used and cached memory). On the benchmark VM memory is costly to touch once the
+    guest has used a lot of it or has given it back to its host (free page reporting): such pages cost ~10 us per
+    4 KiB (a 5 GB/s page-cache write became 0.4 GB/s), so whichever writer ran later paid for the earlier runs'
+    outputs. Dropping the pages keeps each write in the same memory state."""
     paths = [path] if os.path.isfile(path) else [os.path.join(d, name) for d, _, names in os.walk(path)
                                                   for name in names]
     for file in paths:
