@@ -84,9 +84,13 @@ def write_text_atomically(path: Path, text: str, sync: bool = True) -> None:
             if sync:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
-    if not sync:
-        return
-    fd = os.open(path.parent, os.O_RDONLY)
+    if sync:
+        fsync_path(path.parent)
+
+
+def fsync_path(path: Path) -> None:
+    """Force a file (its bytes) or a directory (its entries: renames into it) to disk."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -112,4 +116,5 @@ def remove_temporaries(directory: Path) -> list[Path]:
     return removed
 
 
-__all__ = ["create_full_size", "write_text_atomically", "remove_temporaries", "is_temporary", "temporary_name"]
+__all__ = ["create_full_size", "write_text_atomically", "fsync_path", "remove_temporaries", "is_temporary",
+           "temporary_name"]

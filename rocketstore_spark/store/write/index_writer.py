@@ -17,9 +17,8 @@ import numpy as np
 
 from ..files.disk_full import disk_full
 from ..files.index_file import IndexHeader, index_file_size, list_index_files, put_keys
-from ..files.store_files import create_full_size
+from ..files.store_files import create_full_size, fsync_path
 from ..format import layout as L
-from .open_files import fsync_path
 
 
 def index_file_name(now_ms: int) -> str:

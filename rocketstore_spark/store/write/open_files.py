@@ -65,18 +65,4 @@ class OpenFiles:
         self._fds.clear()
 
 
-def fsync_path(path: Path) -> None:
-    """Force a file (its bytes) or a directory (its entries: renames into it) to disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_directory(directory: Path) -> None:
-    """Force a directory's entries (renames into it) to disk."""
-    fsync_path(directory)
-
-
-__all__ = ["OpenFiles", "fsync_directory", "fsync_path", "MAX_OPEN_FILES"]
+__all__ = ["OpenFiles", "MAX_OPEN_FILES"]

@@ -48,14 +48,13 @@ from ...errors import DiskFullError, RocketStoreError
 from ..files.disk_full import is_disk_full, os_cause, with_advice
 from ..files.locking import StoreLock
 from ..files.sizes import detect_sizes
-from ..files.store_files import is_temporary
+from ..files.store_files import fsync_path, is_temporary
 from ..files.topic_config import queue_dir_counts, register_topics, topics_path, topics_to_register
 from ..files.variant import refuse_variant_writes
 from ..format import layout as L
 from .appender import StoreWriter
 from .encoded_batch import EncodedBatch
 from .journal import STATE_DONE, mark_done, snapshot, write_journal
-from .open_files import fsync_directory
 from .placement import place_records
 from .queue_skeleton import adopt_skeletons
 from .reservation import close_job, staged_commitlog_dir
@@ -273,7 +272,7 @@ def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[
                                     forced=writer.sync_flush):
             writer.commitlog.adopt(path)  # flushed with the store's other files
         if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
-            fsync_directory(writer.root / L.COMMITLOG_DIR)
+            fsync_path(writer.root / L.COMMITLOG_DIR)
         fault_point("moved")
         for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
             writer.dispatch(chunk, chunk.phy, queue_offset, store_ts, index=False)

@@ -21,10 +21,10 @@ import numpy as np
 
 from ...errors import StoreFormatError
 from ..files.disk_full import disk_full
+from ..files.store_files import fsync_path
 from ..format import layout as L
 from ..format.encoder import patch_records
 from .encoded_batch import EncodedBatch
-from .open_files import fsync_path
 
 COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
