@@ -37,8 +37,8 @@ from .message_input import PreparedMessages, prepare_messages
 
 META_SUFFIX = ".meta.npy"
 
-#: ``write(lo, hi, data)``: takes the encoded records of rows ``[lo, hi)`` (see :func:`encode_table`)
-PieceWriter = Callable[[int, int, np.ndarray], None]
+#: ``write(at, data)``: takes encoded record bytes that belong at commit-log offset ``at`` (see :func:`encode_table`)
+PieceWriter = Callable[[int, np.ndarray], None]
 
 
 @dataclass
@@ -228,9 +228,9 @@ def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFacto
     Without ``place`` the records' physical offsets are left zero (patched when published); ``place(lengths)``
     returns the offsets the records of those lengths will occupy, and they are encoded there (the batch's
     ``phy``). ``scratch`` is memory the records may be encoded into (see :func:`~..format.encoder.encode_records`).
-    With ``place``, ``write(lo, hi, data)`` takes the records as they are encoded, a few MiB at a time (rows
-    ``[lo, hi)``, lying end to end in the placement; ``data`` valid during the call only): the batch then keeps
-    no record bytes (``data`` empty)."""
+    With ``place``, ``write(at, data)`` takes the records as they are encoded, a few MiB at a time (bytes that
+    belong at commit-log offset ``at``, in pieces aligned as :func:`~..format.encoder.encode_pieces` cuts them;
+    ``data`` valid during the call only): the batch then keeps no record bytes (``data`` empty)."""
     prepared = prepare_messages(table, store_host=store_host, uniq_factory=uniq_factory,
                                 max_message_size=max_message_size)
     if "storeTimestamp" in table.column_names:
@@ -262,9 +262,8 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *,
             need = piece_scratch_size(lengths)
             pieces = scratch if scratch is not None and len(scratch) >= need else np.empty(need, np.uint8)
             # a piece never spans a gap of the placement (the BLANK closing a commit-log file)
-            breaks = np.flatnonzero(phy[1:] != phy[:-1] + lengths[:-1]) + 1
-            for lo, hi, piece in encode_pieces(enc, phy, offsets, pieces, breaks=breaks):
-                write(lo, hi, piece)
+            for at, piece in encode_pieces(enc, phy, offsets, pieces):
+                write(at, piece)
             data = np.zeros(0, np.uint8)
     tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
     dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)

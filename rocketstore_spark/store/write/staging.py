@@ -80,7 +80,9 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
     parts: list[EncodedBatch] = []
     rows = 0
     cq_file_size = lambda: detect_sizes(root, **(sizes or {})).consume_queue_file_size  # noqa: E731
-    scratch = np.empty(ENCODE_PIECE_BYTES, np.uint8)  # records are encoded into it a piece at a time (reused)
+    # records are encoded into it a piece at a time (reused; room for records up to a piece's size, see
+    # piece_scratch_size: a batch with larger ones encodes into memory of its own)
+    scratch = np.empty(4 * ENCODE_PIECE_BYTES, np.uint8)
     with JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files, \
             SkeletonBuilder(job_dir, cq_file_size) as skeleton:
         for table in tables:
@@ -93,10 +95,10 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
                 placed.append(reservation.reserve(lengths, lambda: _store_start(root, sizes or {}, overwrite)))
                 return placed[0].phy
 
-            def write(lo, hi, data, placed=placed):
+            def write(at, data, placed=placed):
                 """Write encoded records where they were reserved, while they are still in the CPU's cache."""
                 with reservation.writing():
-                    files.write(placed[0], lo, data)
+                    files.write(at, data, placed[0].file_size)
 
             batch = encode_table(table, store_host=store_host, uniq_factory=factory,
                                  max_message_size=max_message_size, place=place, scratch=scratch, write=write)
@@ -159,14 +161,12 @@ class _StagedFiles:
             self._fds[file_start] = fd
         return fd
 
-    def write(self, placement, lo: int, data: np.ndarray) -> None:
-        """Write ``data``, records of a reservation that lie end to end from the place of its row ``lo``, encoded at
-        their reserved offsets (their PHYSICALOFFSET is final when the commit publishes in place, which then
-        patches only queue offsets and store times)."""
-        size = placement.file_size
-        self._file_size = size
-        at = int(placement.phy[lo])
-        self._pwrite(at - at % size, data, at % size)
+    def write(self, at: int, data: np.ndarray, file_size: int) -> None:
+        """Write ``data``, reserved records' bytes that belong at commit-log offset ``at`` (in one file of
+        ``file_size``), encoded at their reserved offsets (their PHYSICALOFFSET is final when the commit publishes
+        in place, which then patches only queue offsets and store times)."""
+        self._file_size = file_size
+        self._pwrite(at - at % file_size, data, at % file_size)
 
     def write_blanks(self, placement) -> None:
         """The BLANK markers closing the files ``placement`` filled."""

@@ -190,29 +190,90 @@ def test_encoding_into_scratch_memory_with_known_lengths_gives_the_same_records(
 
 
 @pytest.mark.parametrize("chunked", [False, True])
-def test_records_encoded_in_pieces_are_the_records_encoded_at_once(chunked):
-    """Pieces of at most the piece size (a larger record alone), cut at every break and at the body column's
-    chunks, are exactly the bytes of the records encoded in one go, in order."""
-    msgs = [a_message(body=bytes([i]) * (40 + 90 * (i % 4))) for i in range(12)]
+@pytest.mark.parametrize("first", [0, 130, 399, 1234])
+def test_records_encoded_in_pieces_are_the_records_encoded_at_once(chunked, first):
+    """Pieces put together where they belong are exactly the records encoded in one go: records run on from
+    ``first`` with a gap (a file's BLANK end) before row 7. Each piece begins and ends on a multiple of the piece
+    size, but where a gap or the end follows, or where the records begin again after one; a piece holds at most a
+    piece and the record across its end."""
+    msgs = [a_message(body=bytes([i]) * (40 + 90 * (i % 4))) for i in range(16)]
     enc = encode_input(msgs)
-    if chunked:
+    if chunked:  # the body column in chunks: pieces run on across them
         enc = dataclasses.replace(enc, body=pa.chunked_array([enc.body.slice(0, 5), enc.body.slice(5)]))
-    phy = np.arange(12, dtype=np.int64) * 1000
+    lengths = np.diff(encode_records(enc, np.zeros(16, dtype=np.int64))[1])
+    phy = first + np.concatenate(([0], np.cumsum(lengths[:-1])))
+    phy[7:] += 5000  # the gap
     want, offsets = encode_records(enc, phy)
-    lengths = np.diff(offsets)
     assert record_offsets(lengths).tolist() == offsets.tolist()
     piece_bytes = 400
     scratch = np.zeros(piece_scratch_size(lengths, piece_bytes), dtype=np.uint8)
-    pieces = [(lo, hi, data.tobytes()) for lo, hi, data in
-              encode_pieces(enc, phy, offsets, scratch, piece_bytes, breaks=np.array([3, 4]))]
-    assert b"".join(p[2] for p in pieces) == want.tobytes()
-    bounds = [(lo, hi) for lo, hi, _ in pieces]
-    assert [lo for lo, _ in bounds] == [0, *[hi for _, hi in bounds[:-1]]] and bounds[-1][1] == 12
-    assert {3, 4} <= {lo for lo, _ in bounds}
-    if chunked:
-        assert 5 in {lo for lo, _ in bounds}
-    for lo, hi, data in pieces:
-        assert len(data) <= piece_bytes or hi == lo + 1
+    pieces = [(at, data.tobytes()) for at, data in encode_pieces(enc, phy, offsets, scratch, piece_bytes)]
+    placed = np.zeros(int(phy[-1] + lengths[-1]), dtype=np.uint8)
+    for at, data in pieces:
+        placed[at:at + len(data)] = np.frombuffer(data, np.uint8)
+    for row in range(16):
+        assert placed[phy[row]:phy[row] + lengths[row]].tobytes() == \
+            want[offsets[row]:offsets[row + 1]].tobytes()
+    covered = [(at, at + len(data)) for at, data in pieces]
+    runs = [(int(phy[0]), int(phy[6] + lengths[6])), (int(phy[7]), int(phy[15] + lengths[15]))]
+    # the pieces tile each run of records, in order, and nothing else
+    assert sorted(covered) == covered
+    assert sum(hi - lo for lo, hi in covered) == sum(hi - lo for lo, hi in runs)
+    for lo, hi in covered:
+        run = [r for r in runs if r[0] <= lo and hi <= r[1]]
+        assert len(run) == 1
+        assert lo == run[0][0] or lo % piece_bytes == 0
+        assert hi == run[0][1] or hi % piece_bytes == 0
+        assert hi - lo <= piece_bytes + int(lengths.max())
+    assert len(covered) > 4
+
+
+@settings(max_examples=80, deadline=None)
+@given(sizes=st.lists(st.integers(0, 700), min_size=1, max_size=14), first=st.integers(0, 2000),
+       gap=st.integers(0, 14), split=st.integers(0, 14), piece_bytes=st.integers(64, 900))
+def test_pieces_tile_the_records_at_multiples_of_the_piece_size(sizes, first, gap, split, piece_bytes):
+    """Any record sizes, start, gap, body chunking and piece size: the pieces put together are the records encoded
+    in one go, and every cut inside a run of records lies on a multiple of the piece size."""
+    n = len(sizes)
+    enc = encode_input([a_message(body=bytes([i % 251]) * size) for i, size in enumerate(sizes)])
+    if 0 < split < n:
+        enc = dataclasses.replace(enc, body=pa.chunked_array([enc.body.slice(0, split), enc.body.slice(split)]))
+    lengths = np.diff(encode_records(enc, np.zeros(n, dtype=np.int64))[1])
+    phy = first + np.concatenate(([0], np.cumsum(lengths[:-1])))
+    if 0 < gap < n:
+        phy[gap:] += 777
+    want, offsets = encode_records(enc, phy)
+    scratch = np.zeros(piece_scratch_size(lengths, piece_bytes), dtype=np.uint8)
+    pieces = [(at, data.tobytes()) for at, data in encode_pieces(enc, phy, offsets, scratch, piece_bytes)]
+    placed = {}
+    for at, data in pieces:
+        for k in range(len(data)):
+            assert at + k not in placed
+            placed[at + k] = data[k]
+    for row in range(n):
+        got = bytes(placed[int(phy[row]) + k] for k in range(int(lengths[row])))
+        assert got == want[offsets[row]:offsets[row + 1]].tobytes()
+    assert len(placed) == int(lengths.sum())
+    run_starts = {int(phy[0])} | ({int(phy[gap])} if 0 < gap < n else set())
+    run_ends = {int(phy[-1] + lengths[-1])} | ({int(phy[gap - 1] + lengths[gap - 1])} if 0 < gap < n else set())
+    for at, data in pieces:
+        assert at in run_starts or at % piece_bytes == 0
+        assert at + len(data) in run_ends or (at + len(data)) % piece_bytes == 0
+
+
+def test_a_record_larger_than_a_piece_is_cut_at_the_multiples_it_spans():
+    """A record spanning several multiples: its piece ends on the last of them, the rest begins the next piece."""
+    msgs = [a_message(body=b"a" * 100), a_message(body=b"b" * 1500), a_message(body=b"c" * 100)]
+    enc = encode_input(msgs)
+    lengths = np.diff(encode_records(enc, np.zeros(3, dtype=np.int64))[1])
+    phy = 50 + np.concatenate(([0], np.cumsum(lengths[:-1])))
+    want, offsets = encode_records(enc, phy)
+    scratch = np.zeros(piece_scratch_size(lengths, 400), dtype=np.uint8)
+    pieces = [(at, data.tobytes()) for at, data in encode_pieces(enc, phy, offsets, scratch, 400)]
+    assert b"".join(d for _, d in pieces) == want.tobytes()
+    assert [at for at, _ in pieces][0] == 50
+    assert all(at % 400 == 0 for at, _ in pieces[1:])
+    assert all((at + len(d)) % 400 == 0 for at, d in pieces[:-1])
 
 
 def test_a_record_patched_outside_the_buffer_names_file_and_offset():
