@@ -44,6 +44,7 @@ from .planning_types import (  # noqa: F401 - re-exported: the partition kinds a
 from .store_cache import open_cached
 from .store_snapshot import files_stamp
 from .tag_packing import QueuePiece, pack_by_tag_matches
+from .worker_gc import settle_in_worker
 
 log = logging.getLogger("rocketstore_spark")
 
@@ -194,6 +195,7 @@ def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
     tags = effective_tags(opts, pushed)
     for ref in opts.stores:
         store = open_store(ref, opts)
+        settle_in_worker(store)  # the planning worker keeps it: the collection after each plan skips it
         check_selection(opts, ref, store.topics(), store.queue_ids)
         handle = handle_for(store, ref)
         if opts.scan_mode == SCAN_RAW:

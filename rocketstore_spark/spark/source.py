@@ -50,6 +50,12 @@ def called_from_pushdown_worker() -> bool:
 class RocketStoreDataSource(DataSource):
     """Apache RocketMQ stores (commit log, consume queues, index) read and written directly, no broker."""
 
+    def __init__(self, options):
+        super().__init__(options)
+        from .worker_gc import settle_in_worker
+
+        settle_in_worker()  # Spark runs a full collection after every call into a worker: let it skip the modules
+
     @classmethod
     def name(cls) -> str:
         return "rocketstore"

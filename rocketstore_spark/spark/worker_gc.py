@@ -12,11 +12,17 @@ wait. So the first store a worker settles, and every :data:`RECLAIM_EVERY`-th af
 frozen to the collector (``gc.unfreeze()``) and collects: stores the cache closed since are reclaimed then. The
 stores in between (a stream's executor opens the store again when it grew, once a trigger) are only frozen, which
 costs next to nothing, rather than a full collection in the trigger's latency each time.
+
+The driver-side workers of a query (the one that creates the source, the planner, which keeps the stores it
+planned) are collected after every call too, while the query's tasks run on the same cores: the source's
+constructor and the planner settle them as well (:func:`settle_in_worker`), which only ever acts inside Spark's
+workers. On a 2,110-queue store those two collections took about a tenth of a full scan's CPU.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
 #: Newly settled holders between two full collections (the first one always collects).
@@ -53,4 +59,17 @@ def settle(holder=WORKER) -> bool:
     return True
 
 
-__all__ = ["RECLAIM_EVERY", "WORKER", "settle"]
+def in_spark_worker() -> bool:
+    """Whether this process is one of Spark's Python workers (started as ``python -m pyspark.daemon`` or
+    ``pyspark.worker``), not a user's driver, notebook or test process, whose collector is not ours to change."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return spec is not None and (spec.name or "").startswith("pyspark.")
+
+
+def settle_in_worker(holder=WORKER) -> bool:
+    """:func:`settle` in Spark's Python workers only (the driver-side ones too: creating the source and planning
+    its partitions, after which the daemon collects as after any task); elsewhere nothing (False)."""
+    return in_spark_worker() and settle(holder)
+
+
+__all__ = ["RECLAIM_EVERY", "WORKER", "in_spark_worker", "settle", "settle_in_worker"]

@@ -2,11 +2,13 @@
 settled (no cycle among them is kept for good)."""
 
 import gc
+import sys
+import types
 import weakref
 
 import pytest
 
-from rocketstore_spark.spark.worker_gc import RECLAIM_EVERY, settle
+from rocketstore_spark.spark.worker_gc import RECLAIM_EVERY, in_spark_worker, settle, settle_in_worker
 
 
 class Holder:
@@ -80,3 +82,44 @@ def test_every_few_new_holders_return_the_frozen_objects_to_the_collector():
     assert dead() is not None
     assert collects(Holder())  # the next round's first: unfreeze, collect, freeze again
     assert dead() is None
+
+
+def test_only_sparks_workers_are_settled(monkeypatch):
+    """The source's constructor and the planner settle the worker they run in; in a driver, notebook or test
+    process (this one) the collector is left alone."""
+    assert not in_spark_worker()
+    before = gc.get_freeze_count()
+    assert settle_in_worker(Holder()) is False
+    assert gc.get_freeze_count() == before
+    for name, worker in (("pyspark.daemon", True), ("pyspark.sql.worker.plan_data_source_read", True),
+                         ("pytest", False)):
+        main = types.ModuleType("__main__")
+        main.__spec__ = types.SimpleNamespace(name=name)
+        monkeypatch.setitem(sys.modules, "__main__", main)
+        assert in_spark_worker() is worker
+    holder = Holder()
+    assert settle_in_worker(holder) is False  # the last one: not a worker
+    monkeypatch.setitem(sys.modules["__main__"].__dict__, "__spec__", types.SimpleNamespace(name="pyspark.daemon"))
+    assert settle_in_worker(holder) is True
+    assert gc.get_freeze_count() > before
+    assert settle_in_worker(holder) is False  # settled once
+
+
+def test_the_source_and_the_planner_settle_their_worker(monkeypatch, golden_store_path):
+    """Spark's driver-side workers call in to create the source and to plan a read: each settles its worker, the
+    planner with the store it keeps between plans (counted by the collector's permanent generation)."""
+    from rocketstore_spark.spark import worker_gc
+    from rocketstore_spark.spark.options import parse_read_options
+    from rocketstore_spark.spark.planning import Pushed, open_store, plan
+    from rocketstore_spark.spark.source import RocketStoreDataSource
+
+    monkeypatch.setitem(sys.modules["__main__"].__dict__, "__spec__",
+                        types.SimpleNamespace(name="pyspark.sql.worker.create_data_source"))
+    monkeypatch.setattr(worker_gc, "_settled", weakref.WeakSet())  # a fresh worker
+    gc.unfreeze()
+    RocketStoreDataSource({"path": str(golden_store_path)})
+    assert gc.get_freeze_count() > 1000
+    assert settle(worker_gc.WORKER) is False  # settled by the constructor
+    opts = parse_read_options({"path": str(golden_store_path)})
+    assert plan(opts, Pushed())
+    assert settle(open_store(opts.stores[0], opts)) is False  # the planner's cached store: settled by the plan
