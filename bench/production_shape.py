@@ -12,7 +12,8 @@ are written to Parquet in the same run. Prints one JSON line per measurement:
 * ``open_and_ends``: ``RocketStore.open`` plus every queue's max offset in a fresh process, twice (cold-ish,
   then warm: the page cache holds the files), with the process's peak resident size;
 * ``first_plan``: Spark's first plan of a plain ``load()`` (partitions planned), and its partition count;
-* ``full_scan``: ``sum(length(body))`` over every row, rocketstore vs Parquet, interleaved, best of three;
+* ``full_scan``: ``sum(length(body))`` over every row, rocketstore vs Parquet and a Python source that does
+  nothing with the same rows, the three interleaved, best of five;
 * ``small_topic``: one topic holding <= 1% of the bytes, vs Parquet's ``where topic = ...``;
 * ``tag_1pct``: the 1%-selective tag read, and its speedup over the full scan;
 * ``stream_triggers`` (see stream_triggers.py): idle triggers' ``latestOffset`` and the micro-batch holding
@@ -137,17 +138,17 @@ def _spark_measurements(store, parquet, spec, args):
     emit(step="plan_warm", seconds=round(t_plan, 3))
 
     total(rs())  # warm up Python workers, the JVM's JIT and the page cache for both sources
-    total(spark.read.parquet(parquet))
-    best = interleaved({"rocketstore": lambda: total(rs()), "parquet": lambda: total(spark.read.parquet(parquet))},
-                       rounds=3)
-    (t_rs, n_rs), (t_pq, n_pq) = best["rocketstore"], best["parquet"]
-    # the same rows (count and mean body size) from a Python source that does nothing, in as many partitions
-    # and batches as large as rocketstore's: the most any Python data source can reach on this shape
-    peaks = spark_python_peaks_mib()  # rocketstore's workers and planner after its scans (before the floor's)
+    n_pq = total(spark.read.parquet(parquet))
     rows = spark.read.parquet(parquet).count()
+    # the same rows (count and mean body size) from a Python source that does nothing, in as many partitions
+    # and batches as large as rocketstore's: the most any Python data source can reach on this shape; the three
+    # take turns, so that the machine's drift weighs on each alike
     register_floor_source(spark, rows, max(1, n_pq // max(rows, 1)), partitions, batch_rows=32_768)
     total(spark.read.format("floor").load())
-    t_floor, _ = timed(lambda: total(spark.read.format("floor").load()), repeat=2)
+    best = interleaved({"rocketstore": lambda: total(rs()), "parquet": lambda: total(spark.read.parquet(parquet)),
+                        "floor": lambda: total(spark.read.format("floor").load())}, rounds=5)
+    (t_rs, n_rs), (t_pq, n_pq), (t_floor, _) = best["rocketstore"], best["parquet"], best["floor"]
+    peaks = spark_python_peaks_mib()  # the workers and planner after the scans (the floor's batches are smaller)
     emit(step="python_peak_rss_mib_after_full_scans", **peaks)
     emit(step="full_scan", rocketstore_s=round(t_rs, 3), parquet_s=round(t_pq, 3), bytes=n_rs,
          parquet_bytes=n_pq, python_source_floor_s=round(t_floor, 3), read_vs_parquet=round(t_pq / t_rs, 2),

@@ -5,9 +5,9 @@
 Prints one JSON line per measurement and finally
 ``read_vs_parquet=<ratio> tag1pct_speedup=<ratio> key_lookup_s=<s>`` where read_vs_parquet is Parquet's full-scan
 time over rocketstore's (higher is better for rocketstore), tag1pct_speedup is rocketstore's full scan over its
-1%-selective tag scan, key_lookup_s the warm time of a uniqKey/key lookup through Spark with pushdown. The two
-full scans take turns, three rounds, and the best time of each counts (a machine's speed drifts); the small
-queries are timed back to back, best of three.
+1%-selective tag scan, key_lookup_s the warm time of a uniqKey/key lookup through Spark with pushdown. The three
+full scans (rocketstore, Parquet, a Python source that does nothing) take turns, three rounds, and the best time
+of each counts (a machine's speed drifts); the small queries are timed back to back, best of three.
 """
 
 import argparse
@@ -47,19 +47,18 @@ def main():
         return df.agg(F.sum(F.length("body"))).first()[0]
 
     os.sync()  # freshly generated files must not be written back while we measure
-    for _ in range(2):  # warm up Python workers, the JVM's JIT and the page cache for both sources
-        total(rs())
-        total(spark.read.parquet(parquet))
-    best = interleaved({"rocketstore": lambda: total(rs()), "parquet": lambda: total(spark.read.parquet(parquet))},
-                       rounds=3)
-    (t_rs, n_rs), (t_pq, n_pq) = best["rocketstore"], best["parquet"]
-    emit(step="rocketstore_full_scan", seconds=round(t_rs, 3), bytes=n_rs)
-    emit(step="parquet_full_scan", seconds=round(t_pq, 3), bytes=n_pq)
     # the same bytes through a Python source that does nothing else: the most any Python source can reach
     register_floor_source(spark, args.messages)
     floor = lambda: total(spark.read.format("floor").load())  # noqa: E731
-    floor()
-    t_floor, _ = timed(floor, repeat=3)
+    for _ in range(2):  # warm up Python workers, the JVM's JIT and the page cache for every source
+        total(rs())
+        total(spark.read.parquet(parquet))
+        floor()
+    best = interleaved({"rocketstore": lambda: total(rs()), "parquet": lambda: total(spark.read.parquet(parquet)),
+                        "floor": floor}, rounds=3)
+    (t_rs, n_rs), (t_pq, n_pq), (t_floor, _) = best["rocketstore"], best["parquet"], best["floor"]
+    emit(step="rocketstore_full_scan", seconds=round(t_rs, 3), bytes=n_rs)
+    emit(step="parquet_full_scan", seconds=round(t_pq, 3), bytes=n_pq)
     emit(step="python_source_floor", seconds=round(t_floor, 3), floor_vs_parquet=round(t_pq / t_floor, 2),
          rocketstore_vs_floor=round(t_floor / t_rs, 2))
     # a query of a Python source with nothing to read: Spark's fixed cost, the floor of any selective read
