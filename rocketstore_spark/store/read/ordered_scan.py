@@ -206,24 +206,41 @@ class OrderedScanner:
         return best if fields.valid[0] and int(fields.phy_offset[0]) == best else None
 
 
+#: The most (topic, queue id) slots a stretch's rules number densely: a table lookup per record then finds its
+#: queue's rule, where sorted keys cost a binary search over every selected queue (thousands on a production store)
+DENSE_RULE_SLOTS = 1 << 20
+
+
 class _Rules:
     """The per-record test of a stretch: transaction type, selected queue, queue-offset range.
 
-    A queue is keyed ``(topic number << 32) | queue id`` with topics numbered once per stretch; the selected keys
-    and the limited ones are sorted arrays, so a chunk of records costs one dictionary encoding of its topics and
-    two ``searchsorted`` calls, however many queues a full scan selects."""
+    Topics are numbered once per stretch. A queue is a slot ``topic number * width + queue id`` of dense tables
+    (selected or not; its offset range, if limited) when the queue ids are dense enough, else a key
+    ``(topic number << 32) | queue id`` in sorted arrays; either way a chunk of records costs one dictionary
+    encoding of its topics and array lookups, however many queues a full scan selects."""
 
     def __init__(self, selected, limits):
         selected = dict(selected)
         names = sorted(set(selected) | {t for t, _, _, _ in limits})
         self.number = {name.encode("utf-8"): k for k, name in enumerate(names)}
-        self.wanted = np.unique(np.concatenate([np.zeros(0, np.int64)] + [
-            (self.number[t.encode("utf-8")] << _KEY_SHIFT) + np.asarray(list(q), dtype=np.int64)
-            for t, q in selected.items()]))
-        rows = sorted(((self.number[t.encode("utf-8")] << _KEY_SHIFT) + int(qid), int(lo), int(hi))
-                      for t, qid, lo, hi in limits)
-        table = np.array(rows, dtype=np.int64).reshape(-1, 3)
-        self.limit_keys, self.limit_lo, self.limit_hi = table[:, 0], table[:, 1], table[:, 2]
+        wanted = [(self.number[t.encode("utf-8")], int(q)) for t, qids in selected.items() for q in qids]
+        limited = sorted((self.number[t.encode("utf-8")], int(qid), int(lo), int(hi)) for t, qid, lo, hi in limits)
+        table = np.array(limited, dtype=np.int64).reshape(-1, 4)
+        self.limit_lo, self.limit_hi = table[:, 2], table[:, 3]
+        self.width = max([q for _, q in wanted] + [int(q) for q in table[:, 1]] + [0]) + 1
+        self.dense = len(names) * self.width <= DENSE_RULE_SLOTS
+        if self.dense:
+            slots = max(len(names) * self.width, 1)  # slot 0 stands in for records of no rule's topic
+            self.wanted_slot = np.zeros(slots, dtype=bool)
+            if wanted:
+                w = np.array(wanted, dtype=np.int64)
+                self.wanted_slot[w[:, 0] * self.width + w[:, 1]] = True
+            self.limit_slot = np.full(slots, -1, dtype=np.int64)
+            order = np.arange(len(table))[::-1]  # a queue listed twice keeps its first range, as a search would
+            self.limit_slot[table[order, 0] * self.width + table[order, 1]] = order
+        else:
+            self.wanted = np.unique(np.array([(t << _KEY_SHIFT) + q for t, q in wanted], dtype=np.int64))
+            self.limit_keys = (table[:, 0] << _KEY_SHIFT) + table[:, 1]
 
     def accept(self, buf: np.ndarray, fields) -> np.ndarray:
         tran = fields.sysflag & L.TRANSACTION_TYPE_MASK
@@ -231,7 +248,19 @@ class _Rules:
         encoded = view_array(buf, fields.topic_pos, fields.topic_len, pa.binary()).dictionary_encode()
         numbers = np.array([self._number_of(b) for b in encoded.dictionary.to_pylist()], dtype=np.int64)
         topic = numbers[encoded.indices.to_numpy(zero_copy_only=False)]
-        keys = (topic << _KEY_SHIFT) | (fields.queue_id.astype(np.int64) & 0xFFFFFFFF)
+        qid = fields.queue_id.astype(np.int64) & 0xFFFFFFFF
+        if self.dense:
+            known = (topic >= 0) & (qid < self.width)
+            slot = np.where(known, topic * self.width + qid, 0)
+            ok &= known & self.wanted_slot[slot]
+            if len(self.limit_lo):
+                j = np.where(known, self.limit_slot[slot], -1)
+                listed = j >= 0
+                j = np.maximum(j, 0)
+                offsets = fields.queue_offset
+                ok &= ~listed | ((offsets >= self.limit_lo[j]) & (offsets < self.limit_hi[j]))
+            return ok
+        keys = (topic << _KEY_SHIFT) | qid
         ok &= (topic >= 0) & _member(self.wanted, keys)
         if len(self.limit_keys):
             j = np.minimum(np.searchsorted(self.limit_keys, keys), len(self.limit_keys) - 1)
@@ -239,7 +268,6 @@ class _Rules:
             offsets = fields.queue_offset
             ok &= ~listed | ((offsets >= self.limit_lo[j]) & (offsets < self.limit_hi[j]))
         return ok
-
 
     def _number_of(self, topic: bytes) -> int:
         found = self.number.get(topic)
