@@ -133,6 +133,40 @@ fn gather(
     gather_result(py.detach(|| columns::gather(bytes, p, l, o, d, v)))
 }
 
+/// number_values(buf, pos, len, names_offsets, names_data, out) -> 0, or -(row + 1) for a row outside `buf`
+#[pyfunction]
+fn number_values(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    pos: &Bound<'_, PyAny>,
+    len: &Bound<'_, PyAny>,
+    names_offsets: &Bound<'_, PyAny>,
+    names_data: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+) -> PyResult<i64> {
+    let (buf, pos, len) = (
+        View::<u8>::read(buf)?,
+        View::<i64>::read(pos)?,
+        View::<i64>::read(len)?,
+    );
+    let (names_offsets, names_data) = (
+        View::<i64>::read(names_offsets)?,
+        View::<u8>::read(names_data)?,
+    );
+    let inputs = vec![
+        buf.span(),
+        pos.span(),
+        len.span(),
+        names_offsets.span(),
+        names_data.span(),
+    ];
+    let mut out = View::<i64>::write(out, &inputs)?;
+    let (bytes, p, l) = (buf.slice(), pos.slice(), len.slice());
+    let (no, nd, o) = (names_offsets.slice(), names_data.slice(), out.slice_mut());
+    let result = py.detach(|| columns::number_values(bytes, p, l, no, nd, o));
+    gather_result(result.map(|()| 0))
+}
+
 /// property_values(buf, pos, len, name, out_pos, out_len) -> 0, or -(row + 1) for a row outside `buf`
 #[pyfunction]
 fn property_values(
@@ -488,6 +522,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_records, m)?)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(property_values, m)?)?;
+    m.add_function(wrap_pyfunction!(number_values, m)?)?;
     m.add_function(wrap_pyfunction!(property_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(valid_units, m)?)?;
     m.add_function(wrap_pyfunction!(units_matching_tags, m)?)?;
@@ -496,6 +531,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DECODE_INPUTS", decode::DECODE_INPUTS.to_vec())?;
     m.add("DECODE_OUTPUTS", DECODE_OUTPUTS.to_vec())?;
     m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;
+    m.add("NO_NAME", columns::NO_NAME)?;
+    m.add("NO_NAME_NOT_UTF8", columns::NO_NAME_NOT_UTF8)?;
     m.add("MAX_MSG_ID_TEXT", columns::MAX_MSG_ID_TEXT)?;
     m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;
     m.add("CHAIN_BLANK", record_chain::ChainEnd::Blank as u8)?;

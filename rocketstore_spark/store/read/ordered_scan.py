@@ -30,7 +30,14 @@ from ...errors import CorruptRecordError, DataLossError
 from ..files.mapped_file_queue import SEQUENTIAL_STEP
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
-from ..format.columns import build_batch, fixed_fields_for, normalize_columns, parse_and_decode, view_array
+from ..format.columns import (
+    ValueNumbering,
+    build_batch,
+    fixed_fields_for,
+    normalize_columns,
+    parse_and_decode,
+    view_array,
+)
 from ..format.record_chain import CHAIN_BAD, CHAIN_BLANK, CHAIN_STOP, chain_record_starts
 from ..format.subscription import Subscription
 from .opened_store import OpenedStore
@@ -223,6 +230,7 @@ class _Rules:
         selected = dict(selected)
         names = sorted(set(selected) | {t for t, _, _, _ in limits})
         self.number = {name.encode("utf-8"): k for k, name in enumerate(names)}
+        self.numbering = ValueNumbering(list(self.number))
         wanted = [(self.number[t.encode("utf-8")], int(q)) for t, qids in selected.items() for q in qids]
         limited = sorted((self.number[t.encode("utf-8")], int(qid), int(lo), int(hi)) for t, qid, lo, hi in limits)
         table = np.array(limited, dtype=np.int64).reshape(-1, 4)
@@ -245,9 +253,11 @@ class _Rules:
     def accept(self, buf: np.ndarray, fields) -> np.ndarray:
         tran = fields.sysflag & L.TRANSACTION_TYPE_MASK
         ok = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
-        encoded = view_array(buf, fields.topic_pos, fields.topic_len, pa.binary()).dictionary_encode()
-        numbers = np.array([self._number_of(b) for b in encoded.dictionary.to_pylist()], dtype=np.int64)
-        topic = numbers[encoded.indices.to_numpy(zero_copy_only=False)]
+        topic = self.numbering.numbers(buf, fields.topic_pos, fields.topic_len)
+        odd = np.flatnonzero(topic == ValueNumbering.NOT_UTF8)
+        if len(odd):  # a topic that is not valid UTF-8 is named as the broker decodes it (U+FFFD)
+            values = view_array(buf, fields.topic_pos[odd], fields.topic_len[odd], pa.binary()).to_pylist()
+            topic[odd] = [self.number.get(v.decode("utf-8", "replace").encode("utf-8"), -1) for v in values]
         qid = fields.queue_id.astype(np.int64) & 0xFFFFFFFF
         if self.dense:
             known = (topic >= 0) & (qid < self.width)
@@ -268,12 +278,6 @@ class _Rules:
             offsets = fields.queue_offset
             ok &= ~listed | ((offsets >= self.limit_lo[j]) & (offsets < self.limit_hi[j]))
         return ok
-
-    def _number_of(self, topic: bytes) -> int:
-        found = self.number.get(topic)
-        if found is None:  # a topic that is not valid UTF-8 is named as the broker decodes it (U+FFFD)
-            found = self.number.get(topic.decode("utf-8", "replace").encode("utf-8"), -1)
-        return found
 
 
 def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """A coverage-guided fuzz target (atheris, libFuzzer) for the native decode entry points: arbitrary bytes through
-the record checks with every CRC mode, the record walk, the one-pass column decode, and the consume-queue unit
-scans. Anything but a RocketStoreError escaping, a crash of the process or a hang is a finding.
+the record checks with every CRC mode, the record walk, the one-pass column decode, topic numbering and the
+consume-queue unit scans. Anything but a RocketStoreError escaping, a crash of the process or a hang is a finding.
 
     python tests/store/format/native_fuzz_target.py -max_total_time=60 [-timeout=10] [corpus dir]
 
@@ -21,7 +21,7 @@ with atheris.instrument_imports(include=["rocketstore_spark"]):
     from rocketstore_spark.store.files.unit_search import valid_units
     from rocketstore_spark.store.format import layout as L
     from rocketstore_spark.store.format.codec import parse_records
-    from rocketstore_spark.store.format.columns import COLUMNS, RAW_COLUMNS, build_batch
+    from rocketstore_spark.store.format.columns import COLUMNS, RAW_COLUMNS, ValueNumbering, build_batch
     from rocketstore_spark.store.format.record_chain import chain_record_starts, magic_candidates
     from rocketstore_spark.store.format.subscription import Subscription
 
@@ -40,6 +40,11 @@ def one_input(data: bytes) -> None:
     positions = np.concatenate([chain, np.array([control[3] * 16 - 8, len(buf) - control[3]], dtype=np.int64)])
     fields = parse_records(buf, positions, crc_mode=mode)
     valid = np.flatnonzero(fields.valid)
+    try:  # every parsed row's topic, valid or not, numbered by two names (one taken from the input)
+        numbers = ValueNumbering([b"a", bytes(raw[:3])]).numbers(buf, fields.topic_pos, fields.topic_len)
+        assert ((numbers >= ValueNumbering.NOT_UTF8) & (numbers < 2)).all()
+    except RocketStoreError:
+        pass  # a topic outside the buffer
     try:
         batch = build_batch(buf, fields.take(valid), COLUMNS + RAW_COLUMNS, "fuzz")
         assert batch.num_rows == len(valid)

@@ -46,9 +46,10 @@ def expected(rows, selected, limits):
 
 ROWS = st.lists(st.tuples(st.integers(0, len(TOPICS) + 1), st.sampled_from([0, 1, 2, 7, 5000, 2**31 - 1]),
                           st.integers(0, 50), st.integers(0, 3)), max_size=40)
-SELECTED = st.dictionaries(st.sampled_from(TOPICS), st.sets(st.sampled_from([0, 1, 2, 7, 5000]), max_size=4),
+RULE_TOPICS = TOPICS + ["pay\ufffd"]  # a directory named as the broker decodes an invalid UTF-8 topic
+SELECTED = st.dictionaries(st.sampled_from(RULE_TOPICS), st.sets(st.sampled_from([0, 1, 2, 7, 5000]), max_size=4),
                            max_size=4)
-LIMITS = st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from([0, 1, 2, 7]), st.integers(0, 30),
+LIMITS = st.lists(st.tuples(st.sampled_from(RULE_TOPICS), st.sampled_from([0, 1, 2, 7]), st.integers(0, 30),
                             st.integers(0, 50)), max_size=6)
 
 
