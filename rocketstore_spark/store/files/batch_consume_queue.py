@@ -111,9 +111,12 @@ class BatchConsumeQueue:
             out[name] = raw[name]
         return out
 
-    def first_at_or_past(self, phy_offset: int, lo: int, hi: int) -> int:
-        """The first queue offset in ``[lo, hi)`` whose message's record is at or past commit-log ``phy_offset``
-        (``hi`` when none): the same binary search as a file-based consume queue's, over message offsets."""
+    def first_at_or_past(self, phy_offset: int, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+        """The first queue offset in ``[lo, hi)`` (default: the whole queue) whose message's record is at or past
+        commit-log ``phy_offset`` (``hi`` when none): the same binary search as a file-based consume queue's, over
+        message offsets."""
+        lo = self.first_offset if lo is None else max(lo, self.first_offset)
+        hi = self.max_offset if hi is None else min(hi, self.max_offset)
         return first_at_or_past(self.units, lo, hi, phy_offset) if lo < hi else hi
 
     def file_of_units(self) -> np.ndarray:

@@ -39,7 +39,9 @@ class ConsumeQueueProtocol(Protocol):
 
     def file_ranges(self, start: int, end: int) -> list[tuple[int, int]]: ...
 
-    def first_at_or_past(self, phy_offset: int, lo: int, hi: int) -> int: ...
+    def first_at_or_past(self, phy_offset: int, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+        """The first queue offset in ``[lo, hi)`` (default and clipped: the queue's ``[first_offset,
+        max_offset)``) whose unit points at or past commit-log ``phy_offset``; ``hi`` when none does."""
 
     def hash_matches(self, sub: Subscription, start: int, end: int) -> Iterator[tuple[np.ndarray, np.ndarray]]: ...
 

@@ -10,6 +10,7 @@ offset ranges, first/max offsets, tag-hash matches) from the ``default`` and ``o
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -253,9 +254,12 @@ class RocksDBConsumeQueue:
             target += step
         return target
 
-    def _first_at_or_past(self, phy_offset: int, lo: int, hi: int) -> int:
-        """The first queue offset in ``[lo, hi)`` whose unit points at or past ``phy_offset`` (``hi`` when none):
-        units point forward through the commit log, so a bisection of a few point reads."""
+    def first_at_or_past(self, phy_offset: int, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+        """The first queue offset in ``[lo, hi)`` (default: the whole queue) whose unit points at or past
+        ``phy_offset`` (``hi`` when none): units point forward through the commit log, so a bisection of a few
+        point reads."""
+        lo = self.first_offset if lo is None else max(lo, self.first_offset)
+        hi = self.max_offset if hi is None else min(hi, self.max_offset)
         while lo < hi:
             mid = (lo + hi) // 2
             if int(self.units(mid, mid + 1)["phy_offset"][0]) < phy_offset:
@@ -274,8 +278,8 @@ class RocksDBConsumeQueue:
         if known is not None and known[0] < lo and last == self.disk_max_offset:
             return np.zeros(0, dtype=np.int64)  # the offset table's max unit is before lo: nothing to read
         try:
-            start = self._first_at_or_past(lo, first, last)
-            stop = self._first_at_or_past(hi, start, last)
+            start = self.first_at_or_past(lo, first, last)
+            stop = self.first_at_or_past(hi, start, last)
             return self.units(start, stop)["phy_offset"].astype(np.int64)
         except StoreFormatError:  # a unit missing: hints only speed a walk up, the reads name the damage
             return np.zeros(0, dtype=np.int64)
