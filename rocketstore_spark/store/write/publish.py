@@ -265,20 +265,47 @@ def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[
     # The index needs only key hashes, offsets and store times, and touches only index files: a second
     # thread builds it while this one patches, moves and writes the consume queues (numpy releases the GIL
     # in both). A crash at any point is rolled back from the journal as a whole either way.
+    index_full = _FirstDiskFull()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocketstore-index") as pool:
-        indexing = pool.submit(_index_chunks, writer, chunks, stamps)
-        patch_staged(staged, file_size, chunks, stamps)
-        for path in move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size,
-                                    forced=writer.sync_flush):
-            writer.commitlog.adopt(path)  # flushed with the store's other files
-        if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
-            fsync_path(writer.root / L.COMMITLOG_DIR)
-        fault_point("moved")
-        for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
-            writer.dispatch(chunk, chunk.phy, queue_offset, store_ts, index=False)
-            fault_point(f"part-{i}")
-        writer.consume_queues.write_pending()  # while the index is still being built (else part of the flush)
+        indexing = pool.submit(index_full.watch, _index_chunks, writer, chunks, stamps)
+        try:
+            patch_staged(staged, file_size, chunks, stamps)
+            for path in move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size,
+                                        forced=writer.sync_flush):
+                writer.commitlog.adopt(path)  # flushed with the store's other files
+            if writer.sync_flush:  # SYNC_FLUSH: the renames themselves must survive a power loss too
+                fsync_path(writer.root / L.COMMITLOG_DIR)
+            fault_point("moved")
+            for i, (chunk, (queue_offset, store_ts)) in enumerate(zip(chunks, stamps)):
+                writer.dispatch(chunk, chunk.phy, queue_offset, store_ts, index=False)
+                fault_point(f"part-{i}")
+            writer.consume_queues.write_pending()  # while the index is still being built (else part of the flush)
+        except DiskFullError as e:
+            # both threads may find the disk full; the error names the step that found it first
+            index_full.raise_if_before(time.monotonic_ns(), indexing, e)
+            raise
     indexing.result()  # re-raises an indexing error
+
+
+class _FirstDiskFull:
+    """When the index thread found the disk full: lets the publisher report that error rather than its own
+    when the index's came first (a full disk fails every later step too, and the first names the cause)."""
+
+    def __init__(self) -> None:
+        self.at_ns: Optional[int] = None
+
+    def watch(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except DiskFullError:
+            self.at_ns = time.monotonic_ns()
+            raise
+
+    def raise_if_before(self, at_ns: int, future, later: DiskFullError) -> None:
+        error = future.exception()  # waits for the index thread
+        if isinstance(error, DiskFullError) and self.at_ns is not None and self.at_ns <= at_ns:
+            error.add_note(f"(the publication then found the disk full too: {later})")
+            raise error
 
 
 def _publish_by_copy(writer: StoreWriter, chunks: list[EncodedBatch], stamps) -> None:
