@@ -61,7 +61,10 @@ TABLES = (TABLE_MESSAGES, TABLE_CONSUMER_OFFSETS, TABLE_PENDING_TRANSACTIONS, TA
 SIDE_TABLES = TABLES[1:]
 DEFAULT_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"  # TopicValidator.RMQ_SYS_TRACE_TOPIC
 DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
-DEFAULT_MAX_BYTES_PER_PARTITION = 128 << 20
+# Twice Spark's 128 MB for its file sources: a Python data source's task costs Spark about 50 ms of a core by
+# itself (Arrow stream set-up, worker round trips, the daemon's bookkeeping), ten times a JVM file split's; at
+# 256 MiB a task decodes for several times that, and a 1 GiB commit-log file still makes four tasks
+DEFAULT_MAX_BYTES_PER_PARTITION = 256 << 20
 MIN_BYTES_PER_PARTITION = 1 << 16
 
 _FS_SIZES = "the broker's `{}`, for stores where it cannot be detected from the files (no file of the kind yet)"

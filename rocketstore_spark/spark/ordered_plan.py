@@ -42,7 +42,7 @@ FEW_QUEUES, FEW_QUEUES_SHARE = 16, 0.9
 INTERLEAVED_QUEUES = 2.0
 MIN_STRETCH_BYTES = 4096  # minPartitions never splits the commit log finer than this
 # a split point this close past its ideal place is taken without searching the other probes (a stretch ends up
-# at most this much longer than its neighbour: nothing next to the 128 MiB target, one search instead of eight)
+# at most this much longer than its neighbour: nothing next to the 256 MiB default, one search instead of eight)
 SPLIT_SLACK = 1 << 20
 PROBE_QUEUES = 8  # the largest queues, whose units give record starts near each split point
 _SUPPORTED = {"lmq", "prop-crc"}  # storage features whose records the commit-log plan reads as the queue plan
