@@ -14,6 +14,8 @@
 //! [`NAME_VALUE_SEPARATOR`], keeps pairs whose name and value are both non-empty, and a repeated name keeps its
 //! last value.
 
+use crate::layout::{load_lines, READ_AHEAD};
+
 /// `MessageDecoder.NAME_VALUE_SEPARATOR` (U+0001).
 pub const NAME_VALUE_SEPARATOR: u8 = 1;
 /// `MessageDecoder.PROPERTY_SEPARATOR` (U+0002).
@@ -319,6 +321,14 @@ pub fn number_values(
     }
     let mut last: Option<(&[u8], i64)> = None;
     for (row, ((&p, &l), o)) in pos.iter().zip(len).zip(out.iter_mut()).enumerate() {
+        if row % READ_AHEAD == 0 {
+            // each value lies a record further on (a topic after its body): the lines of the values ahead are
+            // loaded together rather than waited for one at a time
+            load_lines(
+                buf,
+                pos.iter().skip(row + READ_AHEAD).take(READ_AHEAD).copied(),
+            );
+        }
         let value = span(buf, p, l).ok_or(GatherError::OutOfRange(row))?;
         *o = match last {
             Some((name, k)) if name == value => k,

@@ -6,6 +6,10 @@ use crate::layout::{
 
 /// Bytes ahead of a record start the walk touches while it reads the start (see [`chain_record_starts`]).
 pub const CHAIN_TOUCH_AHEAD: usize = 8 << 10;
+/// Bytes ahead of a record start whose every cache line the walk has loaded (see [`chain_record_starts`]).
+pub const CHAIN_LINES_AHEAD: usize = 8 << 10;
+/// The cache line's size the walk loads by.
+const LINE: usize = 64;
 
 /// How a walk ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +40,8 @@ pub fn chain_record_starts(
     let size = i64::try_from(buf.len()).unwrap_or(i64::MAX);
     let mut pos = start;
     let mut touched = 0u8;
+    let mut lines_to = 0usize; // the walk has loaded every line from the stretch's start to here
+    let (mut last_total, mut same_size) = (0i64, false); // the record before, and whether it had that size too
     loop {
         if pos >= stop {
             std::hint::black_box(touched);
@@ -49,6 +55,18 @@ pub fn chain_record_starts(
         // record's TOTALSIZE) keeps them coming
         if let Some(&b) = at.checked_add(CHAIN_TOUCH_AHEAD).and_then(|a| buf.get(a)) {
             touched ^= b;
+        }
+        // records of one size are a stride the CPU's prefetcher follows; records of mixed sizes start where no
+        // prefetcher looks: then every line of the next few KiB is loaded (independent loads, in flight
+        // together), so the start the walk reads next is mostly in the cache already
+        if !same_size {
+            let window = at.saturating_add(CHAIN_LINES_AHEAD).min(buf.len());
+            let mut line = lines_to.max(at);
+            while line < window {
+                touched ^= buf.get(line).copied().unwrap_or(0);
+                line += LINE;
+            }
+            lines_to = line;
         }
         let magic = at
             .checked_add(MAGIC_CODE_POSITION)
@@ -70,6 +88,8 @@ pub fn chain_record_starts(
         if total <= 0 || total > size - pos {
             return (pos, ChainEnd::Bad);
         }
+        same_size = total == last_total;
+        last_total = total;
         pos += total;
     }
 }
