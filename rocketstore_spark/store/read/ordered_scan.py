@@ -51,7 +51,10 @@ PARSE_ROWS = 32_768  # records parsed and filtered at a time, at most
 #: parsing pass into memory recycled from the chunks before (see ``columns.parse_and_decode``), which larger
 #: chunks would not fit.
 PARSE_BYTES = 8 << 20
-FETCH_STEP = SEQUENTIAL_STEP  # bytes of a stretch searched for record starts at a time (and fetched ahead)
+FETCH_STEP = SEQUENTIAL_STEP  # bytes of a stretch fetched ahead of the walk (remote files)
+#: Bytes of a stretch whose record starts are found at a time, then parsed and filtered: the walk loads the lines
+#: of records of mixed sizes into the CPU's cache (see ``chain_record_starts``), where their parse finds them.
+CHAIN_STEP = PARSE_BYTES
 _KEY_SHIFT = 32  # (topic index << 32) | queue id: one int64 key per queue in a stretch
 
 
@@ -115,7 +118,7 @@ class OrderedScanner:
         pos = start - base
         while True:
             # a step of the stretch at a time: a remote file fetches the next steps while this one is decoded
-            step_stop = min(pos + FETCH_STEP, stop)
+            step_stop = min(pos + CHAIN_STEP, stop)
             self.store.commitlog.queue.ensure(index, pos, step_stop + 8, ahead=FETCH_STEP, until=stop + 8)
             positions, end_pos, kind = chain_record_starts(buf, pos, step_stop)
             self.store.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the step
