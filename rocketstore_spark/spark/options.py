@@ -65,6 +65,9 @@ DEFAULT_MAX_MESSAGES_PER_PARTITION = 1_000_000
 # itself (Arrow stream set-up, worker round trips, the daemon's bookkeeping), ten times a JVM file split's; at
 # 256 MiB a task decodes for several times that, and a 1 GiB commit-log file still makes four tasks
 DEFAULT_MAX_BYTES_PER_PARTITION = 256 << 20
+# ... while a read smaller than two of those is still split in two (Spark runs at least two tasks at a time
+# anywhere), each half at least this much: below it, a second task costs more than it saves
+MIN_SPLIT_BYTES = 64 << 20
 MIN_BYTES_PER_PARTITION = 1 << 16
 
 _FS_SIZES = "the broker's `{}`, for stores where it cannot be detected from the files (no file of the kind yet)"
@@ -108,7 +111,8 @@ READ_SPEC = (
                "messages with a tag filter) and small queues' ranges packed up to it",
                default=DEFAULT_MAX_MESSAGES_PER_PARTITION, minimum=1),
     OptionSpec("maxBytesPerPartition", INTEGER, "commit-log plans: the bytes of commit log each task scans; queue "
-               "plans: the estimated bytes of ranges packed into one partition",
+               "plans: the estimated bytes of ranges packed into one partition. Unset, a read smaller than two "
+               "partitions of the default is split in two (halves of at least 64 MiB)",
                default=DEFAULT_MAX_BYTES_PER_PARTITION, minimum=MIN_BYTES_PER_PARTITION),
     OptionSpec("minPartitions", INTEGER, "split the largest ranges until there are at least this many "
                "partitions", minimum=1),
@@ -216,6 +220,7 @@ class ReadOptions:
     ending_timestamp: Optional[int] = None
     max_messages_per_partition: int = DEFAULT_MAX_MESSAGES_PER_PARTITION
     max_bytes_per_partition: int = DEFAULT_MAX_BYTES_PER_PARTITION
+    max_bytes_per_partition_given: bool = False  # set by the user (else the default, see partition_bytes)
     min_partitions: Optional[int] = None
     scan_mode: str = SCAN_AUTO
     fail_on_data_loss: bool = True
@@ -271,6 +276,15 @@ def option(opts: Mapping[str, str], name: str):
     """The value of read option ``name`` checked against its definition in :data:`READ_SPEC` (the default when
     absent)."""
     return SPEC_BY_NAME[name].parse(opts.get(name))
+
+
+def partition_bytes(opts: ReadOptions, total: int) -> int:
+    """The bytes each partition of a read of ``total`` bytes gets: ``maxBytesPerPartition`` when the user set it;
+    by default at most :data:`DEFAULT_MAX_BYTES_PER_PARTITION`, and half of a smaller read (two tasks), but not
+    less than :data:`MIN_SPLIT_BYTES`."""
+    if opts.max_bytes_per_partition_given:
+        return opts.max_bytes_per_partition
+    return min(opts.max_bytes_per_partition, max(MIN_SPLIT_BYTES, -(-int(total) // 2)))
 
 
 def parse_offsets(name: str, value, multi_store: bool) -> Offsets:
@@ -467,6 +481,7 @@ def parse_read_options(options: Mapping[str, str], stream: bool = False) -> Read
         starting_timestamp=starting_ts, ending_timestamp=ending_ts,
         max_messages_per_partition=option(opts, "maxMessagesPerPartition"),
         max_bytes_per_partition=option(opts, "maxBytesPerPartition"),
+        max_bytes_per_partition_given=opts.get("maxBytesPerPartition") is not None,
         min_partitions=option(opts, "minPartitions"),
         scan_mode=scan_mode,
         fail_on_data_loss=option(opts, "failOnDataLoss"),

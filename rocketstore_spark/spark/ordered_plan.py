@@ -27,7 +27,7 @@ import numpy as np
 
 from ..store import RocketStore
 from ..store.format import layout as L
-from .options import SCAN_COMMITLOG, SCAN_QUEUE, ReadOptions
+from .options import SCAN_COMMITLOG, SCAN_QUEUE, ReadOptions, partition_bytes
 from .planning_types import CommitLogSlicePartition, StoreHandle
 
 log = logging.getLogger("rocketstore_spark")
@@ -213,7 +213,7 @@ def plan_slices(store: RocketStore, handle: StoreHandle, spans: Spans, opts: Rea
     total = spans.scan_bytes()
     if not total:
         return []
-    target = opts.max_bytes_per_partition
+    target = partition_bytes(opts, total)
     if opts.min_partitions:
         target = max(MIN_STRETCH_BYTES, min(target, -(-total // opts.min_partitions)))
     probes = _probe_queues(store)

@@ -27,7 +27,7 @@ from ..store import (
 from ..store.format import layout as L
 from .history_plan import plan_history
 from .option_spec import check_selection
-from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef
+from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef, partition_bytes
 from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
 from .planning_types import (  # noqa: F401 - re-exported: the partition kinds are planning's vocabulary
     CommitLogSlicePartition,
@@ -236,8 +236,9 @@ def _plan_queues(store: RocketStore, handle: StoreHandle, ranges: list, opts: Re
     if tags is not None:
         budget = opts.max_messages_per_partition
     else:
+        per_message = max(avg_size or 0.0, 1.0)
         budget = max(1, min(opts.max_messages_per_partition,
-                            int(opts.max_bytes_per_partition // max(avg_size or 0.0, 1.0))))
+                            int(partition_bytes(opts, int(total * per_message)) // per_message)))
     if tags is None and opts.min_partitions:
         budget = max(1, min(budget, -(-total // opts.min_partitions)))
     pieces = [(r.topic, r.queue_id, lo, hi) for r in ranges for lo, hi in split_range(r.lo, r.hi, per_file, budget)]

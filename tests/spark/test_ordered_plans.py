@@ -329,3 +329,39 @@ def test_plan_options_are_checked_when_parsed(golden_store_path):
             parse_read_options(dict(bad, path=path))
     assert parse_read_options({"path": path}).scan_mode == "auto"
     assert parse_read_options({"path": path, "scanMode": "CommitLog"}).scan_mode == "commitlog"
+
+
+# --- partition sizes --------------------------------------------------------------------------------------
+
+
+def test_partition_bytes_halves_a_small_read_unless_the_size_is_given():
+    from rocketstore_spark.spark.options import DEFAULT_MAX_BYTES_PER_PARTITION as DEFAULT
+    from rocketstore_spark.spark.options import MIN_SPLIT_BYTES, ReadOptions, partition_bytes
+
+    default = ReadOptions(stores=())
+    assert partition_bytes(default, 10 * DEFAULT) == DEFAULT  # a large read: the default size
+    assert partition_bytes(default, DEFAULT) == DEFAULT // 2  # smaller than two: split in two
+    assert partition_bytes(default, MIN_SPLIT_BYTES) == MIN_SPLIT_BYTES  # halves never under the floor
+    given = ReadOptions(stores=(), max_bytes_per_partition=DEFAULT, max_bytes_per_partition_given=True)
+    assert partition_bytes(given, DEFAULT) == DEFAULT  # the user's size as given
+
+
+def test_a_store_smaller_than_two_partitions_is_read_by_two_tasks(tmp_path, monkeypatch):
+    """By default a read smaller than two default partitions gets two (counted, for both plans); a
+    maxBytesPerPartition the user gives is kept."""
+    from rocketstore_spark.spark import options
+    from tests.store.write.test_writer import messages
+
+    path = tmp_path / "s"
+    with RocketStore.open_writer(path, commit_log_file_size=8 << 20) as w:
+        w.append(messages(3000))
+    with RocketStore.open(path) as s:
+        total = s.max_phy_offset()
+    monkeypatch.setattr(options, "MIN_SPLIT_BYTES", total // 4)  # the store stands for one of ~200 MB
+    for mode in ("commitlog", "queue"):
+        parts = plan(parse_read_options({"path": str(path), "scanMode": mode}), Pushed())
+        # two stretches of the commit log; the queue plan packs its three queues' ranges by half the messages
+        assert len(parts) == (2 if mode == "commitlog" else 3), mode
+        given = plan(parse_read_options({"path": str(path), "scanMode": mode,
+                                         "maxBytesPerPartition": str(8 << 20)}), Pushed())
+        assert len(given) == 1, mode
