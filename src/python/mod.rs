@@ -100,6 +100,15 @@ fn gather_result(result: Result<usize, columns::GatherError>) -> PyResult<i64> {
     }
 }
 
+/// The three views every value kernel reads: the source bytes, and one position and one length per row.
+fn value_views(
+    buf: &Bound<'_, PyAny>,
+    pos: &Bound<'_, PyAny>,
+    len: &Bound<'_, PyAny>,
+) -> PyResult<(View<u8>, View<i64>, View<i64>)> {
+    Ok((View::read(buf)?, View::read(pos)?, View::read(len)?))
+}
+
 /// gather(buf, pos, len, offsets, data, validity=None) -> null rows, or -(row + 1) for a row outside `buf`
 ///
 /// `offsets`: int32 of len(pos) + 1; `data`: uint8 of the values' total length; `validity`: uint8 bitmap bytes.
@@ -114,11 +123,7 @@ fn gather(
     data: &Bound<'_, PyAny>,
     validity: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<i64> {
-    let (buf, pos, len) = (
-        View::<u8>::read(buf)?,
-        View::<i64>::read(pos)?,
-        View::<i64>::read(len)?,
-    );
+    let (buf, pos, len) = value_views(buf, pos, len)?;
     let mut inputs = vec![buf.span(), pos.span(), len.span()];
     let mut offsets = View::<i32>::write(offsets, &inputs)?;
     inputs.push(offsets.span());
@@ -144,11 +149,7 @@ fn number_values(
     names_data: &Bound<'_, PyAny>,
     out: &Bound<'_, PyAny>,
 ) -> PyResult<i64> {
-    let (buf, pos, len) = (
-        View::<u8>::read(buf)?,
-        View::<i64>::read(pos)?,
-        View::<i64>::read(len)?,
-    );
+    let (buf, pos, len) = value_views(buf, pos, len)?;
     let (names_offsets, names_data) = (
         View::<i64>::read(names_offsets)?,
         View::<u8>::read(names_data)?,
@@ -178,11 +179,7 @@ fn property_values(
     out_pos: &Bound<'_, PyAny>,
     out_len: &Bound<'_, PyAny>,
 ) -> PyResult<i64> {
-    let (buf, pos, len) = (
-        View::<u8>::read(buf)?,
-        View::<i64>::read(pos)?,
-        View::<i64>::read(len)?,
-    );
+    let (buf, pos, len) = value_views(buf, pos, len)?;
     let mut inputs = vec![buf.span(), pos.span(), len.span()];
     let mut out_pos = View::<i64>::write(out_pos, &inputs)?;
     inputs.push(out_pos.span());
@@ -203,11 +200,7 @@ fn property_pairs(
     map_offsets: &Bound<'_, PyAny>,
     pairs: &Bound<'_, PyAny>,
 ) -> PyResult<i64> {
-    let (data, pos, len) = (
-        View::<u8>::read(data)?,
-        View::<i64>::read(pos)?,
-        View::<i64>::read(len)?,
-    );
+    let (data, pos, len) = value_views(data, pos, len)?;
     let mut inputs = vec![data.span(), pos.span(), len.span()];
     let mut offsets = View::<i32>::write(map_offsets, &inputs)?;
     inputs.push(offsets.span());
