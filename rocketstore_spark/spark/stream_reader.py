@@ -167,8 +167,9 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._warned_old_spark = False
         # broker → LiveTail: the queue ends followed across triggers (the reader lives as long as the query)
         self._tails: dict = {}
-        # broker → (commit-log extent, {(topic, queue id): LostRange}): see _losses
-        self._extents: dict = {}
+        # broker → (the last look: commit-log extent and queue ends, whether it found the store still), and
+        # broker → (the look, {(topic, queue id): [LostRange]}): see _losses
+        self._looks: dict = {}
         self._lost: dict = {}
         # the last latestOffset call's available offsets and the batch end it chose: reportLatestOffset's lag
         self._seen: Optional[tuple[Offsets, Offsets]] = None
@@ -201,37 +202,49 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             store = open_live(ref, self.opts, tail)  # the cache's: not closed here
             ends = live_ends(store, self.opts) if tail is None else \
                 {topic: dict(queues) for topic, queues in tail.ends().items()}
-            losses = self._losses(ref, store)
+            losses = self._losses(ref, store, ends)
             for (topic, qid), lost in losses.items():
                 queues = ends.setdefault(topic, {})
                 queues[str(qid)] = max([int(queues.get(str(qid), 0))] + [r.end for r in lost])
             out[ref.broker] = ends
         return out
 
-    def _losses(self, ref: StoreRef, store) -> dict:
+    def _losses(self, ref: StoreRef, store, ends: Optional[dict] = None) -> dict:
         """(topic, queue id) → the :class:`LostRange` s of the messages the store (``store``: opened live)
         certainly lost, a cut copy's units pointing past where the commit log's records end or into commit-log
         files missing between others (see ``RocketStore.lost_ranges``); empty while the store is live
-        (:meth:`partitions` then still finds the units pointing into missing files, which no writer fills). A live
-        store's newest units may point at records still being written, so loss is only certain when no process
-        holds the store's lock (a broker or a writer) and the commit log did not grow since the last look; the
-        ranges are found by a recovering open, once per commit-log extent."""
+        (:meth:`partitions` then still finds the units pointing into missing files, which no writer fills).
+
+        A live store's newest units may point at records still being written, so loss is only certain when the
+        store is still: no process holds its lock (a broker or a writer), and this look (``ends``, the queue ends
+        :meth:`_latest` found, and the commit log's files) is the same as the last one. The ranges are found by a
+        recovering open (seconds at 20,000 queues), once per still look: never in the trigger that finds new
+        messages, which is the one a query waits for. :meth:`partitions` (``ends`` None) goes by the last look
+        (by the files alone when there was none: a query restarted from its checkpoint plans its last batch
+        first)."""
         files = store.commitlog.queue.files
         extent = (len(files), files[-1].from_offset, files[-1].length) if files else (0, 0, 0)
-        grew = self._extents.get(ref.broker, extent) != extent
-        self._extents[ref.broker] = extent
-        if grew or (not is_remote(store.root) and store_lock_held(store.root)):
+        locked = not is_remote(store.root) and store_lock_held(store.root)
+        last = self._looks.get(ref.broker)
+        if ends is None and last is not None:  # partitions: the last look's verdict, while the files are as seen
+            look, still = last
+            still = still and look[0] == extent and not locked
+        else:
+            look = (extent, None if ends is None else {topic: dict(queues) for topic, queues in ends.items()})
+            still = (last is None or last[0] == look) and not locked
+            self._looks[ref.broker] = (look, still)
+        if not still:
             self._lost.pop(ref.broker, None)
             return {}
         known = self._lost.get(ref.broker)
-        if known is None or known[0] != extent:
+        if known is None or known[0] != look:
             with RocketStore.open(ref.path, **self.opts.sizes, variant=self.opts.variant,
                                   fs_options=dict(ref.fs_options), **self.opts.settings) as recovered:
                 lost: dict = {}
                 for r in recovered.lost_ranges():
                     if self.opts.wants_topic(r.topic):
                         lost.setdefault((r.topic, r.queue_id), []).append(r)
-            known = self._lost[ref.broker] = (extent, lost)
+            known = self._lost[ref.broker] = (look, lost)
         return known[1]
 
     def initialOffset(self) -> Offsets:

@@ -179,6 +179,51 @@ def test_a_growing_commit_log_reports_no_loss_until_it_is_still(golden_copy, man
     assert ends() == {k: kept[k] + n for k, n in lost.items()}  # still again: the loss is certain
 
 
+def test_the_trigger_that_finds_new_messages_never_waits_for_the_loss_check(tmp_path, monkeypatch):
+    """A writer appends between triggers (one of them while it holds the lock) and releases the lock: the
+    trigger that finds its messages hands them out from the queue ends alone (the store is not still: no
+    recovering open), and the loss check waits for the next trigger that finds the store as this one left it
+    (one recovering open, then none while it stays so)."""
+    import pyarrow as pa
+
+    from rocketstore_spark.spark.options import parse_read_options
+    from rocketstore_spark.spark.stream_reader import RocketStoreStreamReader
+    from rocketstore_spark.store import RocketStore
+
+    path = tmp_path / "s"
+
+    def append(n: int, trigger=None) -> None:
+        with RocketStore.open_writer(path) as writer:
+            if trigger is not None:
+                trigger()  # a trigger while the writer holds the store's lock
+            writer.append(pa.table({"topic": pa.array(["T"] * n), "queueId": pa.array([i % 4 for i in range(n)],
+                                                                                       pa.int32()),
+                                    "body": pa.array([b"x" * 100] * n, pa.binary())}))
+
+    append(40)
+    opts = parse_read_options({"path": str(path), "startingOffsets": "latest"}, stream=True)
+    reader = RocketStoreStreamReader(opts, ("topic", "queueId", "queueOffset"))
+    start = reader.initialOffset()
+    assert reader.latestOffset(start, None) == start
+    recovering = []
+    opened = RocketStore.open.__func__
+
+    def counting_open(cls, *args, **kwargs):
+        if kwargs.get("valid_end") is None:
+            recovering.append(args)
+        return opened(cls, *args, **kwargs)
+
+    monkeypatch.setattr(RocketStore, "open", classmethod(counting_open))
+    append(20, trigger=lambda: reader.latestOffset(start, None))
+    end = reader.latestOffset(start, None)
+    assert {q: n - start[b]["T"][q] for b in end for q, n in end[b]["T"].items()} == {str(q): 5 for q in range(4)}
+    assert sum(p.end - p.start if hasattr(p, "end") else sum(hi - lo for *_, lo, hi in p.ranges)
+               for p in reader.partitions(start, end)) == 20
+    assert recovering == []  # the trigger a query waits for: ends and partitions without recovery
+    assert reader.latestOffset(end, None) == end and len(recovering) == 1  # still: the loss check, once
+    assert reader.latestOffset(end, None) == end and len(recovering) == 1
+
+
 # --- a cut copy that changes between planning and reading --------------------------------------------------
 
 
