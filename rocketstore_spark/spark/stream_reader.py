@@ -200,9 +200,10 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         for ref in self.opts.stores:
             tail = self._tail(ref)
             store = open_live(ref, self.opts, tail)  # the cache's: not closed here
-            ends = live_ends(store, self.opts) if tail is None else \
-                {topic: dict(queues) for topic, queues in tail.ends().items()}
-            losses = self._losses(ref, store, ends)
+            ends = live_ends(store, self.opts) if tail is None else tail.ends()  # fresh dicts, ours
+            losses = self._losses(ref, store, ends)  # keeps ends as its look: changed on a copy below
+            if losses:
+                ends = {topic: dict(queues) for topic, queues in ends.items()}
             for (topic, qid), lost in losses.items():
                 queues = ends.setdefault(topic, {})
                 queues[str(qid)] = max([int(queues.get(str(qid), 0))] + [r.end for r in lost])
@@ -230,7 +231,7 @@ class RocketStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             look, still = last
             still = still and look[0] == extent and not locked
         else:
-            look = (extent, None if ends is None else {topic: dict(queues) for topic, queues in ends.items()})
+            look = (extent, ends)
             still = (last is None or last[0] == look) and not locked
             self._looks[ref.broker] = (look, still)
         if not still:
