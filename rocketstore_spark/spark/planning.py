@@ -29,6 +29,7 @@ from .history_plan import plan_history
 from .option_spec import check_selection
 from .options import EARLIEST, LATEST, SCAN_COMMITLOG, SCAN_RAW, ReadOptions, StoreRef, partition_bytes
 from .ordered_plan import QueueRange, Spans, choose, commitlog_unsupported, plan_slices
+from .plan_memo import PLANS, memo_key
 from .planning_types import (  # noqa: F401 - re-exported: the partition kinds are planning's vocabulary
     CommitLogSlicePartition,
     LookupPartition,
@@ -185,45 +186,57 @@ def split_range(start: int, end: int, per_file: int, max_messages: int) -> list[
 def plan(opts: ReadOptions, pushed: Pushed) -> list[InputPartition]:
     """Every partition of a batch read: per store a consume-queue plan or a commit-log-ordered one (see
     :func:`~.ordered_plan.choose`), a lookup plan for pushed msgId / uniqKey filters, or with ``scanMode=raw``
-    every record of the commit log."""
+    every record of the commit log. A store unchanged since it was planned with the same options and filters
+    gets the same partitions again (:mod:`.plan_memo`)."""
     parts: list[InputPartition] = []
     if opts.tiered_path is not None:
         return plan_history(opts, pushed)
     if pushed.empty:
         return parts
     multi = len(opts.stores) > 1
-    tags = effective_tags(opts, pushed)
     for ref in opts.stores:
         store = open_store(ref, opts)
         settle_in_worker(store)  # the planning worker keeps it: the collection after each plan skips it
-        check_selection(opts, ref, store.topics(), store.queue_ids)
-        handle = handle_for(store, ref)
-        if opts.scan_mode == SCAN_RAW:
-            report_lost(ref, store.lost_ranges(), opts.fail_on_data_loss)
-            parts.extend(_plan_raw(store, handle, pushed))
-            continue
-        topics = [t for t in store.topics() if opts.wants_topic(t)
-                  and (pushed.topics is None or t in pushed.topics)]
-        if pushed.msg_ids is not None or pushed.uniq_keys is not None:
-            parts.extend(_plan_lookups(store, handle, topics, pushed))
-            continue
-        if tags is not None and not tags:
-            continue  # contradictory tag filters: nothing matches
-        lost: list = []
-        ranges = [queue_bounds(store, ref, opts, pushed, topic, qid, multi, lost) for topic in topics
-                  for qid in store.queue_ids(topic) if pushed.queue_ids is None or qid in pushed.queue_ids]
-        report_lost(ref, lost, opts.fail_on_data_loss)
-        spans = None if tags is not None or commitlog_unsupported(store, ranges) else Spans(store, ranges)
-        choice = choose(store, opts, ranges, tags, spans)
-        if choice.mode == SCAN_COMMITLOG:
-            planned = plan_slices(store, handle, spans if spans is not None else Spans(store, ranges), opts)
-        else:
-            planned = _plan_queues(store, handle, ranges, opts, tags, choice.avg_size)
-        log.info("rocketstore %s: %s plan, %d partitions (%s)", ref.broker,
-                 "commit-log-ordered" if choice.mode == SCAN_COMMITLOG else "consume-queue", len(planned),
-                 choice.reason)
+        key = memo_key(ref, opts, pushed)
+        planned = PLANS.get(key, store)
+        if planned is None:
+            planned, reported = _plan_store(store, ref, opts, pushed, multi)
+            if not reported:  # a plan that reported lost messages reports them again next time
+                PLANS.put(key, store, planned)
         parts.extend(planned)
     return _ensure_min_partitions(parts, opts.min_partitions)
+
+
+def _plan_store(store: RocketStore, ref: StoreRef, opts: ReadOptions, pushed: Pushed,
+                multi: bool) -> tuple[list, bool]:
+    """One store's partitions (see :func:`plan`), and whether planning them reported lost messages."""
+    check_selection(opts, ref, store.topics(), store.queue_ids)
+    handle = handle_for(store, ref)
+    if opts.scan_mode == SCAN_RAW:
+        lost = store.lost_ranges()
+        report_lost(ref, lost, opts.fail_on_data_loss)
+        return _plan_raw(store, handle, pushed), bool(lost)
+    topics = [t for t in store.topics() if opts.wants_topic(t)
+              and (pushed.topics is None or t in pushed.topics)]
+    if pushed.msg_ids is not None or pushed.uniq_keys is not None:
+        return _plan_lookups(store, handle, topics, pushed), False
+    tags = effective_tags(opts, pushed)
+    if tags is not None and not tags:
+        return [], False  # contradictory tag filters: nothing matches
+    lost: list = []
+    ranges = [queue_bounds(store, ref, opts, pushed, topic, qid, multi, lost) for topic in topics
+              for qid in store.queue_ids(topic) if pushed.queue_ids is None or qid in pushed.queue_ids]
+    report_lost(ref, lost, opts.fail_on_data_loss)
+    spans = None if tags is not None or commitlog_unsupported(store, ranges) else Spans(store, ranges)
+    choice = choose(store, opts, ranges, tags, spans)
+    if choice.mode == SCAN_COMMITLOG:
+        planned = plan_slices(store, handle, spans if spans is not None else Spans(store, ranges), opts)
+    else:
+        planned = _plan_queues(store, handle, ranges, opts, tags, choice.avg_size)
+    log.info("rocketstore %s: %s plan, %d partitions (%s)", ref.broker,
+             "commit-log-ordered" if choice.mode == SCAN_COMMITLOG else "consume-queue", len(planned),
+             choice.reason)
+    return planned, bool(lost)
 
 
 def _plan_queues(store: RocketStore, handle: StoreHandle, ranges: list, opts: ReadOptions, tags,
