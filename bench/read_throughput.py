@@ -68,9 +68,11 @@ def main():
     t_empty, _ = timed(empty, repeat=3)
     emit(step="python_source_empty_query", seconds=round(t_empty, 3),
          best_possible_tag_speedup=round(t_rs / t_empty, 1))
-    t_tag, n_tag = timed(lambda: total(spark.read.format("rocketstore").schema("body binary")
-                                       .option("tags", "rare").load(store)), repeat=3)
-    emit(step="rocketstore_tag_1pct", seconds=round(t_tag, 3), bytes=n_tag)
+    tag_read = lambda: total(spark.read.format("rocketstore").schema("body binary")  # noqa: E731
+                             .option("tags", "rare").load(store))
+    t_tag_first, _ = timed(tag_read)  # planned; the repeats find the plan of the unchanged store kept
+    t_tag, n_tag = timed(tag_read, repeat=3)
+    emit(step="rocketstore_tag_1pct", seconds=round(t_tag, 3), first_run_s=round(t_tag_first, 3), bytes=n_tag)
     t_pq_tag, _ = timed(lambda: total(spark.read.parquet(parquet).where("tags = 'rare'")), repeat=2)
     emit(step="parquet_tag_1pct", seconds=round(t_pq_tag, 3))
     key = f"key-{args.messages // 2}"
