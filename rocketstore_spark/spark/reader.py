@@ -22,6 +22,7 @@ from .store_cache import open_cached
 from .store_snapshot import OldestFile
 from .user_errors import message_first
 from .worker_gc import settle
+from .worker_memory import tune_allocator_in_worker
 
 log = logging.getLogger("rocketstore_spark")
 
@@ -154,6 +155,7 @@ class RocketStoreReader(DataSourceReader):
                 f"store {handle.path} is not visible on executor host {socket.gethostname()} ({e}); put the "
                 "store on a filesystem every executor mounts at the same path") from e
         settle(store)  # the worker keeps the store: later collections skip it and the worker's modules
+        tune_allocator_in_worker()  # a read's arrays reuse memory
         tags = effective_tags(self.opts, self.pushed)
         if tags is not None and not tags:
             return

@@ -17,6 +17,7 @@ from typing import Optional
 from ..errors import RocketStoreError
 from ..store import discard_staged, new_job_id, publish_staged
 from .schema import arrow_schema_of
+from .worker_memory import tune_allocator_in_worker
 from .write_options import WriteOptions
 from .writer import RocketStoreWriter, StagedCommit
 
@@ -75,6 +76,7 @@ class RocketStoreStreamWriter(_StreamWriterBase):
         return self._batch_writer(job_id).write(batches())
 
     def commit(self, messages: list[Optional[StagedCommit]], batchId: int) -> None:
+        tune_allocator_in_worker()  # the publication's arrays of the job's rows reuse memory
         staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
         # Spark builds a new writer for the commit: the job is the one the tasks staged in
         job_ids = {m.job_id for m in staged}

@@ -32,6 +32,7 @@ from ..errors import MessageValidationError
 from ..store import discard_staged, flag_compression, publish_staged, select_queues, stage
 from ..store.format import layout as L
 from .worker_gc import settle
+from .worker_memory import tune_allocator_in_worker
 from .write_options import WriteOptions
 
 #: Spark hands a Python sink Arrow batches of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows (10,000 by
@@ -93,6 +94,7 @@ class RocketStoreWriter(DataSourceArrowWriter):
         from pyspark import TaskContext
 
         settle()  # the worker's modules leave the collections the task's allocations and the daemon trigger
+        tune_allocator_in_worker()  # the encoder's arrays of a batch's rows reuse memory
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx else 0
         attempt = ctx.attemptNumber() if ctx else 0
@@ -170,6 +172,7 @@ class RocketStoreWriter(DataSourceArrowWriter):
         return max(top + 1, self.opts.queue_nums)
 
     def commit(self, messages: list[Optional[StagedCommit]]) -> None:
+        tune_allocator_in_worker()  # the publication's arrays of the job's rows reuse memory
         staged = sorted((m for m in messages if m is not None), key=lambda m: m.partition_id)
         new_topics: dict[str, int] = {}
         for m in staged:
