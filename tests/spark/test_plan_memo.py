@@ -9,7 +9,7 @@ from rocketstore_spark.spark.options import parse_read_options
 from rocketstore_spark.spark.plan_memo import PLANS, PlanMemo, memo_key
 from rocketstore_spark.spark.planning import Pushed, plan
 from rocketstore_spark.spark.store_cache import OPEN_STORES
-from tests.spark.test_planning import _small_store, age
+from tests.spark.test_planning import _small_store, age, aged_store
 
 
 @pytest.fixture
@@ -35,9 +35,7 @@ def rows(parts) -> int:
 
 
 def test_an_unchanged_store_is_planned_once_per_request(tmp_path, worked_out):
-    root = tmp_path / "store"
-    _small_store(root, 12)
-    age(root)
+    root = aged_store(tmp_path)
     opts = parse_read_options({"path": str(root)})
     first = plan(opts, Pushed())
     again = plan(opts, Pushed())
@@ -51,9 +49,7 @@ def test_an_unchanged_store_is_planned_once_per_request(tmp_path, worked_out):
 
 
 def test_a_changed_store_is_planned_again(tmp_path, worked_out):
-    root = tmp_path / "store"
-    _small_store(root, 12)
-    age(root)
+    root = aged_store(tmp_path)
     opts = parse_read_options({"path": str(root)})
     assert rows(plan(opts, Pushed())) == 12
     _small_store(root, 3, start=12)  # appended: the cache opens the store again, the plan follows it

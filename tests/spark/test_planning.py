@@ -111,6 +111,15 @@ def age(root, seconds: int = 600) -> None:
         os.utime(path, ns=(then, then))
 
 
+def aged_store(tmp_path, n: int = 12):
+    """A small store of ``n`` messages under ``tmp_path``, its files as if written ten minutes ago (a planner's or
+    stream's cache trusts their metadata): its root."""
+    root = tmp_path / "store"
+    _small_store(root, n)
+    age(root)
+    return root
+
+
 def test_the_planning_worker_keeps_an_unchanged_store_open_and_replaces_a_changed_one(tmp_path):
     from rocketstore_spark.spark.planning import plan_key
     from rocketstore_spark.spark.store_cache import OPEN_STORES

@@ -12,7 +12,7 @@ from rocketstore_spark.spark.store_cache import OPEN_STORES, OpenStores, open_ca
 from rocketstore_spark.spark.store_snapshot import OldestFile
 from rocketstore_spark.spark.stream_reader import RocketStoreStreamReader, open_live, stream_key
 from rocketstore_spark.store import RocketStore
-from tests.spark.test_planning import _small_store, age
+from tests.spark.test_planning import _small_store, aged_store
 
 
 class Opened:
@@ -105,9 +105,7 @@ def opens(monkeypatch):
 
 
 def test_planning_executors_and_streams_share_the_cache_each_under_its_own_key(tmp_path, opens):
-    root = tmp_path / "store"
-    _small_store(root, 12)
-    age(root)
+    root = aged_store(tmp_path)
     opts = parse_read_options({"path": str(root)})
     parts = plan(opts, Pushed())
     plan(opts, Pushed())
@@ -121,9 +119,7 @@ def test_planning_executors_and_streams_share_the_cache_each_under_its_own_key(t
 
 
 def test_a_stream_opens_a_grown_store_again_and_closes_its_stores_when_it_stops(tmp_path, opens):
-    root = tmp_path / "store"
-    _small_store(root, 12)
-    age(root)
+    root = aged_store(tmp_path)
     opts = parse_read_options({"path": str(root)}, stream=True)
     ref = opts.stores[0]
     first = open_live(ref, opts)
@@ -139,9 +135,7 @@ def test_a_stream_opens_a_grown_store_again_and_closes_its_stores_when_it_stops(
 
 
 def test_an_executor_opens_its_store_again_when_the_oldest_commit_log_file_expired(tmp_path, opens):
-    root = tmp_path / "store"
-    _small_store(root, 12)
-    age(root)
+    root = aged_store(tmp_path)
     part = plan(parse_read_options({"path": str(root)}), Pushed())[0]
     first = store_for(part.store, part)
     assert store_for(part.store, part) is first and len(opens) == 2  # the plan's open, the executor's
