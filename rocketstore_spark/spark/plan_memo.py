@@ -7,10 +7,15 @@ again (20,000 queues: a third of a second before the first task starts, and a se
 the planner keeps the partitions of its last plans with the store object they came from, and hands them out again
 while the cache still holds that very object for the store; a store that changed was opened again, is another
 object, and is planned anew. Plans that reported lost messages are not kept (each plan reports them).
+
+A commit-log-ordered plan of a store of thousands of queues names them in every partition (about 150 KB pickled
+per partition at 20,000 queues, several times that in memory): the memo holds at most :data:`BUDGET_BYTES` of
+plans, weighed by their pickled size (what Spark sends of them anyway), the least recently used going first.
 """
 
 from __future__ import annotations
 
+import pickle
 import weakref
 from collections import OrderedDict
 from dataclasses import fields
@@ -20,7 +25,8 @@ from ..store import RocketStore
 from .options import ReadOptions, StoreRef
 from .planning_types import Pushed
 
-CAPACITY = 64  # plans kept in one planning worker (each a list of small partitions)
+CAPACITY = 64  # plans kept in one planning worker
+BUDGET_BYTES = 8 << 20  # their pickled partitions, together
 
 
 def memo_key(ref: StoreRef, opts: ReadOptions, pushed: Pushed) -> Hashable:
@@ -36,11 +42,13 @@ def _canonical(value):
 
 class PlanMemo:
     """Partitions by :func:`memo_key`, each with the store object they were planned from (least recently used
-    first, at most :data:`CAPACITY`)."""
+    first, at most :data:`CAPACITY` plans and :data:`BUDGET_BYTES` of them pickled)."""
 
-    def __init__(self, capacity: int = CAPACITY):
+    def __init__(self, capacity: int = CAPACITY, budget_bytes: int = BUDGET_BYTES):
         self.capacity = capacity
-        self._entries: "OrderedDict[Hashable, tuple]" = OrderedDict()  # key → (weak store, partitions)
+        self.budget_bytes = budget_bytes
+        self._entries: "OrderedDict[Hashable, tuple]" = OrderedDict()  # key → (weak store, partitions, weight)
+        self._held = 0  # the weights of the entries, summed
 
     def get(self, key: Hashable, store: RocketStore) -> Optional[list]:
         """The partitions planned under ``key`` from ``store`` itself (a copy of the list), else None."""
@@ -51,13 +59,25 @@ class PlanMemo:
         return list(entry[1])
 
     def put(self, key: Hashable, store: RocketStore, partitions: list) -> None:
-        self._entries[key] = (weakref.ref(store), list(partitions))
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
+        """Keep ``partitions`` (planned from ``store``) under ``key``, unless they alone weigh more than the
+        budget; the least recently used plans go past the capacity or the budget."""
+        self._drop(key)
+        weight = len(pickle.dumps(partitions, protocol=pickle.HIGHEST_PROTOCOL))
+        if weight > self.budget_bytes:
+            return
+        self._entries[key] = (weakref.ref(store), list(partitions), weight)
+        self._held += weight
+        while len(self._entries) > self.capacity or self._held > self.budget_bytes:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: Hashable) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._held -= entry[2]
 
     def clear(self) -> None:
         self._entries.clear()
+        self._held = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -66,4 +86,4 @@ class PlanMemo:
 PLANS = PlanMemo()  # the planning worker's one memo
 
 
-__all__ = ["CAPACITY", "PLANS", "PlanMemo", "memo_key"]
+__all__ = ["BUDGET_BYTES", "CAPACITY", "PLANS", "PlanMemo", "memo_key"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+from typing import Optional
 
 from .worker_gc import in_spark_worker
 
@@ -34,20 +35,21 @@ TRIM_THRESHOLD = 256 << 20
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 
-_tuned = False
+_tuned: Optional[bool] = None  # None: not tried yet in this process
 
 
 def tune_allocator() -> bool:
-    """Set the thresholds (once per process); True when they are set, False when this C library has no
-    ``mallopt`` or refused them."""
+    """Set the thresholds (tried once per process: every task calls this); True when they are set, False when
+    this C library has no ``mallopt`` or refused them."""
     global _tuned
-    if _tuned:
-        return True
+    if _tuned is not None:
+        return _tuned
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         mallopt = libc.mallopt
     except (OSError, AttributeError):  # not glibc (musl, macOS): its allocator stays as it is
-        return False
+        _tuned = False
+        return _tuned
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     _tuned = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     if not _tuned:

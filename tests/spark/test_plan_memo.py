@@ -86,6 +86,23 @@ def test_the_memo_serves_only_the_store_object_it_planned_from_and_keeps_its_cap
     assert memo.get("x", Store()) is None
 
 
+def test_the_memo_holds_plans_up_to_its_budget_of_pickled_bytes():
+    class Store:
+        pass
+
+    store = Store()
+    memo = PlanMemo(budget_bytes=1_000)
+    memo.put("big", store, [b"x" * 2_000])  # heavier than the whole budget: not kept
+    assert memo.get("big", store) is None and len(memo) == 0
+    memo.put("a", store, [b"a" * 400])
+    memo.put("b", store, [b"b" * 400])
+    memo.get("a", store)  # a used last: b goes first when c needs room
+    memo.put("c", store, [b"c" * 400])
+    assert memo.get("b", store) is None and memo.get("a", store) and memo.get("c", store) and len(memo) == 2
+    memo.put("a", store, [b"A" * 400])  # planned again under the same key: replaces, weighed once
+    assert memo.get("a", store) == [b"A" * 400] and memo.get("c", store) and len(memo) == 2
+
+
 def test_the_key_holds_every_option_and_filter_in_a_canonical_order(tmp_path):
     _small_store(tmp_path, 1)
     opts = parse_read_options({"path": str(tmp_path)})
