@@ -29,7 +29,7 @@ use crate::columns::{
 };
 use crate::header;
 use crate::layout::{
-    load_lines, load_tails, BORNHOST_V6_FLAG, IPV6_HOST_LENGTH, READ_AHEAD,
+    load_lines, load_records, load_tails, BORNHOST_V6_FLAG, IPV6_HOST_LENGTH, READ_AHEAD,
     STOREHOSTADDRESS_V6_FLAG,
 };
 
@@ -437,6 +437,11 @@ impl<'o, 'a> Decoder<'o, 'a> {
     }
 
     /// One record's row of every column; `OutOfRange(row)` when a field does not lie inside `buf`.
+    /// Whether the body column is decoded (each record's bytes are then copied nearly whole).
+    fn copies_bodies(&self) -> bool {
+        self.out.body.is_some()
+    }
+
     fn record(&mut self, buf: &[u8], p: &Places) -> Result<(), GatherError> {
         let row = self.rows;
         let part = |pos: i64, len: i64| span(buf, pos, len).ok_or(GatherError::OutOfRange(row));
@@ -665,7 +670,11 @@ pub fn decode_records(
     for (i, (&pos, problem)) in positions.iter().zip(problems.iter_mut()).enumerate() {
         if i % READ_AHEAD == 0 {
             let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
-            load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
+            if decoder.copies_bodies() {
+                load_records(buf, ahead.take(READ_AHEAD).copied());
+            } else {
+                load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
+            }
             // the records loaded one step ago: their ends (topic and properties) after their bodies
             let now = positions.get(i..).unwrap_or_default().iter();
             load_tails(buf, now.take(READ_AHEAD).copied());
