@@ -108,6 +108,23 @@ impl<'a> BinaryOut<'a> {
         }
     }
 
+    /// Loads the cache lines of the next `bytes` of room (up to its end), so that the values written next land
+    /// in lines already in the cache instead of each store waiting for its line. Returns the lines loaded.
+    #[inline]
+    pub fn load_room(&self, bytes: usize) -> usize {
+        let end = self.used.saturating_add(bytes).min(self.data.len());
+        let (mut sum, mut loaded, mut line) = (0u8, 0usize, self.used);
+        while line < end {
+            if let Some(&b) = self.data.get(line) {
+                sum ^= b;
+                loaded += 1;
+            }
+            line += 64;
+        }
+        std::hint::black_box(sum);
+        loaded
+    }
+
     /// Bytes of data written.
     pub fn used(&self) -> usize {
         self.used
@@ -671,7 +688,11 @@ pub fn decode_records(
         if i % READ_AHEAD == 0 {
             let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
             if decoder.copies_bodies() {
-                load_records(buf, ahead.take(READ_AHEAD).copied());
+                let lines = load_records(buf, ahead.take(READ_AHEAD).copied());
+                // the room the bodies of the records after these go to (a body is shorter than its record)
+                if let Some(body) = decoder.out.body.as_ref() {
+                    body.load_room(64 * lines);
+                }
             } else {
                 load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
             }
@@ -747,6 +768,20 @@ mod tests {
                 })
                 .collect()
         }
+    }
+
+    #[test]
+    fn room_is_loaded_from_the_next_value_to_the_end_of_the_data() {
+        let mut col = Col::new(4, 1000, false);
+        let mut out = col.out();
+        // lines at 0, 64, .., 192 of the room's first 200 bytes; the whole room; none past it
+        assert_eq!(out.load_room(200), 4);
+        assert_eq!(out.load_room(usize::MAX), 1000usize.div_ceil(64));
+        out.push(&[1u8; 900]).unwrap();
+        assert_eq!(out.load_room(500), 2); // from 900 to the end (1000): lines at 900 and 964
+        out.push(&[2u8; 100]).unwrap();
+        assert_eq!(out.load_room(64), 0);
+        assert_eq!(col.values(2)[1], Some(vec![2u8; 100]));
     }
 
     /// Two records' variable fields laid out in one buffer, and their input rows.
