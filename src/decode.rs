@@ -453,12 +453,12 @@ impl<'o, 'a> Decoder<'o, 'a> {
         ]
     }
 
-    /// One record's row of every column; `OutOfRange(row)` when a field does not lie inside `buf`.
     /// Whether the body column is decoded (each record's bytes are then copied nearly whole).
     fn copies_bodies(&self) -> bool {
         self.out.body.is_some()
     }
 
+    /// One record's row of every column; `OutOfRange(row)` when a field does not lie inside `buf`.
     fn record(&mut self, buf: &[u8], p: &Places) -> Result<(), GatherError> {
         let row = self.rows;
         let part = |pos: i64, len: i64| span(buf, pos, len).ok_or(GatherError::OutOfRange(row));

@@ -168,7 +168,7 @@ pub fn load_tails(buf: &[u8], places: impl Iterator<Item = i64>) -> usize {
 /// loaded.
 #[inline]
 pub fn load_records(buf: &[u8], places: impl Iterator<Item = i64>) -> usize {
-    let (mut sum, mut loaded) = (0u8, 0usize);
+    let mut loaded = 0usize;
     for at in places {
         let Some(start) = usize::try_from(at).ok() else {
             continue;
@@ -179,17 +179,28 @@ pub fn load_records(buf: &[u8], places: impl Iterator<Item = i64>) -> usize {
         else {
             continue;
         };
-        let end = start
-            .saturating_add(total.min(64 * WHOLE_RECORD_LINES))
-            .min(buf.len());
-        let mut line = start;
-        while line < end {
-            if let Some(&b) = buf.get(line) {
-                sum ^= b;
-                loaded += 1;
-            }
-            line += 64;
+        loaded += load_span(buf, at, total as i64);
+    }
+    loaded
+}
+
+/// Loads the cache lines of the `len` bytes at `at` (up to [`WHOLE_RECORD_LINES`] lines, those inside `buf`).
+/// Returns the lines loaded; a negative place or length loads none.
+#[inline]
+pub fn load_span(buf: &[u8], at: i64, len: i64) -> usize {
+    let (Ok(start), Ok(len)) = (usize::try_from(at), usize::try_from(len)) else {
+        return 0;
+    };
+    let end = start
+        .saturating_add(len.min(64 * WHOLE_RECORD_LINES))
+        .min(buf.len());
+    let (mut sum, mut loaded, mut line) = (0u8, 0usize, start);
+    while line < end {
+        if let Some(&b) = buf.get(line) {
+            sum ^= b;
+            loaded += 1;
         }
+        line += 64;
     }
     std::hint::black_box(sum);
     loaded
@@ -245,11 +256,33 @@ mod tests {
         assert_eq!(load_records(&[], [0, 1].into_iter()), 0);
     }
 
+    #[test]
+    fn spans_are_loaded_inside_the_buffer_up_to_the_cap() {
+        let buf = vec![0u8; 8192];
+        assert_eq!(load_span(&buf, 0, 1), 1);
+        assert_eq!(load_span(&buf, 10, 128), 2); // 10 and 74: the loop steps from the start
+        assert_eq!(load_span(&buf, 8000, 1000), 3); // 8000, 8064, 8128
+        assert_eq!(load_span(&buf, 0, i64::MAX), WHOLE_RECORD_LINES);
+        for (at, len) in [
+            (0, 0),
+            (-1, 10),
+            (10, -1),
+            (8192, 64),
+            (i64::MAX, 64),
+            (i64::MIN, 1),
+        ] {
+            assert_eq!(load_span(&buf, at, len), 0);
+        }
+    }
+
     proptest! {
         #[test]
         fn whole_records_never_panic(buf in proptest::collection::vec(any::<u8>(), 0..4096),
                                      places in proptest::collection::vec(any::<i64>(), 0..16)) {
             prop_assert!(load_records(&buf, places.iter().copied()) <= WHOLE_RECORD_LINES * places.len());
+            for &p in &places {
+                prop_assert!(load_span(&buf, p, p.wrapping_mul(31)) <= WHOLE_RECORD_LINES);
+            }
             let inside: Vec<i64> = places.iter().map(|p| p.rem_euclid(buf.len().max(1) as i64)).collect();
             prop_assert!(load_records(&buf, inside.into_iter()) <= WHOLE_RECORD_LINES * places.len());
         }
