@@ -115,6 +115,7 @@ class OrderedScanner:
         stop = min(end - base, len(buf))
         where = str(self.store.commitlog.queue.files[index].path)
         rules = _Rules(selected, limits)
+        kept = _KeptWhole()
         pos = start - base
         while True:
             # a step of the stretch at a time: a remote file fetches the next steps while this one is decoded
@@ -123,32 +124,31 @@ class OrderedScanner:
             positions, end_pos, kind = chain_record_starts(buf, pos, step_stop)
             self.store.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the step
             if kind == CHAIN_STOP and end_pos < stop:
-                yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, sub, columns, want,
-                                              fixed, batch_rows, verify_crc)
+                yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, kept, sub, columns,
+                                              want, fixed, batch_rows, verify_crc)
                 pos = end_pos
                 continue
             if kind != CHAIN_STOP and kind != CHAIN_BAD and base + end_pos < min(end, self.store.recovery.valid_end) \
                     and not (kind == CHAIN_BLANK and stop >= len(buf) - L.END_FILE_MIN_BLANK_LENGTH):
                 raise CorruptRecordError("commit log stops early: no record where one was expected before offset "
                                          f"{end}", where, end_pos)
-            yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, sub, columns, want, fixed,
-                                          batch_rows, verify_crc)
+            yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, kept, sub, columns, want,
+                                          fixed, batch_rows, verify_crc)
             return
 
-    def _stretch_rows(self, buf, index, where, positions, end_pos, rules, sub, columns, want, fixed, batch_rows,
-                      verify_crc) -> Iterator[pa.RecordBatch]:
+    def _stretch_rows(self, buf, index, where, positions, end_pos, rules, kept, sub, columns, want, fixed,
+                      batch_rows, verify_crc) -> Iterator[pa.RecordBatch]:
         """The accepted rows of the records at ``positions`` (chained, the last one ending by ``end_pos``).
 
         While chunks are kept whole (a full scan) the next one's columns are decoded in the parsing pass; a chunk
         partly kept decodes its kept rows after the filter (and the next chunk is parsed alone)."""
-        whole = True  # the last chunk kept every record
         for a, b in parse_chunks(positions):
             chunk = positions[a:b]
             # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
             # that a worker scanning a 1 GiB file stretch after stretch lets its pages go (see note_read)
             span_end = int(positions[b]) if b < len(positions) else end_pos
             self.store.commitlog.queue.note_read(index, span_end - int(chunk[0]))
-            fields = parse_and_decode(buf, chunk, want, fixed) if whole else parse_records(buf, chunk, fixed)
+            fields = parse_and_decode(buf, chunk, want, fixed) if kept.whole else parse_records(buf, chunk, fixed)
             bad = np.flatnonzero(~fields.valid)
             if len(bad):
                 i = int(bad[0])
@@ -156,7 +156,7 @@ class OrderedScanner:
                     f"bad commit-log record: {PROBLEM_DESCRIPTIONS.get(int(fields.problem[i]), 'invalid record')}",
                     where, int(chunk[i]))
             keep = np.flatnonzero(rules.accept(buf, fields))
-            whole = len(keep) == len(chunk)
+            kept.whole = len(keep) == len(chunk)
             if not len(keep):
                 continue
             fields = fields if len(keep) == len(chunk) else fields.take(keep)
@@ -219,6 +219,18 @@ class OrderedScanner:
 #: The most (topic, queue id) slots a stretch's rules number densely: a table lookup per record then finds its
 #: queue's rule, where sorted keys cost a binary search over every selected queue (thousands on a production store)
 DENSE_RULE_SLOTS = 1 << 20
+
+
+class _KeptWhole:
+    """Whether the last chunk of a scan kept every record (a full scan's chunks do, one that skips other topics'
+    or transaction halves mostly do not), carried from one step of the stretch to the next: while it holds the
+    next chunk is decoded in its parsing pass; once a chunk dropped records, the chunks after it are parsed alone
+    and only their kept records decoded (a fused decode of a chunk that drops some would decode them twice)."""
+
+    __slots__ = ("whole",)
+
+    def __init__(self):
+        self.whole = True
 
 
 class _Rules:
