@@ -246,23 +246,26 @@ class _Rules:
         names = sorted(set(selected) | {t for t, _, _, _ in limits})
         self.number = {name.encode("utf-8"): k for k, name in enumerate(names)}
         self.numbering = ValueNumbering(list(self.number))
-        wanted = [(self.number[t.encode("utf-8")], int(q)) for t, qids in selected.items() for q in qids]
+        # the selected queues as (topic number, queue id) columns, a topic at a time (a full scan of a store of
+        # 20,000 queues selects them all in every partition)
+        queue_ids = [_queue_id_array(qids) for qids in selected.values()]
+        wanted_qid = np.concatenate([np.zeros(0, dtype=np.int64)] + queue_ids)
+        wanted_topic = np.repeat(np.array([self.number[t.encode("utf-8")] for t in selected], dtype=np.int64),
+                                 [len(q) for q in queue_ids])
         limited = sorted((self.number[t.encode("utf-8")], int(qid), int(lo), int(hi)) for t, qid, lo, hi in limits)
         table = np.array(limited, dtype=np.int64).reshape(-1, 4)
         self.limit_lo, self.limit_hi = table[:, 2], table[:, 3]
-        self.width = max([q for _, q in wanted] + [int(q) for q in table[:, 1]] + [0]) + 1
+        self.width = int(max(wanted_qid.max(initial=0), table[:, 1].max(initial=0))) + 1
         self.dense = len(names) * self.width <= DENSE_RULE_SLOTS
         if self.dense:
             slots = max(len(names) * self.width, 1)  # slot 0 stands in for records of no rule's topic
             self.wanted_slot = np.zeros(slots, dtype=bool)
-            if wanted:
-                w = np.array(wanted, dtype=np.int64)
-                self.wanted_slot[w[:, 0] * self.width + w[:, 1]] = True
+            self.wanted_slot[wanted_topic * self.width + wanted_qid] = True
             self.limit_slot = np.full(slots, -1, dtype=np.int64)
             order = np.arange(len(table))[::-1]  # a queue listed twice keeps its first range, as a search would
             self.limit_slot[table[order, 0] * self.width + table[order, 1]] = order
         else:
-            self.wanted = np.unique(np.array([(t << _KEY_SHIFT) + q for t, q in wanted], dtype=np.int64))
+            self.wanted = np.unique((wanted_topic << _KEY_SHIFT) + wanted_qid)
             self.limit_keys = (table[:, 0] << _KEY_SHIFT) + table[:, 1]
 
     def accept(self, buf: np.ndarray, fields) -> np.ndarray:
@@ -293,6 +296,13 @@ class _Rules:
             offsets = fields.queue_offset
             ok &= ~listed | ((offsets >= self.limit_lo[j]) & (offsets < self.limit_hi[j]))
         return ok
+
+
+def _queue_id_array(qids) -> np.ndarray:
+    """Queue ids (a ``range`` or any iterable of ints) as an int64 array."""
+    if isinstance(qids, range):
+        return np.arange(qids.start, qids.stop, qids.step, dtype=np.int64)
+    return np.fromiter((int(q) for q in qids), dtype=np.int64)
 
 
 def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
