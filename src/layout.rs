@@ -125,6 +125,14 @@ pub fn load_lines(buf: &[u8], places: impl Iterator<Item = i64>) {
     std::hint::black_box(sum);
 }
 
+/// The start and TOTALSIZE of the record at `at`, when its size field lies inside `buf` and is positive.
+#[inline]
+fn record_at(buf: &[u8], at: i64) -> Option<(usize, usize)> {
+    let start = usize::try_from(at).ok()?;
+    let total = be_i32(buf, start).and_then(|t| usize::try_from(t).ok())?;
+    (total > 0).then_some((start, total))
+}
+
 /// Loads the last cache lines of the records at `places` (their topic and properties, [`TAIL_LINES`] lines before
 /// each record's end, its TOTALSIZE read from `buf`): a record's fields after the body lie a body's length past
 /// its start, where the CPU's own prefetching does not reach before they are read. The first line of each record
@@ -134,13 +142,7 @@ pub fn load_lines(buf: &[u8], places: impl Iterator<Item = i64>) {
 pub fn load_tails(buf: &[u8], places: impl Iterator<Item = i64>) -> usize {
     let (mut sum, mut loaded) = (0u8, 0usize);
     for at in places {
-        let Some(start) = usize::try_from(at).ok() else {
-            continue;
-        };
-        let Some(total) = be_i32(buf, start)
-            .and_then(|t| usize::try_from(t).ok())
-            .filter(|&t| t > 0)
-        else {
+        let Some((start, total)) = record_at(buf, at) else {
             continue;
         };
         let end = start.saturating_add(total);
@@ -170,16 +172,10 @@ pub fn load_tails(buf: &[u8], places: impl Iterator<Item = i64>) -> usize {
 pub fn load_records(buf: &[u8], places: impl Iterator<Item = i64>) -> usize {
     let mut loaded = 0usize;
     for at in places {
-        let Some(start) = usize::try_from(at).ok() else {
+        let Some((_, total)) = record_at(buf, at) else {
             continue;
         };
-        let Some(total) = be_i32(buf, start)
-            .and_then(|t| usize::try_from(t).ok())
-            .filter(|&t| t > 0)
-        else {
-            continue;
-        };
-        loaded += load_span(buf, at, total as i64);
+        loaded += load_span(buf, at, i64::try_from(total).unwrap_or(i64::MAX));
     }
     loaded
 }
