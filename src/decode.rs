@@ -29,8 +29,8 @@ use crate::columns::{
 };
 use crate::header;
 use crate::layout::{
-    load_lines, load_records, load_tails, BORNHOST_V6_FLAG, IPV6_HOST_LENGTH, READ_AHEAD,
-    STOREHOSTADDRESS_V6_FLAG,
+    load_between, load_lines, load_records, load_tails, BORNHOST_V6_FLAG, IPV6_HOST_LENGTH,
+    READ_AHEAD, STOREHOSTADDRESS_V6_FLAG,
 };
 
 /// The input rows, in the order of [`DECODE_INPUTS`].
@@ -112,17 +112,7 @@ impl<'a> BinaryOut<'a> {
     /// in lines already in the cache instead of each store waiting for its line. Returns the lines loaded.
     #[inline]
     pub fn load_room(&self, bytes: usize) -> usize {
-        let end = self.used.saturating_add(bytes).min(self.data.len());
-        let (mut sum, mut loaded, mut line) = (0u8, 0usize, self.used);
-        while line < end {
-            if let Some(&b) = self.data.get(line) {
-                sum ^= b;
-                loaded += 1;
-            }
-            line += 64;
-        }
-        std::hint::black_box(sum);
-        loaded
+        load_between(self.data, self.used, self.used.saturating_add(bytes))
     }
 
     /// Bytes of data written.
@@ -453,11 +443,6 @@ impl<'o, 'a> Decoder<'o, 'a> {
         ]
     }
 
-    /// Whether the body column is decoded (each record's bytes are then copied nearly whole).
-    fn copies_bodies(&self) -> bool {
-        self.out.body.is_some()
-    }
-
     /// One record's row of every column; `OutOfRange(row)` when a field does not lie inside `buf`.
     fn record(&mut self, buf: &[u8], p: &Places) -> Result<(), GatherError> {
         let row = self.rows;
@@ -687,12 +672,11 @@ pub fn decode_records(
     for (i, (&pos, problem)) in positions.iter().zip(problems.iter_mut()).enumerate() {
         if i % READ_AHEAD == 0 {
             let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
-            if decoder.copies_bodies() {
+            if let Some(body) = decoder.out.body.as_ref() {
+                // bodies are copied nearly whole: every line of the records ahead, and as much of the room the
+                // bodies decoded next go to as those records span (a body is shorter than its record)
                 let lines = load_records(buf, ahead.take(READ_AHEAD).copied());
-                // the room the bodies of the records after these go to (a body is shorter than its record)
-                if let Some(body) = decoder.out.body.as_ref() {
-                    body.load_room(64 * lines);
-                }
+                body.load_room(64 * lines);
             } else {
                 load_lines(buf, ahead.take(READ_AHEAD).flat_map(|&p| [p, p + 64]));
             }

@@ -187,9 +187,18 @@ pub fn load_span(buf: &[u8], at: i64, len: i64) -> usize {
     let (Ok(start), Ok(len)) = (usize::try_from(at), usize::try_from(len)) else {
         return 0;
     };
-    let end = start
-        .saturating_add(len.min(64 * WHOLE_RECORD_LINES))
-        .min(buf.len());
+    load_between(
+        buf,
+        start,
+        start.saturating_add(len.min(64 * WHOLE_RECORD_LINES)),
+    )
+}
+
+/// Loads the cache lines of `buf[start..end]` (clipped to `buf`), a line every 64 bytes from `start`. Returns the
+/// lines loaded.
+#[inline]
+pub fn load_between(buf: &[u8], start: usize, end: usize) -> usize {
+    let end = end.min(buf.len());
     let (mut sum, mut loaded, mut line) = (0u8, 0usize, start);
     while line < end {
         if let Some(&b) = buf.get(line) {
