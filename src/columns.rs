@@ -14,8 +14,6 @@
 //! [`NAME_VALUE_SEPARATOR`], keeps pairs whose name and value are both non-empty, and a repeated name keeps its
 //! last value.
 
-use crate::layout::{load_lines, READ_AHEAD};
-
 /// `MessageDecoder.NAME_VALUE_SEPARATOR` (U+0001).
 pub const NAME_VALUE_SEPARATOR: u8 = 1;
 /// `MessageDecoder.PROPERTY_SEPARATOR` (U+0002).
@@ -291,100 +289,9 @@ pub fn property_pairs(
     Ok(count)
 }
 
-/// A row's value that [`number_values`] found among no names: [`NO_NAME`] when it is valid UTF-8 (no decoding
-/// can make it equal a name), [`NO_NAME_NOT_UTF8`] when it is not (a reader that decodes it with U+FFFD, as the
-/// broker does, may still find it).
-pub const NO_NAME: i64 = -1;
-/// See [`NO_NAME`].
-pub const NO_NAME_NOT_UTF8: i64 = -2;
-
-/// Numbers each row's value `buf[pos[i] .. pos[i] + len[i]]` by the name it equals: `out[i] = k` when it is
-/// `names_data[names_offsets[k] .. names_offsets[k + 1]]` (names distinct), else [`NO_NAME`] or
-/// [`NO_NAME_NOT_UTF8`]. Rows of a commit-log stretch mostly repeat the topic before them: the last name found is
-/// compared first, then the names' table. Returns the first row whose value does not lie inside `buf` (its
-/// output and the later rows' are left unwritten), or outputs of the wrong shape.
-pub fn number_values(
-    buf: &[u8],
-    pos: &[i64],
-    len: &[i64],
-    names_offsets: &[i64],
-    names_data: &[u8],
-    out: &mut [i64],
-) -> Result<(), GatherError> {
-    if len.len() != pos.len() || out.len() != pos.len() || names_offsets.is_empty() {
-        return Err(GatherError::Shape);
-    }
-    let mut names = std::collections::HashMap::with_capacity(names_offsets.len() - 1);
-    for (k, w) in names_offsets.windows(2).enumerate() {
-        let name = span(names_data, w[0], w[1] - w[0]).ok_or(GatherError::Shape)?;
-        names.insert(name, k as i64);
-    }
-    let mut last: Option<(&[u8], i64)> = None;
-    for (row, ((&p, &l), o)) in pos.iter().zip(len).zip(out.iter_mut()).enumerate() {
-        if row % READ_AHEAD == 0 {
-            // each value lies a record further on (a topic after its body): the lines of the values ahead are
-            // loaded together rather than waited for one at a time
-            load_lines(
-                buf,
-                pos.iter().skip(row + READ_AHEAD).take(READ_AHEAD).copied(),
-            );
-        }
-        let value = span(buf, p, l).ok_or(GatherError::OutOfRange(row))?;
-        *o = match last {
-            Some((name, k)) if name == value => k,
-            _ => match names.get(value) {
-                Some(&k) => {
-                    last = Some((value, k));
-                    k
-                }
-                None if std::str::from_utf8(value).is_ok() => NO_NAME,
-                None => NO_NAME_NOT_UTF8,
-            },
-        };
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_are_numbered_by_the_name_they_equal() {
-        let buf = b"orderspayordersorders\xffpayx";
-        let (names_offsets, names_data) = ([0i64, 3, 9], b"payorders");
-        let pos = [0i64, 6, 9, 15, 21, 22, 6, 0];
-        let len = [6i64, 3, 6, 6, 1, 4, 4, 0];
-        let mut out = [9i64; 8];
-        number_values(buf, &pos, &len, &names_offsets, names_data, &mut out).unwrap();
-        assert_eq!(
-            out,
-            [1, 0, 1, 1, NO_NAME_NOT_UTF8, NO_NAME, NO_NAME, NO_NAME]
-        );
-        let mut short = [0i64; 1];
-        let far = [0i64, 30];
-        assert_eq!(
-            number_values(
-                buf,
-                &far,
-                &[3, 3],
-                &names_offsets,
-                names_data,
-                &mut [0i64; 2]
-            ),
-            Err(GatherError::OutOfRange(1))
-        );
-        assert_eq!(
-            number_values(buf, &pos, &len, &names_offsets, names_data, &mut short),
-            Err(GatherError::Shape)
-        );
-        assert_eq!(
-            number_values(buf, &pos[..1], &len[..1], &[0, 20], names_data, &mut short),
-            Err(GatherError::Shape)
-        );
-        let empty: [i64; 0] = [];
-        number_values(buf, &empty, &empty, &[0], b"", &mut []).unwrap();
-    }
 
     #[test]
     fn gathers_values_and_nulls_into_arrow_buffers() {

@@ -32,6 +32,7 @@ use crate::layout::{
     load_between, load_lines, load_records, load_tails, BORNHOST_V6_FLAG, IPV6_HOST_LENGTH,
     READ_AHEAD, STOREHOSTADDRESS_V6_FLAG,
 };
+use crate::queue_test::QueueTest;
 
 /// The input rows, in the order of [`DECODE_INPUTS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,8 +202,9 @@ impl<'a> BinaryOut<'a> {
     }
 
     /// Every row written: the offsets are full.
-    fn finish(&self) -> Result<(), GatherError> {
-        if self.rows + 1 == self.offsets.len() {
+    /// Checks that every row was written (`exact`), or at most the rows there is room for.
+    fn finish(&self, exact: bool) -> Result<(), GatherError> {
+        if self.rows + 1 == self.offsets.len() || (!exact && self.rows < self.offsets.len()) {
             Ok(())
         } else {
             Err(GatherError::Shape)
@@ -581,7 +583,9 @@ impl<'o, 'a> Decoder<'o, 'a> {
 
     /// Every row written: the offsets are full (the names, values and tokens fill only part of their room: the
     /// caller reads their counts).
-    fn finish(self) -> Result<Counts, GatherError> {
+    /// The counts, once every output has a row per record (`exact`; else at most as many rows as there is
+    /// room for: the rows of the records a test kept).
+    fn finish(self, exact: bool) -> Result<Counts, GatherError> {
         let out = &*self.out;
         for column in [
             &out.topic,
@@ -596,9 +600,11 @@ impl<'o, 'a> Decoder<'o, 'a> {
         .into_iter()
         .flatten()
         {
-            column.finish()?;
+            column.finish(exact)?;
         }
-        let whole = |offsets: &[i32]| offsets.len() == self.rows + 1;
+        let whole = |offsets: &[i32]| {
+            offsets.len() == self.rows + 1 || (!exact && self.rows < offsets.len())
+        };
         if out.properties.as_ref().is_some_and(|m| !whole(m.offsets))
             || out.keys.as_ref().is_some_and(|k| !whole(k.offsets))
         {
@@ -646,7 +652,7 @@ pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Count
         }
         decoder.record(buf, &places(i))?;
     }
-    decoder.finish()
+    decoder.finish(true)
 }
 
 /// [`crate::header::parse_records`] and [`decode`] in one pass: each record at `positions` is parsed and checked
@@ -663,12 +669,56 @@ pub fn decode_records(
     crc_mode: u8,
     out: &mut Outputs<'_>,
 ) -> Result<(usize, Counts), GatherError> {
+    decode_some(buf, positions, columns, problems, crc_mode, None, out)
+        .map(|(failed, _, counts)| (failed, counts))
+}
+
+/// [`decode_records`] that decodes only the records `test` keeps ([`QueueTest::keeps`]): every record is parsed
+/// and checked into `columns` and `problems`, `kept[i]` says whether record `i` passed its checks and the test,
+/// and the outputs hold the kept records' rows only, in order. Returns the number of records that failed a
+/// check, the number kept, and the pairs and tokens written.
+#[allow(clippy::too_many_arguments)]
+pub fn decode_kept_records(
+    buf: &[u8],
+    positions: &[i64],
+    columns: &mut [i64],
+    problems: &mut [i8],
+    crc_mode: u8,
+    test: &QueueTest,
+    kept: &mut [u8],
+    out: &mut Outputs<'_>,
+) -> Result<(usize, usize, Counts), GatherError> {
+    if kept.len() != positions.len() {
+        return Err(GatherError::Shape);
+    }
+    decode_some(
+        buf,
+        positions,
+        columns,
+        problems,
+        crc_mode,
+        Some((test, kept)),
+        out,
+    )
+}
+
+/// [`decode_records`] (no test: every record has a row) or [`decode_kept_records`].
+fn decode_some(
+    buf: &[u8],
+    positions: &[i64],
+    columns: &mut [i64],
+    problems: &mut [i8],
+    crc_mode: u8,
+    mut test: Option<(&QueueTest, &mut [u8])>,
+    out: &mut Outputs<'_>,
+) -> Result<(usize, usize, Counts), GatherError> {
     let n = positions.len();
     if header::COLUMNS.checked_mul(n) != Some(columns.len()) || problems.len() != n {
         return Err(GatherError::Shape);
     }
     let mut decoder = Decoder::new(out)?;
-    let mut failed = 0;
+    let (mut failed, mut rows) = (0, 0);
+    let mut last_topic = None;
     for (i, (&pos, problem)) in positions.iter().zip(problems.iter_mut()).enumerate() {
         if i % READ_AHEAD == 0 {
             let ahead = positions.get(i + READ_AHEAD..).unwrap_or_default().iter();
@@ -687,15 +737,43 @@ pub fn decode_records(
         let (row, code) = header::parse_checked(buf, pos, crc_mode);
         header::store_row(columns, n, i, &row);
         *problem = code;
-        if code == header::PROBLEM_NONE {
-            // a sound record's fields lie inside `buf`: no OutOfRange
-            decoder.record(buf, &Places::of_row(&row))?;
-        } else {
+        if code != header::PROBLEM_NONE {
             failed += 1;
-            decoder.failed_record()?;
+            match test.as_mut() {
+                Some((_, kept)) => kept[i] = 0,
+                None => {
+                    decoder.failed_record()?;
+                    rows += 1;
+                }
+            }
+            continue;
         }
+        // a sound record's fields lie inside `buf`: no OutOfRange
+        let places = Places::of_row(&row);
+        if let Some((test, kept)) = test.as_mut() {
+            let topic = span(
+                buf,
+                row[header::Column::TopicPos as usize],
+                row[header::Column::TopicLen as usize],
+            )
+            .ok_or(GatherError::OutOfRange(i))?;
+            let keep = test.keeps(
+                topic,
+                row[header::Column::Sysflag as usize],
+                row[header::Column::QueueId as usize],
+                row[header::Column::QueueOffset as usize],
+                &mut last_topic,
+            );
+            kept[i] = u8::from(keep);
+            if !keep {
+                continue;
+            }
+        }
+        decoder.record(buf, &places)?;
+        rows += 1;
     }
-    Ok((failed, decoder.finish()?))
+    let exact = test.is_none();
+    Ok((failed, rows, decoder.finish(exact)?))
 }
 
 /// What a decode wrote besides each column's bytes: the properties map's pairs and the keys' tokens.
@@ -1166,7 +1244,84 @@ mod tests {
         for i in (0..n).filter(|&i| problems[i] != 0) {
             assert_eq!(rows[i], empty, "failed record {i}");
         }
+        decode_kept_both(buf, positions, crc_mode, (header_columns, &problems), &rows);
         (rows, problems)
+    }
+
+    /// The decode of only the records a queue test keeps (the queues of every other sound record, whatever the
+    /// transaction type) gives the kept records' rows of the full decode, in order, and marks them.
+    fn decode_kept_both(
+        buf: &[u8],
+        positions: &[i64],
+        crc_mode: u8,
+        (columns, parsed): (&[i64], &[i8]),
+        rows: &[Row],
+    ) {
+        let n = positions.len();
+        let column = |c: header::Column, i: usize| columns[c as usize * n + i];
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        let mut selected = Vec::new();
+        let mut sound = Vec::new();
+        for (i, &problem) in parsed.iter().enumerate() {
+            let topic = span(
+                buf,
+                column(header::Column::TopicPos, i),
+                column(header::Column::TopicLen, i),
+            );
+            let Some(topic) = topic.filter(|_| problem == 0) else {
+                continue;
+            };
+            let decoded = String::from_utf8_lossy(topic).into_owned().into_bytes();
+            let k = match names.iter().position(|t| *t == decoded) {
+                Some(k) => k,
+                None => {
+                    names.push(decoded);
+                    names.len() - 1
+                }
+            };
+            let qid = i64::from(column(header::Column::QueueId, i) as u32);
+            if sound.len() % 2 == 0 {
+                selected.push((k as i64, qid));
+            }
+            sound.push((i, k as i64, qid));
+        }
+        let test = QueueTest::new(names, &selected, &[]).unwrap();
+        let mut header_columns = vec![0i64; header::COLUMNS * n];
+        let mut problems = vec![0i8; n];
+        let mut kept = vec![7u8; n];
+        let mut cols = AllCols::new(n, buf.len(), 3 * buf.len());
+        let (failed, count, counts) = decode_kept_records(
+            buf,
+            positions,
+            &mut header_columns,
+            &mut problems,
+            crc_mode,
+            &test,
+            &mut kept,
+            &mut cols.outputs(),
+        )
+        .unwrap();
+        assert_eq!(header_columns, columns);
+        assert_eq!(failed, problems.iter().filter(|&&p| p != 0).count());
+        let expected: Vec<usize> = (0..n)
+            .filter(|&i| {
+                let tran = column(header::Column::Sysflag, i) & 0xC;
+                problems[i] == 0
+                    && (tran == 0 || tran == 8)
+                    && sound
+                        .iter()
+                        .any(|&(j, k, q)| j == i && selected.contains(&(k, q)))
+            })
+            .collect();
+        let marked: Vec<usize> = (0..n).filter(|&i| kept[i] == 1).collect();
+        assert_eq!(marked, expected);
+        assert!(kept.iter().all(|&k| k <= 1));
+        assert_eq!(count, expected.len());
+        assert_eq!(problems, parsed);
+        let got = cols.rows(count, counts);
+        for (k, &i) in expected.iter().enumerate() {
+            assert_eq!(got[k], rows[i], "kept record {i}");
+        }
     }
 
     fn text_of(value: &Option<Vec<u8>>) -> Option<String> {

@@ -14,6 +14,7 @@ pub mod index;
 pub mod java_hash;
 pub mod layout;
 pub mod properties;
+pub mod queue_test;
 pub mod queue_units;
 pub mod record_chain;
 pub mod record_crc;

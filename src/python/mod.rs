@@ -4,6 +4,7 @@
 mod buffers;
 mod encode;
 mod file_ranges;
+mod queue_test;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -136,36 +137,6 @@ fn gather(
     let (o, d) = (offsets.slice_mut(), data.slice_mut());
     let v = validity.as_mut().map(|v| v.slice_mut());
     gather_result(py.detach(|| columns::gather(bytes, p, l, o, d, v)))
-}
-
-/// number_values(buf, pos, len, names_offsets, names_data, out) -> 0, or -(row + 1) for a row outside `buf`
-#[pyfunction]
-fn number_values(
-    py: Python<'_>,
-    buf: &Bound<'_, PyAny>,
-    pos: &Bound<'_, PyAny>,
-    len: &Bound<'_, PyAny>,
-    names_offsets: &Bound<'_, PyAny>,
-    names_data: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-) -> PyResult<i64> {
-    let (buf, pos, len) = value_views(buf, pos, len)?;
-    let (names_offsets, names_data) = (
-        View::<i64>::read(names_offsets)?,
-        View::<u8>::read(names_data)?,
-    );
-    let inputs = vec![
-        buf.span(),
-        pos.span(),
-        len.span(),
-        names_offsets.span(),
-        names_data.span(),
-    ];
-    let mut out = View::<i64>::write(out, &inputs)?;
-    let (bytes, p, l) = (buf.slice(), pos.slice(), len.slice());
-    let (no, nd, o) = (names_offsets.slice(), names_data.slice(), out.slice_mut());
-    let result = py.detach(|| columns::number_values(bytes, p, l, no, nd, o));
-    gather_result(result.map(|()| 0))
 }
 
 /// property_values(buf, pos, len, name, out_pos, out_len) -> 0, or -(row + 1) for a row outside `buf`
@@ -474,6 +445,54 @@ fn decode_records(
     crc_mode: u8,
     outputs: Vec<Option<Bound<'_, PyAny>>>,
 ) -> PyResult<Vec<i64>> {
+    fused_decode(
+        py, buf, positions, columns, problems, crc_mode, None, outputs,
+    )
+}
+
+/// decode_kept_records(buf, positions, columns, problems, crc_mode, test, kept, outputs) -> [records that failed
+/// a check (-1: a data buffer too small), records kept, then as decode_columns' report after its first item]
+///
+/// `decode_records` of only the records the QueueTest `test` keeps: every record is parsed into `columns` and
+/// `problems`, `kept` (uint8) is 1 for a record that passed its checks and the test, and the outputs hold the kept
+/// records' rows, in order (each buffer sized for every record).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn decode_kept_records(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    positions: &Bound<'_, PyAny>,
+    columns: &Bound<'_, PyAny>,
+    problems: &Bound<'_, PyAny>,
+    crc_mode: u8,
+    test: &Bound<'_, queue_test::QueueTest>,
+    kept: &Bound<'_, PyAny>,
+    outputs: Vec<Option<Bound<'_, PyAny>>>,
+) -> PyResult<Vec<i64>> {
+    fused_decode(
+        py,
+        buf,
+        positions,
+        columns,
+        problems,
+        crc_mode,
+        Some((test, kept)),
+        outputs,
+    )
+}
+
+/// `decode_records` (no test) or `decode_kept_records`.
+#[allow(clippy::too_many_arguments)]
+fn fused_decode(
+    py: Python<'_>,
+    buf: &Bound<'_, PyAny>,
+    positions: &Bound<'_, PyAny>,
+    columns: &Bound<'_, PyAny>,
+    problems: &Bound<'_, PyAny>,
+    crc_mode: u8,
+    test: Option<(&Bound<'_, queue_test::QueueTest>, &Bound<'_, PyAny>)>,
+    outputs: Vec<Option<Bound<'_, PyAny>>>,
+) -> PyResult<Vec<i64>> {
     let buf = View::<u8>::read(buf)?;
     let positions = View::<i64>::read(positions)?;
     let mut header_columns = View::<i64>::write(columns, &[buf.span(), positions.span()])?;
@@ -481,18 +500,41 @@ fn decode_records(
         problems,
         &[buf.span(), positions.span(), header_columns.span()],
     )?;
-    let taken = vec![
+    let mut taken = vec![
         buf.span(),
         positions.span(),
         header_columns.span(),
         problems.span(),
     ];
+    let mut kept = match test {
+        Some((_, kept)) => {
+            let view = View::<u8>::write(kept, &taken)?;
+            taken.push(view.span());
+            Some(view)
+        }
+        None => None,
+    };
     let mut slots = output_slots(&outputs, taken)?;
     let mut out = decode_outputs(&mut slots)?;
     let (bytes, pos) = (buf.slice(), positions.slice());
     let (cols, probs) = (header_columns.slice_mut(), problems.slice_mut());
-    let result = py.detach(|| decode::decode_records(bytes, pos, cols, probs, crc_mode, &mut out));
-    let (failed, counts) = match result {
+    let rules = test.map(|(test, _)| &test.get().0);
+    let result = py.detach(|| match (rules, kept.as_mut()) {
+        (Some(rules), Some(kept)) => decode::decode_kept_records(
+            bytes,
+            pos,
+            cols,
+            probs,
+            crc_mode,
+            rules,
+            kept.slice_mut(),
+            &mut out,
+        )
+        .map(|(failed, rows, counts)| (failed, Some(rows), counts)),
+        _ => decode::decode_records(bytes, pos, cols, probs, crc_mode, &mut out)
+            .map(|(failed, counts)| (failed, None, counts)),
+    });
+    let (failed, rows, counts) = match result {
         Ok(done) => done,
         Err(columns::GatherError::Room) => return Ok(vec![-1]),
         Err(columns::GatherError::Shape | columns::GatherError::OutOfRange(_)) => {
@@ -502,6 +544,7 @@ fn decode_records(
         }
     };
     let mut report = vec![failed as i64];
+    report.extend(rows.map(|r| r as i64));
     report.extend(decode_report(&out, counts));
     Ok(report)
 }
@@ -510,22 +553,21 @@ fn decode_records(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encode::register(m)?;
     file_ranges::register(m)?;
+    queue_test::register(m)?;
     m.add_function(wrap_pyfunction!(chain_record_starts, m)?)?;
     m.add_function(wrap_pyfunction!(magic_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(parse_records, m)?)?;
     m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(property_values, m)?)?;
-    m.add_function(wrap_pyfunction!(number_values, m)?)?;
     m.add_function(wrap_pyfunction!(property_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(valid_units, m)?)?;
     m.add_function(wrap_pyfunction!(units_matching_tags, m)?)?;
     m.add_function(wrap_pyfunction!(decode_columns, m)?)?;
     m.add_function(wrap_pyfunction!(decode_records, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_kept_records, m)?)?;
     m.add("DECODE_INPUTS", decode::DECODE_INPUTS.to_vec())?;
     m.add("DECODE_OUTPUTS", DECODE_OUTPUTS.to_vec())?;
     m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;
-    m.add("NO_NAME", columns::NO_NAME)?;
-    m.add("NO_NAME_NOT_UTF8", columns::NO_NAME_NOT_UTF8)?;
     m.add("MAX_MSG_ID_TEXT", columns::MAX_MSG_ID_TEXT)?;
     m.add("CHAIN_STOP", record_chain::ChainEnd::Stop as u8)?;
     m.add("CHAIN_BLANK", record_chain::ChainEnd::Blank as u8)?;

@@ -18,6 +18,7 @@ from ... import _native
 from . import layout as L
 from .codec import RecordBatchFields, check_fixed, fields_of, header_outputs, native_bytes, parse_records
 from .output_memory import OUTPUT_MEMORY
+from .queue_test import QueueTest
 
 #: The store layer's columns, in the order every reader returns them.
 COLUMNS = (
@@ -84,35 +85,6 @@ def gather_binary(buf, pos: np.ndarray, length: np.ndarray, nullable: bool = Fal
         raise CorruptRecordError(f"a value of {int(length[row])} bytes runs outside the buffer", None, int(pos[row]))
     return pa.Array.from_buffers(pa.binary(), n, [pa.py_buffer(validity) if nulls else None, pa.py_buffer(offsets),
                                                   pa.py_buffer(data)], null_count=nulls)
-
-
-class ValueNumbering:
-    """Numbers values of the record buffer by the names they equal (topics of a stretch by the rules' topics):
-    the names packed once, then one native pass per chunk of rows."""
-
-    #: a value equal to no name, valid UTF-8: no decoding makes it equal one
-    NONE = _native.NO_NAME
-    #: a value equal to no name and not valid UTF-8: decoded with U+FFFD (as the broker decodes) it may be one
-    NOT_UTF8 = _native.NO_NAME_NOT_UTF8
-
-    def __init__(self, names: list[bytes]):
-        self.offsets = np.zeros(len(names) + 1, dtype=np.int64)
-        np.cumsum([len(n) for n in names], out=self.offsets[1:])
-        self.data = np.frombuffer(b"".join(names), dtype=np.uint8) if names else np.zeros(0, np.uint8)
-
-    def numbers(self, buf, pos: np.ndarray, length: np.ndarray) -> np.ndarray:
-        """Per row, the index of the name ``buf[pos:pos+length]`` equals, else :attr:`NONE` or :attr:`NOT_UTF8`."""
-        pos = np.require(pos, dtype=np.int64, requirements=["C", "A"])
-        length = np.require(length, dtype=np.int64, requirements=["C", "A"])
-        out = np.empty(len(pos), dtype=np.int64)
-        found = _native.number_values(native_bytes(buf), pos, length, self.offsets, self.data, out)
-        if found < 0:
-            from ...errors import CorruptRecordError
-
-            row = -found - 1
-            raise CorruptRecordError(f"a value of {int(length[row])} bytes runs outside the buffer", None,
-                                     int(pos[row]))
-        return out
 
 
 def view_array(buf: np.ndarray, pos: np.ndarray, length: np.ndarray, to_type: pa.DataType) -> pa.Array:
@@ -368,27 +340,52 @@ def parse_and_decode(buf, positions: np.ndarray, columns, fixed=None, crc_mode: 
     to :data:`FUSED_TEXT_BYTES` of records (their room is the records' bytes each), the others up to
     :data:`FUSED_BYTES`; past that, or without a bound, or when ill-formed text outgrows its room, the records are
     parsed alone (``decoded`` None: the batch decodes them, sized exactly)."""
+    fields, _ = _fused(buf, positions, columns, fixed, crc_mode, record_bytes, None)
+    return fields
+
+
+def parse_and_decode_kept(buf, positions: np.ndarray, columns, fixed, test: QueueTest) -> tuple:
+    """``(fields, keep)``: :func:`parse_and_decode` of the records at ``positions`` (ascending) that ``test``
+    keeps. ``fields`` describes every record (check ``fields.valid``: a record that failed a check is not kept),
+    ``keep`` the kept records' rows in it, and ``fields.decoded``, when the decode was fused, holds the kept
+    records' columns only (set it on ``fields.take(keep)``); else it is None and a batch of the kept records
+    decodes them."""
+    fields, kept = _fused(buf, positions, columns, fixed, 0, None, test)
+    if kept is None:  # parsed alone
+        kept = test.keeps(buf, fields) & fields.valid
+    return fields, np.flatnonzero(kept)
+
+
+def _fused(buf, positions, columns, fixed, crc_mode, record_bytes, test: Optional[QueueTest]):
+    """(fields, kept mask or None) of :func:`parse_and_decode` (no ``test``) or :func:`parse_and_decode_kept`;
+    the mask is None when the records were parsed alone."""
     wanted = decoded_columns_for(columns)
     pos = np.require(positions, dtype=np.int64, requirements=["C", "A"])
     n = len(pos)
     buf = native_bytes(buf)
-    if record_bytes is None:
+    if record_bytes is None and n:
         record_bytes = _ascending_span(buf, pos)
     limit = FUSED_BYTES if wanted <= FUSED_COLUMNS else FUSED_TEXT_BYTES
     if not wanted or not n or record_bytes is None or not 0 <= record_bytes <= limit:
-        return parse_records(buf, pos, fixed, crc_mode)
+        return parse_records(buf, pos, fixed, crc_mode), None
     check_fixed(fixed)
     header, problem = header_outputs(n)
     topic_room, props_room = TEXT_ROOMS.rooms(n, record_bytes)
     outputs = _DecodeOutputs(n, wanted, topic_room, record_bytes, props_room)
-    report = _native.decode_records(buf, pos, header, problem, crc_mode, outputs.views())
+    if test is None:
+        kept = None
+        report = _native.decode_records(buf, pos, header, problem, crc_mode, outputs.views())
+    else:
+        kept = np.empty(n, dtype=np.uint8)
+        report = _native.decode_kept_records(buf, pos, header, problem, crc_mode, test.native, kept, outputs.views())
     if report[0] < 0:  # a text column outgrew its room: parse alone, the batch decodes exactly
         TEXT_ROOMS.forget()
-        return parse_records(buf, pos, fixed, crc_mode)
+        return parse_records(buf, pos, fixed, crc_mode), None
     fields = fields_of(pos, header, problem, fixed)
     TEXT_ROOMS.saw(n, int(fields.topic_len.sum()), int(fields.props_len.sum()))
-    fields.decoded = outputs.arrays(n, wanted, report[1:])
-    return fields
+    rows = n if test is None else report[1]
+    fields.decoded = outputs.arrays(rows, wanted, report[1:] if test is None else report[2:])
+    return fields, None if kept is None else kept.view(bool)
 
 
 class TextRooms:

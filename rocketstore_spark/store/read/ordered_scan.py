@@ -30,14 +30,8 @@ from ...errors import CorruptRecordError, DataLossError
 from ..files.mapped_file_queue import SEQUENTIAL_STEP
 from ..format import layout as L
 from ..format.codec import PROBLEM_DESCRIPTIONS, parse_records
-from ..format.columns import (
-    ValueNumbering,
-    build_batch,
-    fixed_fields_for,
-    normalize_columns,
-    parse_and_decode,
-    view_array,
-)
+from ..format.columns import build_batch, fixed_fields_for, normalize_columns, parse_and_decode_kept
+from ..format.queue_test import QueueTest
 from ..format.record_chain import CHAIN_BAD, CHAIN_BLANK, CHAIN_STOP, chain_record_starts
 from ..format.subscription import Subscription
 from .opened_store import OpenedStore
@@ -55,7 +49,6 @@ FETCH_STEP = SEQUENTIAL_STEP  # bytes of a stretch fetched ahead of the walk (re
 #: Bytes of a stretch whose record starts are found at a time, then parsed and filtered: the walk loads the lines
 #: of records of mixed sizes into the CPU's cache (see ``chain_record_starts``), where their parse finds them.
 CHAIN_STEP = PARSE_BYTES
-_KEY_SHIFT = 32  # (topic index << 32) | queue id: one int64 key per queue in a stretch
 
 
 def parse_chunks(positions: np.ndarray):
@@ -114,8 +107,7 @@ class OrderedScanner:
         index, base, buf = self._stretch_file(start)
         stop = min(end - base, len(buf))
         where = str(self.store.commitlog.queue.files[index].path)
-        rules = _Rules(selected, limits)
-        kept = _KeptWhole()
+        test = QueueTest(selected, limits)
         pos = start - base
         while True:
             # a step of the stretch at a time: a remote file fetches the next steps while this one is decoded
@@ -124,42 +116,40 @@ class OrderedScanner:
             positions, end_pos, kind = chain_record_starts(buf, pos, step_stop)
             self.store.commitlog.queue.ensure_records(index, positions[-1:])  # the last record may end past the step
             if kind == CHAIN_STOP and end_pos < stop:
-                yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, kept, sub, columns,
-                                              want, fixed, batch_rows, verify_crc)
+                yield from self._stretch_rows(buf, index, where, positions, end_pos, test, sub, columns, want,
+                                              fixed, batch_rows, verify_crc)
                 pos = end_pos
                 continue
             if kind != CHAIN_STOP and kind != CHAIN_BAD and base + end_pos < min(end, self.store.recovery.valid_end) \
                     and not (kind == CHAIN_BLANK and stop >= len(buf) - L.END_FILE_MIN_BLANK_LENGTH):
                 raise CorruptRecordError("commit log stops early: no record where one was expected before offset "
                                          f"{end}", where, end_pos)
-            yield from self._stretch_rows(buf, index, where, positions, end_pos, rules, kept, sub, columns, want,
-                                          fixed, batch_rows, verify_crc)
+            yield from self._stretch_rows(buf, index, where, positions, end_pos, test, sub, columns, want, fixed,
+                                          batch_rows, verify_crc)
             return
 
-    def _stretch_rows(self, buf, index, where, positions, end_pos, rules, kept, sub, columns, want, fixed,
-                      batch_rows, verify_crc) -> Iterator[pa.RecordBatch]:
-        """The accepted rows of the records at ``positions`` (chained, the last one ending by ``end_pos``).
-
-        While chunks are kept whole (a full scan) the next one's columns are decoded in the parsing pass; a chunk
-        partly kept decodes its kept rows after the filter (and the next chunk is parsed alone)."""
+    def _stretch_rows(self, buf, index, where, positions, end_pos, test, sub, columns, want, fixed, batch_rows,
+                      verify_crc) -> Iterator[pa.RecordBatch]:
+        """The rows ``test`` keeps of the records at ``positions`` (chained, the last one ending by ``end_pos``):
+        a chunk at a time, each record parsed, tested and, when kept, decoded in one native pass."""
         for a, b in parse_chunks(positions):
             chunk = positions[a:b]
             # every byte of the stretch is touched (the record-start search reads them all): counted as read, so
             # that a worker scanning a 1 GiB file stretch after stretch lets its pages go (see note_read)
             span_end = int(positions[b]) if b < len(positions) else end_pos
             self.store.commitlog.queue.note_read(index, span_end - int(chunk[0]))
-            fields = parse_and_decode(buf, chunk, want, fixed) if kept.whole else parse_records(buf, chunk, fixed)
+            fields, keep = parse_and_decode_kept(buf, chunk, want, fixed, test)
             bad = np.flatnonzero(~fields.valid)
             if len(bad):
                 i = int(bad[0])
                 raise CorruptRecordError(
                     f"bad commit-log record: {PROBLEM_DESCRIPTIONS.get(int(fields.problem[i]), 'invalid record')}",
                     where, int(chunk[i]))
-            keep = np.flatnonzero(rules.accept(buf, fields))
-            kept.whole = len(keep) == len(chunk)
             if not len(keep):
                 continue
-            fields = fields if len(keep) == len(chunk) else fields.take(keep)
+            if len(keep) < len(chunk):
+                decoded, fields = fields.decoded, fields.take(keep)
+                fields.decoded = decoded
             if verify_crc:
                 failed = self.store.commitlog.check_crcs(buf, fields)
                 if failed.any():
@@ -214,100 +204,3 @@ class OrderedScanner:
         self.store.commitlog.queue.ensure_records(int(file_idx[0]), pos)
         fields = parse_records(self.store.commitlog.queue.buffer(int(file_idx[0])), pos, ("phy_offset",))
         return best if fields.valid[0] and int(fields.phy_offset[0]) == best else None
-
-
-#: The most (topic, queue id) slots a stretch's rules number densely: a table lookup per record then finds its
-#: queue's rule, where sorted keys cost a binary search over every selected queue (thousands on a production store)
-DENSE_RULE_SLOTS = 1 << 20
-
-
-class _KeptWhole:
-    """Whether the last chunk of a scan kept every record (a full scan's chunks do, one that skips other topics'
-    or transaction halves mostly do not), carried from one step of the stretch to the next: while it holds the
-    next chunk is decoded in its parsing pass; once a chunk dropped records, the chunks after it are parsed alone
-    and only their kept records decoded (a fused decode of a chunk that drops some would decode them twice)."""
-
-    __slots__ = ("whole",)
-
-    def __init__(self):
-        self.whole = True
-
-
-class _Rules:
-    """The per-record test of a stretch: transaction type, selected queue, queue-offset range.
-
-    Topics are numbered once per stretch. A queue is a slot ``topic number * width + queue id`` of dense tables
-    (selected or not; its offset range, if limited) when the queue ids are dense enough, else a key
-    ``(topic number << 32) | queue id`` in sorted arrays; either way a chunk of records costs one dictionary
-    encoding of its topics and array lookups, however many queues a full scan selects."""
-
-    def __init__(self, selected, limits):
-        selected = dict(selected)
-        names = sorted(set(selected) | {t for t, _, _, _ in limits})
-        self.number = {name.encode("utf-8"): k for k, name in enumerate(names)}
-        self.numbering = ValueNumbering(list(self.number))
-        # the selected queues as (topic number, queue id) columns, a topic at a time (a full scan of a store of
-        # 20,000 queues selects them all in every partition)
-        queue_ids = [_queue_id_array(qids) for qids in selected.values()]
-        wanted_qid = np.concatenate([np.zeros(0, dtype=np.int64)] + queue_ids)
-        wanted_topic = np.repeat(np.array([self.number[t.encode("utf-8")] for t in selected], dtype=np.int64),
-                                 [len(q) for q in queue_ids])
-        limited = sorted((self.number[t.encode("utf-8")], int(qid), int(lo), int(hi)) for t, qid, lo, hi in limits)
-        table = np.array(limited, dtype=np.int64).reshape(-1, 4)
-        self.limit_lo, self.limit_hi = table[:, 2], table[:, 3]
-        self.width = int(max(wanted_qid.max(initial=0), table[:, 1].max(initial=0))) + 1
-        self.dense = len(names) * self.width <= DENSE_RULE_SLOTS
-        if self.dense:
-            slots = max(len(names) * self.width, 1)  # slot 0 stands in for records of no rule's topic
-            self.wanted_slot = np.zeros(slots, dtype=bool)
-            self.wanted_slot[wanted_topic * self.width + wanted_qid] = True
-            self.limit_slot = np.full(slots, -1, dtype=np.int64)
-            order = np.arange(len(table))[::-1]  # a queue listed twice keeps its first range, as a search would
-            self.limit_slot[table[order, 0] * self.width + table[order, 1]] = order
-        else:
-            self.wanted = np.unique((wanted_topic << _KEY_SHIFT) + wanted_qid)
-            self.limit_keys = (table[:, 0] << _KEY_SHIFT) + table[:, 1]
-
-    def accept(self, buf: np.ndarray, fields) -> np.ndarray:
-        tran = fields.sysflag & L.TRANSACTION_TYPE_MASK
-        ok = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
-        topic = self.numbering.numbers(buf, fields.topic_pos, fields.topic_len)
-        odd = np.flatnonzero(topic == ValueNumbering.NOT_UTF8)
-        if len(odd):  # a topic that is not valid UTF-8 is named as the broker decodes it (U+FFFD)
-            values = view_array(buf, fields.topic_pos[odd], fields.topic_len[odd], pa.binary()).to_pylist()
-            topic[odd] = [self.number.get(v.decode("utf-8", "replace").encode("utf-8"), -1) for v in values]
-        qid = fields.queue_id.astype(np.int64) & 0xFFFFFFFF
-        if self.dense:
-            known = (topic >= 0) & (qid < self.width)
-            slot = np.where(known, topic * self.width + qid, 0)
-            ok &= known & self.wanted_slot[slot]
-            if len(self.limit_lo):
-                j = np.where(known, self.limit_slot[slot], -1)
-                listed = j >= 0
-                j = np.maximum(j, 0)
-                offsets = fields.queue_offset
-                ok &= ~listed | ((offsets >= self.limit_lo[j]) & (offsets < self.limit_hi[j]))
-            return ok
-        keys = (topic << _KEY_SHIFT) | qid
-        ok &= (topic >= 0) & _member(self.wanted, keys)
-        if len(self.limit_keys):
-            j = np.minimum(np.searchsorted(self.limit_keys, keys), len(self.limit_keys) - 1)
-            listed = self.limit_keys[j] == keys
-            offsets = fields.queue_offset
-            ok &= ~listed | ((offsets >= self.limit_lo[j]) & (offsets < self.limit_hi[j]))
-        return ok
-
-
-def _queue_id_array(qids) -> np.ndarray:
-    """Queue ids (a ``range`` or any iterable of ints) as an int64 array."""
-    if isinstance(qids, range):
-        return np.arange(qids.start, qids.stop, qids.step, dtype=np.int64)
-    return np.fromiter((int(q) for q in qids), dtype=np.int64)
-
-
-def _member(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Whether each of ``keys`` is in ``sorted_keys``."""
-    if not len(sorted_keys):
-        return np.zeros(len(keys), dtype=bool)
-    j = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    return sorted_keys[j] == keys

@@ -21,7 +21,8 @@ with atheris.instrument_imports(include=["rocketstore_spark"]):
     from rocketstore_spark.store.files.unit_search import valid_units
     from rocketstore_spark.store.format import layout as L
     from rocketstore_spark.store.format.codec import parse_records
-    from rocketstore_spark.store.format.columns import COLUMNS, RAW_COLUMNS, ValueNumbering, build_batch
+    from rocketstore_spark.store.format.columns import COLUMNS, RAW_COLUMNS, build_batch, parse_and_decode_kept
+    from rocketstore_spark.store.format.queue_test import QueueTest
     from rocketstore_spark.store.format.record_chain import chain_record_starts, magic_candidates
     from rocketstore_spark.store.format.subscription import Subscription
 
@@ -40,11 +41,18 @@ def one_input(data: bytes) -> None:
     positions = np.concatenate([chain, np.array([control[3] * 16 - 8, len(buf) - control[3]], dtype=np.int64)])
     fields = parse_records(buf, positions, crc_mode=mode)
     valid = np.flatnonzero(fields.valid)
-    try:  # every parsed row's topic, valid or not, numbered by two names (one taken from the input)
-        numbers = ValueNumbering([b"a", bytes(raw[:3])]).numbers(buf, fields.topic_pos, fields.topic_len)
-        assert ((numbers >= ValueNumbering.NOT_UTF8) & (numbers < 2)).all()
+    # every parsed row, valid or not, tested against two topics' queues (one named by the input)
+    test = QueueTest({"a": range(4), bytes(raw[:3]).decode("utf-8", "replace"): [0, control[3]]},
+                     [("a", 1, control[1], control[2])])
+    try:
+        assert len(test.keeps(buf, fields)) == len(positions)
     except RocketStoreError:
         pass  # a topic outside the buffer
+    chained, kept = parse_and_decode_kept(buf, chain, COLUMNS, None, test)
+    assert len(chained) == len(chain) and ((kept >= 0) & (kept < len(chain))).all()
+    assert chained.valid[kept].all()
+    if chained.decoded is not None:
+        assert all(len(column) == len(kept) for column in chained.decoded.values())
     try:
         batch = build_batch(buf, fields.take(valid), COLUMNS + RAW_COLUMNS, "fuzz")
         assert batch.num_rows == len(valid)

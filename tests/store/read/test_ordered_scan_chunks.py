@@ -2,11 +2,11 @@
 
 import pyarrow as pa
 
+from rocketstore_spark.store.read import ordered_scan
+
 
 def test_ordered_scan_chunks_bound_rows_and_bytes(monkeypatch):
     import numpy as np
-
-    from rocketstore_spark.store.read import ordered_scan
 
     monkeypatch.setattr(ordered_scan, "PARSE_ROWS", 5)
     monkeypatch.setattr(ordered_scan, "PARSE_BYTES", 1000)
@@ -16,13 +16,13 @@ def test_ordered_scan_chunks_bound_rows_and_bytes(monkeypatch):
     assert list(ordered_scan.parse_chunks(np.zeros(0, dtype=np.int64))) == []
 
 
-def test_a_scan_that_drops_records_decodes_each_kept_record_once(tmp_path, monkeypatch):
-    """Once a chunk dropped records (here: another topic's), the chunks after it, in later steps of the stretch
-    too, are parsed alone and only their kept records decoded: no chunk is decoded in its parsing pass and then
-    again for its kept rows. The rows are those of a scan in one piece."""
+def test_a_scan_that_drops_records_decodes_only_kept_records_in_one_pass(tmp_path, monkeypatch):
+    """Each chunk of a stretch is parsed, tested and its kept records decoded in one native pass, in every step
+    of the stretch: the dropped records (here: another topic's) are never decoded and no kept record is decoded a
+    second time. The rows are those of a scan in one piece."""
+    from rocketstore_spark import _native
     from rocketstore_spark.store import RocketStore
     from rocketstore_spark.store.format import columns as format_columns
-    from rocketstore_spark.store.read import ordered_scan
 
     n = 6000
     table = pa.table({"topic": ["Kept" if i % 10 else "Other" for i in range(n)], "queueId": [i % 4 for i in range(n)],
@@ -35,29 +35,26 @@ def test_a_scan_that_drops_records_decodes_each_kept_record_once(tmp_path, monke
         selected = {"Kept": range(4)}
         whole = pa.Table.from_batches(list(store.scan_queue_records(first, end, selected, columns=columns)))
 
-        decoded = {"fused": 0, "kept": 0}
-        fused, kept = ordered_scan.parse_and_decode, format_columns.decode_columns
+        calls = {"tested": 0, "kept": 0, "again": 0}
+        fused, again = _native.decode_kept_records, format_columns.decode_columns
 
-        def count_fused(buf, positions, *args, **kwargs):
-            decoded["fused"] += len(positions)
-            return fused(buf, positions, *args, **kwargs)
+        def count_fused(buf, positions, columns, problems, crc_mode, test, kept, outputs):
+            report = fused(buf, positions, columns, problems, crc_mode, test, kept, outputs)
+            calls["tested"] += len(positions)
+            calls["kept"] += report[1]
+            return report
 
-        def count_kept(buf, fields, *args, **kwargs):
-            decoded["kept"] += len(fields)
-            return kept(buf, fields, *args, **kwargs)
+        def count_again(buf, fields, *args, **kwargs):
+            calls["again"] += len(fields)
+            return again(buf, fields, *args, **kwargs)
 
-        monkeypatch.setattr(ordered_scan, "parse_and_decode", count_fused)
-        monkeypatch.setattr(format_columns, "decode_columns", count_kept)
+        monkeypatch.setattr(_native, "decode_kept_records", count_fused)
+        monkeypatch.setattr(format_columns, "decode_columns", count_again)
         step = 16 * 1024
         monkeypatch.setattr(ordered_scan, "PARSE_BYTES", step)
         monkeypatch.setattr(ordered_scan, "CHAIN_STEP", step)  # many steps of the stretch, a chunk each
         stepped = pa.Table.from_batches(list(store.scan_queue_records(first, end, selected, columns=columns)))
 
     assert whole.num_rows == n - n // 10 and stepped.equals(whole)
-    steps = -(-(end - first) // step)
-    assert steps > 20
-    # the first chunk is decoded in its parsing pass (nothing told yet that chunks drop records) and its kept rows
-    # again; every later chunk is parsed alone and its kept rows decoded once
-    first_chunk = decoded["fused"]
-    assert 0 < first_chunk < 3 * n / steps
-    assert decoded["kept"] <= whole.num_rows + first_chunk
+    assert -(-(end - first) // step) > 20
+    assert calls == {"tested": n, "kept": whole.num_rows, "again": 0}

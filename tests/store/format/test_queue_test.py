@@ -1,13 +1,13 @@
-"""The per-record test of a commit-log-ordered stretch: selected queues, offset ranges, transaction types."""
+"""The queue test of commit-log-ordered reads: selected queues, offset ranges, transaction types."""
 
 import types
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rocketstore_spark.store.format import layout as L
-from rocketstore_spark.store.read import ordered_scan
+from rocketstore_spark.store.format.queue_test import QueueTest
 
 TOPICS = ["orders", "pay", "%RETRY%group", "other"]
 TRAN = [L.TRANSACTION_NOT_TYPE, L.TRANSACTION_PREPARED_TYPE, L.TRANSACTION_COMMIT_TYPE,
@@ -55,23 +55,25 @@ LIMITS = st.lists(st.tuples(st.sampled_from(RULE_TOPICS), st.sampled_from([0, 1,
 
 @settings(max_examples=150, deadline=None)
 @given(rows=ROWS, selected=SELECTED, limits=LIMITS, sparse=st.booleans())
-def test_records_are_accepted_as_their_queue_rules_say(rows, selected, limits, sparse):
-    """Dense tables and sorted keys alike accept a record when its transaction type is dispatched, its queue is
-    selected and its offset lies inside its queue's range (the first listed), by topic name and queue id."""
-    if sparse:
-        saved, ordered_scan.DENSE_RULE_SLOTS = ordered_scan.DENSE_RULE_SLOTS, 0
-    try:
-        rules = ordered_scan._Rules(selected, limits)
-        assert rules.dense is not sparse or not (selected or limits)
-        buf, fields = records(rows)
-        got = rules.accept(buf, fields).tolist() if rows else []
-    finally:
-        if sparse:
-            ordered_scan.DENSE_RULE_SLOTS = saved
+@example(rows=[(0, 0, 0, 0)], selected={"orders": {0}}, limits=[("orders", 0, 0, 1), ("orders", 0, 0, 0)],
+         sparse=False)  # a queue listed twice
+def test_records_are_kept_as_their_queue_rules_say(rows, selected, limits, sparse):
+    """Dense tables and hashed queues alike keep a record when its transaction type is dispatched, its queue is
+    selected and its offset lies inside its queue's range (the lowest listed), by topic name and queue id; a
+    topic that is not UTF-8 is the name the broker decodes it to."""
+    if sparse:  # a queue id this far out leaves the queues too sparse for a table
+        selected = {**selected, "other": {2_000_000_000}}
+    buf, fields = records(rows)
+    got = QueueTest(selected, limits).keeps(buf, fields).tolist()
     assert got == expected(rows, selected, limits)
 
 
-def test_queue_ids_too_sparse_for_a_table_use_sorted_keys():
-    many = {f"t{k}": {0, 2_000_000} for k in range(3)}  # 3 topics x 2M queue ids: past the dense table's bound
-    assert not ordered_scan._Rules(many, []).dense
-    assert ordered_scan._Rules({"t": set(range(2000))}, []).dense
+def test_a_topic_outside_the_buffer_is_a_corrupt_record():
+    import pytest
+
+    from rocketstore_spark.errors import CorruptRecordError
+
+    buf, fields = records([(0, 0, 0, 0)])
+    fields.topic_len = fields.topic_len + len(buf)
+    with pytest.raises(CorruptRecordError, match="runs outside the buffer"):
+        QueueTest({"orders": {0}}).keeps(buf, fields)
