@@ -110,9 +110,11 @@ READ_SPEC = (
     OptionSpec("maxMessagesPerPartition", INTEGER, "queue plans: ranges are split at this many messages (matching "
                "messages with a tag filter) and small queues' ranges packed up to it",
                default=DEFAULT_MAX_MESSAGES_PER_PARTITION, minimum=1),
-    OptionSpec("maxBytesPerPartition", INTEGER, "commit-log plans: the bytes of commit log each task scans; queue "
-               "plans: the estimated bytes of ranges packed into one partition. Unset, a read smaller than two "
-               "partitions of the default is split in two (halves of at least 64 MiB)",
+    OptionSpec("maxBytesPerPartition", INTEGER, "commit-log plans: the bytes of commit log each task scans "
+               "(equal parts, running on over commit-log files' ends); queue plans: the estimated bytes of ranges "
+               "packed into one partition. Unset, a read smaller than two partitions of the default is split in "
+               "two (halves of at least 64 MiB), and a commit-log plan takes the even number of equal parts "
+               "nearest to the default's size (up to a quarter larger)",
                default=DEFAULT_MAX_BYTES_PER_PARTITION, minimum=MIN_BYTES_PER_PARTITION),
     OptionSpec("minPartitions", INTEGER, "split the largest ranges until there are at least this many "
                "partitions", minimum=1),

@@ -209,7 +209,12 @@ def _unit_phy(cq, offset: int) -> Optional[int]:
 
 def plan_slices(store: RocketStore, handle: StoreHandle, spans: Spans, opts: ReadOptions) -> list:
     """Commit-log stretches of about ``maxBytesPerPartition`` (fewer bytes when ``minPartitions`` asks for more
-    partitions), never crossing a commit-log file, each starting at a record start."""
+    partitions), each starting at a record start. The stretches of a run of consecutive commit-log files are cut
+    into equal parts wherever the files begin: a stretch runs on over a file's end into the next file (as Spark
+    packs the splits of several files into one partition), so that the tasks are alike (a file's last, short
+    stretch would otherwise be a task of its own, run alone after the others), but never over a missing file.
+    Unless the user set ``maxBytesPerPartition`` or ``minPartitions``, a run is cut into an even number of parts
+    (:func:`even_parts`)."""
     total = spans.scan_bytes()
     if not total:
         return []
@@ -217,25 +222,63 @@ def plan_slices(store: RocketStore, handle: StoreHandle, spans: Spans, opts: Rea
     if opts.min_partitions:
         target = max(MIN_STRETCH_BYTES, min(target, -(-total // opts.min_partitions)))
     probes = _probe_queues(store)
-    size = store.sizes.commit_log_file_size
     parts = []
-    for base in store.commit_log_file_starts():
-        a, b = max(spans.lo, base), min(spans.hi, base + size)
-        if a >= b:
-            continue
-        pieces = -(-(b - a) // target)
-        points = [a]
-        for k in range(1, pieces):
-            at = store.record_start_at_or_after(a + k * (b - a) // pieces, b, probes,
-                                                near=min(SPLIT_SLACK, target // 64))
-            if at is not None and at > points[-1]:
-                points.append(at)
-        points.append(b)
+    for run in _file_runs(store, spans):
+        run_bytes = sum(b - a for a, b in run)
+        if opts.max_bytes_per_partition_given or opts.min_partitions:
+            pieces = -(-run_bytes // target)
+        else:
+            pieces = even_parts(run_bytes, target)
+        points = [run[0][0]]
+        k, done = 1, 0  # the next cut, and the run's bytes in the files before this one
+        for i, (a, b) in enumerate(run):
+            while k < pieces and k * run_bytes // pieces < done + (b - a):
+                ideal = a + k * run_bytes // pieces - done
+                at = store.record_start_at_or_after(ideal, b, probes, near=min(SPLIT_SLACK, target // 64))
+                if at is None and i + 1 < len(run):
+                    at = b  # no record start known up to the file's end: the next file's first record
+                if at is not None and at > points[-1]:
+                    points.append(at)
+                k += 1
+            done += b - a
+        points.append(run[-1][1])
         for s, e in zip(points, points[1:]):
             part = spans.stretch(handle, s, e)
             if part is not None:
                 parts.append(part)
     return parts
+
+
+#: How much larger than ``maxBytesPerPartition`` a part of a default plan may be for an even count of parts.
+EVEN_SLACK = 1.25
+
+
+def even_parts(run_bytes: int, target: int) -> int:
+    """How many equal parts a default plan cuts a run of ``run_bytes`` into: the even count nearest to parts of
+    ``target`` bytes, each at most :data:`EVEN_SLACK` times ``target`` (one part when it fits). Spark's slots
+    almost always come in even numbers (two, four, eight cores...): an odd count of equal tasks leaves all slots
+    but one idle while the last runs, and each task costs Spark a fixed amount besides its bytes (measured on 2
+    cores, 2.4 GB: 8 tasks 1.16-1.24 s, 9 tasks 1.21-1.31 s, 10 tasks 1.15-1.27 s)."""
+    if run_bytes <= target:
+        return 1
+    count = max(2, 2 * round(run_bytes / target / 2))
+    return count + 2 if run_bytes > EVEN_SLACK * target * count else count
+
+
+def _file_runs(store: RocketStore, spans: Spans) -> list:
+    """The scan's part of each commit-log file, ``[a, b)``, grouped into runs of consecutive files."""
+    size = store.sizes.commit_log_file_size
+    runs: list = []
+    follows = None  # where the file after the last one taken would begin
+    for base in store.commit_log_file_starts():
+        a, b = max(spans.lo, base), min(spans.hi, base + size)
+        if a >= b:
+            continue
+        if base != follows or not runs:
+            runs.append([])
+        runs[-1].append((a, b))
+        follows = base + size
+    return runs
 
 
 def _probe_queues(store: RocketStore) -> list:

@@ -111,8 +111,9 @@ class RawScanPartition(StorePartition):
 
 @dataclass(frozen=True)
 class CommitLogSlicePartition(StorePartition):
-    """Commit-log offsets [start, end) inside one commit-log file, read in commit-log order, keeping exactly the
-    records a queue read of the same request returns (see :mod:`.ordered_plan`). ``start`` is a record start.
+    """Commit-log offsets [start, end), read in commit-log order, keeping exactly the records a queue read of the
+    same request returns (see :mod:`.ordered_plan`). ``start`` is a record start; the stretch may run on into the
+    next commit-log files (consecutive ones).
 
     ``selected``: (topic, queue ids) of the queues whose accepted records can lie in the stretch (queue ids as a
     ``range`` when contiguous); ``limits``: (topic, queue id, lo, hi) queue-offset ranges of the selected queues

@@ -94,8 +94,9 @@ def test_time_bounds_and_pushed_filters_behave_the_same_in_both_plans(golden_sto
 
 
 def test_a_full_read_plans_commit_log_stretches_of_the_target_size(golden_store_path, golden_store, caplog):
-    """Auto mode: a read of the whole store scans the commit log in stretches of about maxBytesPerPartition,
-    inside the 1 MiB files at record starts, and says why; a selective read packs consume-queue ranges."""
+    """Auto mode: a read of the whole store scans the commit log in stretches of about maxBytesPerPartition at
+    record starts, running on over the 1 MiB files' ends, and says why; a selective read packs consume-queue
+    ranges."""
     path = str(golden_store_path)
     target = 256 * 1024
     with caplog.at_level("INFO", logger="rocketstore_spark"):
@@ -103,10 +104,11 @@ def test_a_full_read_plans_commit_log_stretches_of_the_target_size(golden_store_
     assert "commit-log-ordered plan" in caplog.text
     assert all(isinstance(p, CommitLogSlicePartition) for p in parts)
     size = golden_store.sizes.commit_log_file_size
-    assert all(p.start // size == (p.end - 1) // size for p in parts)  # never across a commit-log file
-    files = -(-golden_store.max_phy_offset() // size)
-    assert files * (size // target) <= len(parts) <= files * (-(-size // target))
+    assert all(a.end == b.start for a, b in zip(parts, parts[1:]))  # one run of consecutive files, cut in parts
+    scanned = parts[-1].end - parts[0].start
+    assert len(parts) == -(-scanned // target)  # the target given: parts of at most about that size
     assert all(p.end - p.start <= 2 * target for p in parts)
+    assert any(p.start // size != (p.end - 1) // size for p in parts)  # across a file's end
     starts = {int(o) for t in golden_store.topics() for q in golden_store.queue_ids(t)
               for o in golden_store.consume_queue(t, q).units(0, golden_store.max_offset(t, q))["phy_offset"]}
     assert all(p.start in starts or p.start % size == 0 for p in parts)  # unit starts or file starts
@@ -251,32 +253,38 @@ def test_spark_dataframes_of_both_plans_are_equal(spark, pushdown, golden_store_
     from chispa import assert_df_equality
     from pyspark.sql import functions as F
 
-    def load(mode):
+    def load(mode, **options):
         df = (spark.read.format("rocketstore").option("scanMode", mode).option("includeRetryTopics", "true")
-              .load(str(golden_store_path)))
+              .options(**options).load(str(golden_store_path)))
         return df.where("queueId < 3 and topic in ('orders_v1-EU', 'BenchTopic', '%DLQ%cg_payments')").select(
             "brokerName", "topic", "queueId", "queueOffset", "commitLogOffset", "msgId", "uniqKey", "tags",
             "storeTimestamp", F.sha2("body", 256).alias("body"), F.to_json("properties").alias("properties"))
 
-    queue, ordered = load("queue"), load("commitlog")
-    assert ordered.rdd.getNumPartitions() == 28  # stretches never cross the golden store's 28 1-MiB files
+    queue, ordered = load("queue"), load("commitlog", maxBytesPerPartition=str(3 << 20))
+    assert ordered.rdd.getNumPartitions() == 10  # 28 MiB of 1-MiB files in parts of about 3 MiB, across files
     assert_df_equality(ordered, queue, ignore_row_order=True)
 
 
 def test_a_stretch_whose_file_expired_after_planning_is_data_loss(golden_copy):
+    first = sorted((golden_copy / L.COMMITLOG_DIR).iterdir())[0]
+    first_end = int(first.name) + first.stat().st_size
+    before = None
     for fail, expect in (("true", DataLossError), ("false", None)):
         opts = parse_read_options({"path": str(golden_copy), "scanMode": "commitlog", "failOnDataLoss": fail})
-        reader = RocketStoreReader(opts, ("topic",))
+        reader = RocketStoreReader(opts, ("commitLogOffset",))
         parts = plan(opts, Pushed())
-        first = sorted((golden_copy / L.COMMITLOG_DIR).iterdir())[0]
+        if before is None:  # (the store, cached in this process, then knows its first file expired)
+            before = [o for b in reader.read(parts[0]) for o in b.column(0).to_pylist()]
+            assert before[0] < first_end <= before[-1]  # the part runs on into the next files
         saved = first.read_bytes()
         first.unlink()  # the broker's expiry, between planning and reading
         try:
             if expect:
                 with pytest.raises(expect, match="expired"):
                     list(reader.read(parts[0]))
-            else:
-                assert list(reader.read(parts[0])) == [] and list(reader.read(parts[-1]))
+            else:  # the expired file's records skipped, the next files' read
+                after = [o for b in reader.read(parts[0]) for o in b.column(0).to_pylist()]
+                assert after == [o for o in before if o >= first_end]
         finally:
             first.write_bytes(saved)
 
@@ -365,3 +373,41 @@ def test_a_store_smaller_than_two_partitions_is_read_by_two_tasks(tmp_path, monk
         given = plan(parse_read_options({"path": str(path), "scanMode": mode,
                                          "maxBytesPerPartition": str(8 << 20)}), Pushed())
         assert len(given) == 1, mode
+
+
+def test_a_default_plan_cuts_an_even_number_of_equal_parts_across_files(golden_store_path, monkeypatch):
+    """By default the commit log of consecutive files is cut into equal parts, an even number of them (the
+    nearest to parts of maxBytesPerPartition, none more than a quarter larger), each running on over file ends;
+    given maxBytesPerPartition or minPartitions, the count is the one they ask for. Counted on the golden store
+    (28 files of 1 MiB) with a default of 3 MiB standing for 256 MiB."""
+    import dataclasses
+
+    from rocketstore_spark.spark import options
+
+    monkeypatch.setattr(options, "MIN_SPLIT_BYTES", 1 << 20)
+    opts = parse_read_options({"path": str(golden_store_path), "scanMode": "commitlog", **SYSTEM})
+    parts = plan(dataclasses.replace(opts, max_bytes_per_partition=3 << 20), Pushed())
+    scanned = parts[-1].end - parts[0].start
+    assert scanned / (3 << 20) > 9  # ten parts of at most 3 MiB would be odd: ten
+    assert len(parts) == 10
+    assert all(a.end == b.start for a, b in zip(parts, parts[1:]))
+    sizes = [p.end - p.start for p in parts]
+    assert max(sizes) < 1.5 * scanned / 10 and min(sizes) > 0.5 * scanned / 10
+    size = 1 << 20
+    assert sum(p.start // size != (p.end - 1) // size for p in parts) >= 8  # nearly all run over a file's end
+    given = plan(dataclasses.replace(opts, max_bytes_per_partition=3 << 20, max_bytes_per_partition_given=True),
+                 Pushed())
+    assert len(given) == -(-scanned // (3 << 20))
+    assert len(plan(dataclasses.replace(opts, max_bytes_per_partition=3 << 20, min_partitions=9), Pushed())) == 10
+
+
+@pytest.mark.parametrize("parts_of_target,expected", [
+    (0.5, 1), (1.0, 1), (1.1, 2), (2.0, 2), (2.4, 2), (2.6, 4), (3.0, 4), (4.4, 4), (4.6, 4), (5.0, 4), (5.1, 6),
+    (8.87, 8), (9.1, 10), (30.3, 30)])
+def test_even_parts_are_the_nearest_even_count_of_parts_at_most_a_quarter_too_large(parts_of_target, expected):
+    from rocketstore_spark.spark.ordered_plan import EVEN_SLACK, even_parts
+
+    target = 1000
+    run = int(parts_of_target * target)
+    assert even_parts(run, target) == expected
+    assert run <= EVEN_SLACK * target * expected

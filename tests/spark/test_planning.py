@@ -48,7 +48,7 @@ def test_tag_reads_pack_only_ranges_with_matching_units(golden_store_path, golde
     got = sorted(r["commitLogOffset"] for r in _rows(opts, parts))
     assert got == expected
     # every partition but the last is filled up to the budget of matching messages
-    plain = plan(parse_read_options({"path": path, "maxMessagesPerPartition": "400"}), Pushed())
+    plain = plan(parse_read_options({"path": path, "maxMessagesPerPartition": "400", "scanMode": "queue"}), Pushed())
     assert len(parts) < len(plain)
     split = plan(parse_read_options({"path": path, "tags": "TagA", "minPartitions": "5",
                                      "includeSystemTopics": "true"}), Pushed())

@@ -74,7 +74,8 @@ class OrderedScanner:
                            batch_rows: int = DEFAULT_SCAN_ROWS, verify_crc: bool = False,
                            fail_on_data_loss: bool = True) -> Iterator[pa.RecordBatch]:
         """The rows a queue read of ``selected`` returns for the records in commit-log ``[start, end)``, in
-        commit-log order. ``start`` is a record start and the stretch lies in one commit-log file.
+        commit-log order. ``start`` is a record start; the stretch may run on into the next files (each file's
+        part is scanned on its own, from the file's first record).
 
         ``selected``: ``(topic, queue ids)`` pairs (or a dict); ``limits``: ``(topic, queue id, lo, hi)``
         queue-offset ranges of the selected queues whose range does not cover the stretch (the other selected
@@ -83,6 +84,20 @@ class OrderedScanner:
         ``fail_on_data_loss`` is off), as the queue read's expired units are.
         """
         columns = normalize_columns(columns)
+        sub = Subscription.parse(tags)
+        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
+        fixed = tuple(sorted(set(fixed_fields_for(want)) | {"queue_id", "queue_offset"}))
+        test = QueueTest(selected, limits)
+        size = self.store.commitlog.file_size
+        while start < end:
+            piece_end = min(end, start - start % size + size)
+            yield from self._scan_file_part(start, piece_end, test, sub, columns, want, fixed, batch_rows,
+                                            verify_crc, fail_on_data_loss)
+            start = piece_end
+
+    def _scan_file_part(self, start: int, end: int, test, sub, columns, want, fixed, batch_rows, verify_crc,
+                        fail_on_data_loss) -> Iterator[pa.RecordBatch]:
+        """The kept rows of commit-log ``[start, end)``: from a record start up to at most the end of its file."""
         oldest = self.store.min_phy_offset()
         if start < oldest:
             if fail_on_data_loss:
@@ -101,13 +116,9 @@ class OrderedScanner:
                                     "holes); pass fail_on_data_loss=False to skip its messages")
             log.warning("skipping commit-log offsets %d..%d: %s is missing", start, end, name)
             return
-        sub = Subscription.parse(tags)
-        want = columns if sub.is_all or "tags" in columns else columns + ("tags",)
-        fixed = tuple(sorted(set(fixed_fields_for(want)) | {"queue_id", "queue_offset"}))
         index, base, buf = self._stretch_file(start)
         stop = min(end - base, len(buf))
         where = str(self.store.commitlog.queue.files[index].path)
-        test = QueueTest(selected, limits)
         pos = start - base
         while True:
             # a step of the stretch at a time: a remote file fetches the next steps while this one is decoded
