@@ -657,53 +657,13 @@ pub fn decode(buf: &[u8], inputs: &[i64], out: &mut Outputs<'_>) -> Result<Count
 
 /// [`crate::header::parse_records`] and [`decode`] in one pass: each record at `positions` is parsed and checked
 /// (the CRC checks of `crc_mode`) into `columns` and `problems`, and, when it passed, decoded into `out` while
-/// its bytes are in the cache; a record that failed gets an empty row (null tags and uniqKey, no pairs, no keys).
-/// Returns the number of records that failed and the pairs and tokens written. A data buffer too small for its
-/// values is `Room` (the caller sized it from the records' bytes: ill-formed text grows), other outputs of the
-/// wrong sizes `Shape`.
+/// its bytes are in the cache. Without a `test` every record gets a row, a record that failed an empty one (null
+/// tags and uniqKey, no pairs, no keys). With a queue test and its `kept` marks (one per record), only the
+/// records that passed their checks and that the test keeps ([`QueueTest::keeps`]) are decoded, their rows in
+/// order, and `kept[i]` says whether record `i` was. Returns the number of records that failed a check, the rows
+/// written, and the pairs and tokens written. A data buffer too small for its values is `Room` (the caller sized
+/// it from the records' bytes: ill-formed text grows), other outputs of the wrong sizes `Shape`.
 pub fn decode_records(
-    buf: &[u8],
-    positions: &[i64],
-    columns: &mut [i64],
-    problems: &mut [i8],
-    crc_mode: u8,
-    out: &mut Outputs<'_>,
-) -> Result<(usize, Counts), GatherError> {
-    decode_some(buf, positions, columns, problems, crc_mode, None, out)
-        .map(|(failed, _, counts)| (failed, counts))
-}
-
-/// [`decode_records`] that decodes only the records `test` keeps ([`QueueTest::keeps`]): every record is parsed
-/// and checked into `columns` and `problems`, `kept[i]` says whether record `i` passed its checks and the test,
-/// and the outputs hold the kept records' rows only, in order. Returns the number of records that failed a
-/// check, the number kept, and the pairs and tokens written.
-#[allow(clippy::too_many_arguments)]
-pub fn decode_kept_records(
-    buf: &[u8],
-    positions: &[i64],
-    columns: &mut [i64],
-    problems: &mut [i8],
-    crc_mode: u8,
-    test: &QueueTest,
-    kept: &mut [u8],
-    out: &mut Outputs<'_>,
-) -> Result<(usize, usize, Counts), GatherError> {
-    if kept.len() != positions.len() {
-        return Err(GatherError::Shape);
-    }
-    decode_some(
-        buf,
-        positions,
-        columns,
-        problems,
-        crc_mode,
-        Some((test, kept)),
-        out,
-    )
-}
-
-/// [`decode_records`] (no test: every record has a row) or [`decode_kept_records`].
-fn decode_some(
     buf: &[u8],
     positions: &[i64],
     columns: &mut [i64],
@@ -712,6 +672,12 @@ fn decode_some(
     mut test: Option<(&QueueTest, &mut [u8])>,
     out: &mut Outputs<'_>,
 ) -> Result<(usize, usize, Counts), GatherError> {
+    if test
+        .as_ref()
+        .is_some_and(|(_, kept)| kept.len() != positions.len())
+    {
+        return Err(GatherError::Shape);
+    }
     let n = positions.len();
     if header::COLUMNS.checked_mul(n) != Some(columns.len()) || problems.len() != n {
         return Err(GatherError::Shape);
@@ -1199,16 +1165,18 @@ mod tests {
         let mut header_columns = vec![0i64; header::COLUMNS * n];
         let mut problems = vec![0i8; n];
         let mut fused = AllCols::new(n, buf.len(), 3 * buf.len());
-        let (failed, counts) = decode_records(
+        let (failed, written, counts) = decode_records(
             buf,
             positions,
             &mut header_columns,
             &mut problems,
             crc_mode,
+            None,
             &mut fused.outputs(),
         )
         .unwrap();
         assert_eq!(failed, problems.iter().filter(|&&p| p != 0).count());
+        assert_eq!(written, n);
         let rows = fused.rows(n, counts);
         let mut expected_columns = vec![0i64; header::COLUMNS * n];
         let mut expected_problems = vec![0i8; n];
@@ -1290,14 +1258,13 @@ mod tests {
         let mut problems = vec![0i8; n];
         let mut kept = vec![7u8; n];
         let mut cols = AllCols::new(n, buf.len(), 3 * buf.len());
-        let (failed, count, counts) = decode_kept_records(
+        let (failed, count, counts) = decode_records(
             buf,
             positions,
             &mut header_columns,
             &mut problems,
             crc_mode,
-            &test,
-            &mut kept,
+            Some((&test, &mut kept)),
             &mut cols.outputs(),
         )
         .unwrap();
@@ -1426,6 +1393,7 @@ mod tests {
             &mut header_columns,
             &mut problems,
             0,
+            None,
             &mut cols.outputs(),
         );
         assert_eq!(result, Err(GatherError::Room));
@@ -1436,9 +1404,21 @@ mod tests {
             &mut header_columns,
             &mut problems,
             0,
+            None,
             &mut cols.outputs(),
         );
         assert_eq!(result, Err(GatherError::Shape)); // outputs for two records, one position
+        let test = QueueTest::new(Vec::new(), &[], &[]).unwrap();
+        let result = decode_records(
+            &buf,
+            &[0],
+            &mut header_columns,
+            &mut problems,
+            0,
+            Some((&test, &mut [0u8; 2])),
+            &mut AllCols::new(1, buf.len(), 6).outputs(),
+        );
+        assert_eq!(result, Err(GatherError::Shape)); // two marks, one position
     }
 
     proptest! {

@@ -429,13 +429,18 @@ fn decode_columns(
     Ok(report)
 }
 
-/// decode_records(buf, positions, columns, problems, crc_mode, outputs) -> [records that failed a check (-1:
-/// a data buffer too small), then as decode_columns' report after its first item]
+/// decode_records(buf, positions, columns, problems, crc_mode, outputs, test=None, kept=None) -> [records that
+/// failed a check (-1: a data buffer too small), rows written, then as decode_columns' report after its first
+/// item]
 ///
 /// `parse_records` and `decode_columns` in one pass over the records: `columns` (int64 HEADER_COLUMNS ×
 /// len(positions)) and `problems` (int8) as parse_records fills them, `outputs` as decode_columns takes them; a
-/// record that failed a check has an empty row.
+/// record that failed a check has an empty row. With a QueueTest `test` and `kept` (uint8, one per record), only
+/// the records that passed their checks and the test are decoded, their rows in order (each buffer sized for
+/// every record), and `kept` is 1 for those records.
 #[pyfunction]
+#[pyo3(signature = (buf, positions, columns, problems, crc_mode, outputs, test=None, kept=None))]
+#[allow(clippy::too_many_arguments)]
 fn decode_records(
     py: Python<'_>,
     buf: &Bound<'_, PyAny>,
@@ -444,55 +449,14 @@ fn decode_records(
     problems: &Bound<'_, PyAny>,
     crc_mode: u8,
     outputs: Vec<Option<Bound<'_, PyAny>>>,
+    test: Option<&Bound<'_, queue_test::QueueTest>>,
+    kept: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<i64>> {
-    fused_decode(
-        py, buf, positions, columns, problems, crc_mode, None, outputs,
-    )
-}
-
-/// decode_kept_records(buf, positions, columns, problems, crc_mode, test, kept, outputs) -> [records that failed
-/// a check (-1: a data buffer too small), records kept, then as decode_columns' report after its first item]
-///
-/// `decode_records` of only the records the QueueTest `test` keeps: every record is parsed into `columns` and
-/// `problems`, `kept` (uint8) is 1 for a record that passed its checks and the test, and the outputs hold the kept
-/// records' rows, in order (each buffer sized for every record).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn decode_kept_records(
-    py: Python<'_>,
-    buf: &Bound<'_, PyAny>,
-    positions: &Bound<'_, PyAny>,
-    columns: &Bound<'_, PyAny>,
-    problems: &Bound<'_, PyAny>,
-    crc_mode: u8,
-    test: &Bound<'_, queue_test::QueueTest>,
-    kept: &Bound<'_, PyAny>,
-    outputs: Vec<Option<Bound<'_, PyAny>>>,
-) -> PyResult<Vec<i64>> {
-    fused_decode(
-        py,
-        buf,
-        positions,
-        columns,
-        problems,
-        crc_mode,
-        Some((test, kept)),
-        outputs,
-    )
-}
-
-/// `decode_records` (no test) or `decode_kept_records`.
-#[allow(clippy::too_many_arguments)]
-fn fused_decode(
-    py: Python<'_>,
-    buf: &Bound<'_, PyAny>,
-    positions: &Bound<'_, PyAny>,
-    columns: &Bound<'_, PyAny>,
-    problems: &Bound<'_, PyAny>,
-    crc_mode: u8,
-    test: Option<(&Bound<'_, queue_test::QueueTest>, &Bound<'_, PyAny>)>,
-    outputs: Vec<Option<Bound<'_, PyAny>>>,
-) -> PyResult<Vec<i64>> {
+    if test.is_some() != kept.is_some() {
+        return Err(PyValueError::new_err(
+            "decode_records: a queue test needs its kept marks, and marks a test",
+        ));
+    }
     let buf = View::<u8>::read(buf)?;
     let positions = View::<i64>::read(positions)?;
     let mut header_columns = View::<i64>::write(columns, &[buf.span(), positions.span()])?;
@@ -506,8 +470,8 @@ fn fused_decode(
         header_columns.span(),
         problems.span(),
     ];
-    let mut kept = match test {
-        Some((_, kept)) => {
+    let mut kept = match kept {
+        Some(kept) => {
             let view = View::<u8>::write(kept, &taken)?;
             taken.push(view.span());
             Some(view)
@@ -518,21 +482,10 @@ fn fused_decode(
     let mut out = decode_outputs(&mut slots)?;
     let (bytes, pos) = (buf.slice(), positions.slice());
     let (cols, probs) = (header_columns.slice_mut(), problems.slice_mut());
-    let rules = test.map(|(test, _)| &test.get().0);
-    let result = py.detach(|| match (rules, kept.as_mut()) {
-        (Some(rules), Some(kept)) => decode::decode_kept_records(
-            bytes,
-            pos,
-            cols,
-            probs,
-            crc_mode,
-            rules,
-            kept.slice_mut(),
-            &mut out,
-        )
-        .map(|(failed, rows, counts)| (failed, Some(rows), counts)),
-        _ => decode::decode_records(bytes, pos, cols, probs, crc_mode, &mut out)
-            .map(|(failed, counts)| (failed, None, counts)),
+    let rules = test.map(|test| &test.get().0);
+    let result = py.detach(|| {
+        let test = rules.zip(kept.as_mut().map(|k| k.slice_mut()));
+        decode::decode_records(bytes, pos, cols, probs, crc_mode, test, &mut out)
     });
     let (failed, rows, counts) = match result {
         Ok(done) => done,
@@ -543,8 +496,7 @@ fn fused_decode(
             ))
         }
     };
-    let mut report = vec![failed as i64];
-    report.extend(rows.map(|r| r as i64));
+    let mut report = vec![failed as i64, rows as i64];
     report.extend(decode_report(&out, counts));
     Ok(report)
 }
@@ -564,7 +516,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(units_matching_tags, m)?)?;
     m.add_function(wrap_pyfunction!(decode_columns, m)?)?;
     m.add_function(wrap_pyfunction!(decode_records, m)?)?;
-    m.add_function(wrap_pyfunction!(decode_kept_records, m)?)?;
     m.add("DECODE_INPUTS", decode::DECODE_INPUTS.to_vec())?;
     m.add("DECODE_OUTPUTS", DECODE_OUTPUTS.to_vec())?;
     m.add("MAX_HOST_TEXT", columns::MAX_HOST_TEXT)?;

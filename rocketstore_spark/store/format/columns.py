@@ -372,19 +372,15 @@ def _fused(buf, positions, columns, fixed, crc_mode, record_bytes, test: Optiona
     header, problem = header_outputs(n)
     topic_room, props_room = TEXT_ROOMS.rooms(n, record_bytes)
     outputs = _DecodeOutputs(n, wanted, topic_room, record_bytes, props_room)
-    if test is None:
-        kept = None
-        report = _native.decode_records(buf, pos, header, problem, crc_mode, outputs.views())
-    else:
-        kept = np.empty(n, dtype=np.uint8)
-        report = _native.decode_kept_records(buf, pos, header, problem, crc_mode, test.native, kept, outputs.views())
+    kept = None if test is None else np.empty(n, dtype=np.uint8)
+    report = _native.decode_records(buf, pos, header, problem, crc_mode, outputs.views(),
+                                    None if test is None else test.native, kept)
     if report[0] < 0:  # a text column outgrew its room: parse alone, the batch decodes exactly
         TEXT_ROOMS.forget()
         return parse_records(buf, pos, fixed, crc_mode), None
     fields = fields_of(pos, header, problem, fixed)
     TEXT_ROOMS.saw(n, int(fields.topic_len.sum()), int(fields.props_len.sum()))
-    rows = n if test is None else report[1]
-    fields.decoded = outputs.arrays(rows, wanted, report[1:] if test is None else report[2:])
+    fields.decoded = outputs.arrays(report[1], wanted, report[2:])
     return fields, None if kept is None else kept.view(bool)
 
 
