@@ -75,7 +75,9 @@ JOB = textwrap.dedent("""
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
     df = spark.read.format("rocketstore").load(store)
     n = df.count()
-    pids = df.rdd.mapPartitions(lambda _: [os.getpid()]).distinct().count()
+    # a small store is one task by default: four asked for, spread over both executors
+    spread = spark.read.format("rocketstore").option("minPartitions", "4").load(store)
+    pids = spread.rdd.mapPartitions(lambda _: [os.getpid()]).distinct().count()
     df.where("topic = 'orders'").write.format("rocketstore").mode("append").save(out)
     back = spark.read.format("rocketstore").load(out).count()
     orders = df.where("topic = 'orders'").count()
