@@ -10,6 +10,7 @@ loads the metadata back and finds the bytes by ``phy``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import mmap
 import os
@@ -58,6 +59,7 @@ class EncodedBatch:
     entry_rec: np.ndarray  # int64: record of each index entry (UNIQ_KEY first, then KEYS tokens)
     entry_hash: np.ndarray  # int64: indexKeyHashMethod(topic#key)
     phy: Optional[np.ndarray] = None  # int64: where a staged batch's records are, in its job's staged commit log
+    staged_queue_offset: Optional[np.ndarray] = None  # int64: the queue offsets a staged batch's records hold
     chunk_starts: Optional[np.ndarray] = None  # int64: first row of each reservation (staged batches)
     staged_dir: Optional[Path] = None  # the staged commit log holding the record bytes (loaded batches)
     staged_file_size: int = 0  # its file size
@@ -71,33 +73,7 @@ class EncodedBatch:
         writes: ``(rows, bounds, queues)`` where ``rows[bounds[g]:bounds[g + 1]]`` are the rows of queue
         ``queues[g]`` (a ``(topic, queue id)`` pair), in row order."""
         if self._queue_groups is None:
-            rows = np.flatnonzero(self.dispatch)
-            topic, qid = self.topic_idx[rows].astype(np.int64), self.queue_id[rows].astype(np.int64)
-            width = int(qid.max()) + 1 if len(rows) else 1
-            slots = len(self.topic_names) * width
-            if slots <= max(4 * len(rows), 1 << 16):
-                # the (topic, queue) pairs numbered densely: counting them finds the queues, in the same order as
-                # sorting the pairs would, and a table lookup numbers the rows (no hashing, no binary search)
-                key = topic * width + qid
-                counts = np.bincount(key, minlength=slots)
-                present = np.flatnonzero(counts)
-                rank = np.zeros(slots, dtype=np.int64)
-                rank[present] = np.arange(len(present))
-                inv = rank[key]
-                uniq_topic, uniq_qid, per_queue = present // width, present % width, counts[present]
-            else:  # queue ids too sparse to number densely
-                pairs = (topic << 32) | qid
-                uniq = np.unique(pairs)
-                inv = np.searchsorted(uniq, pairs)
-                uniq_topic, uniq_qid = uniq >> 32, uniq & 0xFFFFFFFF
-                per_queue = np.bincount(inv, minlength=len(uniq))
-            # a stable sort of small ints is a radix sort: far cheaper than sorting the 64-bit pairs
-            order = np.argsort(inv.astype(np.uint16) if len(per_queue) <= 0xFFFF else inv, kind="stable")
-            bounds = np.zeros(len(per_queue) + 1, dtype=np.int64)
-            np.cumsum(per_queue, out=bounds[1:])
-            # thousands of queues per batch: the pairs are built from two lists, not per element
-            queues = list(zip(map(self.topic_names.__getitem__, uniq_topic.tolist()), uniq_qid.tolist()))
-            self._queue_groups = (rows[order], bounds, queues)
+            self._queue_groups = group_by_queue(self.dispatch, self.topic_idx, self.queue_id, self.topic_names)
         return self._queue_groups
 
     @property
@@ -165,7 +141,7 @@ class EncodedBatch:
         # job of interleaved reservations slices each batch many times)
         keep = slice(*np.searchsorted(self.entry_rec, [lo, hi]))
         per_row = ("topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
-                   "ts_given", "ts_pos", "phy")
+                   "ts_given", "ts_pos", "phy", "staged_queue_offset")
         base = int(self.record_offsets[lo])
         data = self.data[base:int(self.record_offsets[hi])] if len(self.data) else self.data
         return EncodedBatch(
@@ -201,11 +177,54 @@ class EncodedBatch:
         return view
 
 
+def group_by_queue(dispatch: np.ndarray, topic_idx: np.ndarray, queue_id: np.ndarray,
+                   topic_names: list) -> tuple[np.ndarray, np.ndarray, list]:
+    """The ``dispatch`` rows grouped by queue: ``(rows, bounds, queues)`` (see :meth:`EncodedBatch.queue_groups`)."""
+    rows = np.flatnonzero(dispatch)
+    topic, qid = topic_idx[rows].astype(np.int64), queue_id[rows].astype(np.int64)
+    width = int(qid.max()) + 1 if len(rows) else 1
+    slots = len(topic_names) * width
+    if slots <= max(4 * len(rows), 1 << 16):
+        # the (topic, queue) pairs numbered densely: counting them finds the queues, in the same order as
+        # sorting the pairs would, and a table lookup numbers the rows (no hashing, no binary search)
+        key = topic * width + qid
+        counts = np.bincount(key, minlength=slots)
+        present = np.flatnonzero(counts)
+        rank = np.zeros(slots, dtype=np.int64)
+        rank[present] = np.arange(len(present))
+        inv = rank[key]
+        uniq_topic, uniq_qid, per_queue = present // width, present % width, counts[present]
+    else:  # queue ids too sparse to number densely
+        pairs = (topic << 32) | qid
+        uniq = np.unique(pairs)
+        inv = np.searchsorted(uniq, pairs)
+        uniq_topic, uniq_qid = uniq >> 32, uniq & 0xFFFFFFFF
+        per_queue = np.bincount(inv, minlength=len(uniq))
+    # a stable sort of small ints is a radix sort: far cheaper than sorting the 64-bit pairs
+    order = np.argsort(inv.astype(np.uint16) if len(per_queue) <= 0xFFFF else inv, kind="stable")
+    bounds = np.zeros(len(per_queue) + 1, dtype=np.int64)
+    np.cumsum(per_queue, out=bounds[1:])
+    # thousands of queues per batch: the pairs are built from two lists, not per element
+    queues = list(zip(map(topic_names.__getitem__, uniq_topic.tolist()), uniq_qid.tolist()))
+    return rows[order], bounds, queues
+
+
+def consecutive_offsets(n: int, groups: tuple, first: np.ndarray) -> np.ndarray:
+    """Queue offsets of ``n`` rows: the rows of each queue of ``groups`` (:func:`group_by_queue`) numbered from
+    that queue's ``first`` offset on, in row order; 0 for the rows no queue references."""
+    rows, bounds, _ = groups
+    out = np.zeros(n, dtype=np.int64)
+    if len(rows):
+        out[rows] = np.repeat(first - bounds[:-1], np.diff(bounds)) + np.arange(len(rows))
+    return out
+
+
 #: the fields of a staged batch's metadata file, in their order there, and those of them copied from the parts
 _META_FIELDS = ("record_offsets", "topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms",
-                "store_ts", "ts_given", "ts_pos", "entry_rec", "entry_hash", "phy", "chunk_starts")
+                "store_ts", "ts_given", "ts_pos", "entry_rec", "entry_hash", "phy", "staged_queue_offset",
+                "chunk_starts")
 _META_FIELDS_AS_STAGED = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
-                          "ts_given", "ts_pos", "entry_hash", "phy")
+                          "ts_given", "ts_pos", "entry_hash", "phy", "staged_queue_offset")
 
 
 def _save_concatenated(fh, pieces: list) -> None:
@@ -218,19 +237,26 @@ def _save_concatenated(fh, pieces: list) -> None:
         fh.write(np.ascontiguousarray(piece, dtype=dtype).data)
 
 
+#: ``place(lengths, (queues, counts))``: reserves room for records of ``lengths`` that dispatch ``counts`` records to
+#: each of ``queues`` ((topic, queue id) pairs); returns their physical offsets, each queue's first offset, and their
+#: store time (see :func:`encode_table`)
+Placer = Callable[[np.ndarray, tuple[list, np.ndarray]], tuple[np.ndarray, np.ndarray, int]]
+
+
 def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFactory,
-                 max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE,
-                 place: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+                 max_message_size: int = L.DEFAULT_MAX_MESSAGE_SIZE, place: Optional[Placer] = None,
                  scratch: Optional[np.ndarray] = None, write: Optional[PieceWriter] = None) -> EncodedBatch:
     """Check, resolve and encode the messages of ``table`` (see :mod:`.message_input`): what the store writer
     does before publishing and a Spark task before staging.
 
-    Without ``place`` the records' physical offsets are left zero (patched when published); ``place(lengths)``
-    returns the offsets the records of those lengths will occupy, and they are encoded there (the batch's
-    ``phy``). ``scratch`` is memory the records may be encoded into (see :func:`~..format.encoder.encode_records`).
-    With ``place``, ``write(at, data)`` takes the records as they are encoded, a few MiB at a time (bytes that
-    belong at commit-log offset ``at``, in pieces aligned as :func:`~..format.encoder.encode_pieces` cuts them;
-    ``data`` valid during the call only): the batch then keeps no record bytes (``data`` empty)."""
+    Without ``place`` the records' physical and queue offsets are left zero and store times not given are the
+    time of encoding (all patched when published). ``place`` (a :data:`Placer`) reserves where the records go,
+    their queue offsets and store time, and they are encoded final (the batch's ``phy``, ``staged_queue_offset``
+    and ``store_ts``). ``scratch`` is memory the records may be encoded into (see
+    :func:`~..format.encoder.encode_records`). With ``place``, ``write(at, data)`` takes the records as they are
+    encoded, a few MiB at a time (bytes that belong at commit-log offset ``at``, in pieces aligned as
+    :func:`~..format.encoder.encode_pieces` cuts them; ``data`` valid during the call only): the batch then keeps
+    no record bytes (``data`` empty)."""
     prepared = prepare_messages(table, store_host=store_host, uniq_factory=uniq_factory,
                                 max_message_size=max_message_size)
     if "storeTimestamp" in table.column_names:
@@ -242,19 +268,30 @@ def encode_table(table: pa.Table, *, store_host: str, uniq_factory: UniqKeyFacto
     return encode_batch(prepared, ts_given, place=place, scratch=scratch, write=write)
 
 
-def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *,
-                 place: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *, place: Optional[Placer] = None,
                  scratch: Optional[np.ndarray] = None, write: Optional[PieceWriter] = None) -> EncodedBatch:
-    """Encode prepared messages with zero queue offsets and, without ``place``, zero physical offsets (patched
-    when published); see :func:`encode_table`."""
+    """Encode prepared messages; see :func:`encode_table`."""
     enc = msgs.enc
     n = len(enc)
+    ts_given = np.asarray(ts_given, dtype=bool)
+    tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
+    dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
+    topic_names = msgs.topic_codes.dictionary.to_pylist()
+    topic_idx = np.asarray(msgs.topic_codes.indices, dtype=np.int32)
+    queue_id = enc.queue_id.astype(np.int32)
+    groups = staged_queue_offset = None
     if place is None:
         phy = None
         data, offsets = encode_records(enc, np.zeros(n, dtype=np.int64))
     else:
         lengths = record_lengths(enc)
-        phy = np.asarray(place(lengths), dtype=np.int64)
+        groups = group_by_queue(dispatch, topic_idx, queue_id, topic_names)
+        phy, first, stamp = place(lengths, (groups[2], np.diff(groups[1])))
+        phy = np.asarray(phy, dtype=np.int64)
+        # the records are encoded final: the offsets and time a broker appending them now would give them
+        staged_queue_offset = consecutive_offsets(n, groups, np.asarray(first, dtype=np.int64))
+        enc = dataclasses.replace(enc, queue_offset=staged_queue_offset,
+                                  store_timestamp=np.where(ts_given, enc.store_timestamp, stamp))
         if write is None:
             data, offsets = encode_records(enc, phy, lengths=lengths, scratch=scratch)
         else:
@@ -265,10 +302,6 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *,
             for at, piece in encode_pieces(enc, phy, offsets, pieces):
                 write(at, piece)
             data = np.zeros(0, np.uint8)
-    tran = enc.sysflag & L.TRANSACTION_TYPE_MASK
-    dispatch = (tran == L.TRANSACTION_NOT_TYPE) | (tran == L.TRANSACTION_COMMIT_TYPE)
-    topic_names = msgs.topic_codes.dictionary.to_pylist()
-    topic_idx = np.asarray(msgs.topic_codes.indices, dtype=np.int32)
     tags_code, delay_ms = _tags_codes(msgs, topic_names, topic_idx)
     entry_rec, entry_hash = _index_entries(msgs, topic_names, topic_idx, tran)
     ts_pos = L.BORN_HOST_POSITION + np.where(enc.sysflag & L.BORNHOST_V6_FLAG, L.IPV6_HOST_LENGTH,
@@ -276,10 +309,10 @@ def encode_batch(msgs: PreparedMessages, ts_given: np.ndarray, *,
     given = msgs.given_queue_offset if msgs.given_queue_offset is not None else np.full(n, -1, np.int64)
     return EncodedBatch(
         data=data, record_offsets=offsets, topic_names=topic_names, topic_idx=topic_idx,
-        queue_id=enc.queue_id.astype(np.int32), queue_offset_given=np.where(dispatch, given, -1),
+        queue_id=queue_id, queue_offset_given=np.where(dispatch, given, -1),
         dispatch=dispatch, tags_code=tags_code, delay_ms=delay_ms, store_ts=enc.store_timestamp.astype(np.int64),
-        ts_given=np.asarray(ts_given, dtype=bool), ts_pos=ts_pos.astype(np.int64), entry_rec=entry_rec,
-        entry_hash=entry_hash, phy=phy)
+        ts_given=ts_given, ts_pos=ts_pos.astype(np.int64), entry_rec=entry_rec,
+        entry_hash=entry_hash, phy=phy, staged_queue_offset=staged_queue_offset, _queue_groups=groups)
 
 
 def _tags_codes(msgs: PreparedMessages, topic_names, topic_idx) -> tuple[np.ndarray, np.ndarray]:

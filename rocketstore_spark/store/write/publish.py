@@ -10,12 +10,14 @@ store would give them if nothing else were published first. :func:`publish_stage
 5. load the committed attempts' staged records in commit-log order;
 6. journal the store's state before the job (the commit log's end, the touched queues' ends, the index header),
    then move the new topics' consume-queue skeletons that the tasks made into the store (:mod:`.queue_skeleton`);
-7. assign queue offsets and store times;
+7. assign queue offsets (the records keep the store times their reservations gave them);
 8. lay the records into the commit log:
-   * **in place**, when the store still ends where the job was staged and the committed attempts tile the staged
-     commit log without a gap: patch queue offsets and store times into the staged files (the tasks wrote the
-     physical offsets) and rename them into ``commitlog/`` (:mod:`.staged_commitlog`);
-   * **by copy** otherwise: every record is copied to its new place (:mod:`.commitlog_writer`);
+   * **in place**, when the store still ends where the job was staged, the committed attempts tile the staged
+     commit log without a gap, and every record holds the queue offset assigned now (the tasks encoded them final
+     at their reservations, :mod:`.reservation`): rename the staged files into ``commitlog/``
+     (:mod:`.staged_commitlog`);
+   * **by copy** otherwise: every record is copied to its new place, its physical and queue offsets patched
+     (:mod:`.commitlog_writer`);
 9. write the consume-queue units and the index entries (:mod:`.consume_queue_writer`, :mod:`.index_writer`), and
    create the new topics' queues;
 10. flush every file and write the checkpoint;
@@ -60,7 +62,7 @@ from .queue_skeleton import adopt_skeletons
 from .reservation import close_job, staged_commitlog_dir
 from .rollback import move_to_trash
 from .sink_batches import last_sink_batch, record_sink_batch
-from .staged_commitlog import move_into_store, patch_staged
+from .staged_commitlog import move_into_store
 from .staging import discard_staged
 from .store_meta import TRASH_DIR, journal_path, meta_dir, remove_empty_dirs, staging_dir
 from .write_recovery import recover_store
@@ -112,7 +114,7 @@ def _disk_full_advice(root: Path, job_id: str) -> str:
 
 def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Optional[dict] = None,
                     overwrite: bool = False, store_host: str = "127.0.0.1:10911", sizes: Optional[dict] = None,
-                    now_ms: Optional[int] = None, sink: Optional[tuple] = None, sync_flush: bool = True) -> dict:
+                    sink: Optional[tuple] = None, sync_flush: bool = True) -> dict:
     """:func:`publish_staged` without the full-disk advice.
 
     ``sink=(sink_id, batch_id)`` makes the publication idempotent per streaming batch: a batch id the sink
@@ -156,9 +158,9 @@ def _publish_staged(root, job_id: str, stems: list[str], *, new_topic_queues: Op
                                   writer.sizes.consume_queue_file_size, new_topic_queues, _dispatched_queues(chunks))
         writer.consume_queues.adopted(adopted)
         fault_point("adopted")
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms  # the job's store time: its commit
-        stamps = [writer.assign(c, now_ms) for c in chunks]  # 7.
-        in_place = _staged_in_place(writer, reserved, chunks)  # 8. and 9.
+        # 7. the queue offsets the store gives the records now; their store times are the ones they were staged with
+        stamps = [(writer.offsets.assign(c), c.store_ts) for c in chunks]
+        in_place = _staged_in_place(writer, reserved, chunks, stamps)  # 8. and 9.
         if in_place:
             _publish_in_place(writer, staged, reserved, chunks, stamps)
         else:
@@ -248,10 +250,14 @@ def _in_commitlog_order(batches: list[EncodedBatch]) -> list[EncodedBatch]:
     return [batches[i].slice_rows(lo, hi) for i, lo, hi in merged]
 
 
-def _staged_in_place(writer: StoreWriter, reserved, chunks: list[EncodedBatch]) -> bool:
-    """True when the staged layout is exactly what appending the chunks now would give: the store ends where
-    the job was staged, with the same file size, and the committed attempts leave no gap and nothing after."""
+def _staged_in_place(writer: StoreWriter, reserved, chunks: list[EncodedBatch], stamps) -> bool:
+    """True when the staged records are exactly what appending the chunks now would give: the store ends where
+    the job was staged, with the same file size, the committed attempts leave no gap and nothing after, and every
+    record holds the queue offset the store assigns it now (``stamps``: each chunk's queue offsets, store
+    times)."""
     if reserved is None or not chunks:
+        return False
+    if not all(np.array_equal(c.staged_queue_offset, queue_offset) for c, (queue_offset, _) in zip(chunks, stamps)):
         return False
     start, end, file_size = reserved
     if start != writer.next_phy or file_size != writer.sizes.commit_log_file_size:
@@ -262,14 +268,14 @@ def _staged_in_place(writer: StoreWriter, reserved, chunks: list[EncodedBatch]) 
 
 def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[EncodedBatch], stamps) -> None:
     start, end, file_size = reserved
-    # The index needs only key hashes, offsets and store times, and touches only index files: a second
-    # thread builds it while this one patches, moves and writes the consume queues (numpy releases the GIL
-    # in both). A crash at any point is rolled back from the journal as a whole either way.
+    # The staged records are final: the files become the store's as they are. The index needs only key hashes,
+    # offsets and store times, and touches only index files: a second thread builds it while this one moves the
+    # files and writes the consume queues (numpy and the native kernels release the GIL). A crash at any point is
+    # rolled back from the journal as a whole either way.
     index_full = _FirstDiskFull()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocketstore-index") as pool:
         indexing = pool.submit(index_full.watch, _index_chunks, writer, chunks, stamps)
         try:
-            patch_staged(staged, file_size, chunks, stamps)
             for path in move_into_store(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size,
                                         forced=writer.sync_flush):
                 writer.commitlog.adopt(path)  # flushed with the store's other files

@@ -17,6 +17,8 @@ from tests.store.write.test_writer import SMALL, messages, no_job_leftovers, tre
 
 STEPS = ["journal", "adopted", "moved", "part-0", "part-1", "before-done"]
 
+NOW = 1_700_000_100_000  # the store time staged records get (the clock when reserved, by default)
+
 
 @pytest.fixture
 def base_store(tmp_path):
@@ -29,7 +31,7 @@ def base_store(tmp_path):
 def stage_job(root, job):
     return (stage(root, job, "p0", [messages(200, start=300), messages(50, topic="fresh", start=500)],
                   store_host="10.0.0.1:10911", new_topic_queues=lambda: {"fresh": 4})
-            + stage(root, job, "p1", [messages(80, start=550)], store_host="10.0.0.1:10911"))
+            + stage(root, job, "p1", [messages(80, start=550)], store_host="10.0.0.1:10911", now_ms=NOW))
 
 
 def run_publish(root, job, stems, step):
@@ -83,7 +85,8 @@ def test_publish_and_abort(base_store):
 def test_sink_batches_are_idempotent(base_store):
     for attempt, batch_id in enumerate((7, 7, 8)):  # a replayed batch, then the query goes on in this process
         job = new_job_id()
-        stems = stage(base_store, job, "p", [messages(10, start=1000 + 10 * attempt)], store_host="10.0.0.1:10911")
+        stems = stage(base_store, job, "p", [messages(10, start=1000 + 10 * attempt)], store_host="10.0.0.1:10911",
+                      now_ms=NOW)
         result = publish_staged(base_store, job, stems, sink=("sink-a", batch_id))
         assert result.get("skipped", False) == (attempt == 1)
     with RocketStore.open(base_store) as s:
@@ -94,7 +97,7 @@ def test_overwrite_replaces_and_rolls_back(base_store):
     before = tree_digest(base_store)
     job = new_job_id()
     stems = stage(base_store, job, "p", [pa.table({"topic": ["other"], "body": [b"only"]})],
-                  store_host="10.0.0.1:10911")
+                  store_host="10.0.0.1:10911", now_ms=NOW)
     # sizes given, as the sink does from its options: a store this small can leave its index sizes ambiguous
     code = ("from rocketstore_spark.store.write.publish import publish_staged\n"
             f"publish_staged({str(base_store)!r}, {job!r}, {stems!r}, overwrite=True, sizes={SMALL!r})\n")
@@ -104,7 +107,7 @@ def test_overwrite_replaces_and_rolls_back(base_store):
     assert tree_digest(base_store) == before
     job = new_job_id()
     stems = stage(base_store, job, "p", [pa.table({"topic": ["other"], "body": [b"only"]})],
-                  store_host="10.0.0.1:10911")
+                  store_host="10.0.0.1:10911", now_ms=NOW)
     publish_staged(base_store, job, stems, overwrite=True, sizes=SMALL)
     with RocketStore.open(base_store, **SMALL) as s:
         assert s.topics() == ["other"]
@@ -117,9 +120,10 @@ def test_staged_parts_of_many_tables_publish_in_order_with_their_topics_and_keys
               messages(10, topic="third", start=75)]
     job = new_job_id()
     root = tmp_path / "staged"
-    stems = stage(root, job, "p0", tables, store_host="10.0.0.1:10911", rows_per_file=40)
+    stems = stage(root, job, "p0", tables, store_host="10.0.0.1:10911", rows_per_file=40,
+                  now_ms=1_700_000_000_000)
     assert len(stems) == 2  # 30+20 rows (closed on reaching 40), then 25+10
-    publish_staged(root, job, stems, new_topic_queues={"fresh": 3, "third": 3}, now_ms=1_700_000_000_000,
+    publish_staged(root, job, stems, new_topic_queues={"fresh": 3, "third": 3},
                    **({"sizes": SMALL}))
     with RocketStore.open(root) as s:
         rows = [r for b in s.scan_raw(columns=("topic", "body", "keys", "queueOffset")) for r in b.to_pylist()]
@@ -198,20 +202,20 @@ def test_in_place_and_copied_publications_give_the_same_bytes(base_store, tmp_pa
     copies = {name: shutil.copytree(base_store, tmp_path / name) for name in ("in_place", "copied", "direct")}
     tables = [fixed(200, 1000), fixed(30, 2000, topic="fresh"), fixed(120, 3000)]
     job = new_job_id()
-    stems = stage(copies["in_place"], job, "a", tables[:2], store_host="10.0.0.1:10911")
-    stems += stage(copies["in_place"], job, "b", tables[2:], store_host="10.0.0.1:10911")
+    stems = stage(copies["in_place"], job, "a", tables[:2], store_host="10.0.0.1:10911", now_ms=NOW)
+    stems += stage(copies["in_place"], job, "b", tables[2:], store_host="10.0.0.1:10911", now_ms=NOW)
     staged = sorted((copies["in_place"] / ".rocketstore" / "staging" / job / "commitlog").iterdir())
     inodes = {p.name: p.stat().st_ino for p in staged}
-    result = publish_staged(copies["in_place"], job, stems, now_ms=1_700_000_100_000)
+    result = publish_staged(copies["in_place"], job, stems)
     assert result["in_place"] and result["count"] == 350
     moved = {n for n, ino in inodes.items() if (copies["in_place"] / "commitlog" / n).stat().st_ino == ino}
     assert moved == set(inodes) - {sorted((base_store / "commitlog").iterdir())[-1].name}  # all but the old end's
 
     job = new_job_id()
-    stems = stage(copies["copied"], job, "a", tables[:2], store_host="10.0.0.1:10911")
-    stage(copies["copied"], job, "failed", [fixed(50, 9000)], store_host="10.0.0.1:10911")  # not committed
-    stems += stage(copies["copied"], job, "b", tables[2:], store_host="10.0.0.1:10911")
-    result = publish_staged(copies["copied"], job, stems, now_ms=1_700_000_100_000)
+    stems = stage(copies["copied"], job, "a", tables[:2], store_host="10.0.0.1:10911", now_ms=NOW)
+    stage(copies["copied"], job, "failed", [fixed(50, 9000)], store_host="10.0.0.1:10911", now_ms=NOW)  # not committed
+    stems += stage(copies["copied"], job, "b", tables[2:], store_host="10.0.0.1:10911", now_ms=NOW)
+    result = publish_staged(copies["copied"], job, stems)
     assert not result["in_place"] and result["count"] == 350
 
     from rocketstore_spark.store.format.encoder import UniqKeyFactory
@@ -221,7 +225,7 @@ def test_in_place_and_copied_publications_give_the_same_bytes(base_store, tmp_pa
     with StoreWriter.open(copies["direct"], store_host="10.0.0.1:10911") as w:
         for t in tables:
             w.append_encoded(encode_table(t, store_host="10.0.0.1:10911", uniq_factory=UniqKeyFactory()),
-                             now_ms=1_700_000_100_000)
+                             now_ms=NOW)
     assert same_bytes(copies["in_place"], copies["copied"]) and same_bytes(copies["in_place"], copies["direct"])
     with RocketStore.open(copies["in_place"]) as s:
         assert verify_store(s) == []
@@ -235,7 +239,7 @@ def test_a_zombie_attempt_cannot_write_once_the_job_is_committed_or_aborted(base
 
     for finish in ("commit", "abort"):
         job = new_job_id()
-        stems = stage(base_store, job, "p0", [fixed(40, 1000)], store_host="10.0.0.1:10911")
+        stems = stage(base_store, job, "p0", [fixed(40, 1000)], store_host="10.0.0.1:10911", now_ms=NOW)
         before = None
 
         def zombie_tables(finish=finish, job=job, stems=stems):
@@ -249,7 +253,7 @@ def test_a_zombie_attempt_cannot_write_once_the_job_is_committed_or_aborted(base
             yield fixed(10, 6000)
 
         with pytest.raises(JobClosedError, match="already committed or aborted"):
-            stage(base_store, job, "zombie", zombie_tables(), store_host="10.0.0.1:10911")
+            stage(base_store, job, "zombie", zombie_tables(), store_host="10.0.0.1:10911", now_ms=NOW)
         assert tree_digest(base_store) == before
     with RocketStore.open(base_store) as s:
         assert sum(s.max_offset("orders", q) for q in s.queue_ids("orders")) == 340
@@ -259,9 +263,9 @@ def test_a_zombie_attempt_cannot_write_once_the_job_is_committed_or_aborted(base
 def test_a_copied_publication_killed_midway_rolls_back(base_store, step):
     before = tree_digest(base_store)
     job = new_job_id()
-    stems = stage(base_store, job, "a", [fixed(30, 1000), fixed(30, 2000)], store_host="10.0.0.1:10911")
-    stage(base_store, job, "failed", [fixed(5, 9000)], store_host="10.0.0.1:10911")
-    stems += stage(base_store, job, "b", [fixed(30, 3000)], store_host="10.0.0.1:10911")
+    stems = stage(base_store, job, "a", [fixed(30, 1000), fixed(30, 2000)], store_host="10.0.0.1:10911", now_ms=NOW)
+    stage(base_store, job, "failed", [fixed(5, 9000)], store_host="10.0.0.1:10911", now_ms=NOW)
+    stems += stage(base_store, job, "b", [fixed(30, 3000)], store_host="10.0.0.1:10911", now_ms=NOW)
     assert run_publish(base_store, job, stems, step).returncode == -9
     RocketStore.open_writer(base_store).close()
     assert tree_digest(base_store) == before
@@ -274,8 +278,8 @@ def test_recovery_removes_staging_of_closed_jobs_and_keeps_open_ones(base_store)
     from rocketstore_spark.store.write.store_meta import staging_dir
 
     closed, running = new_job_id(), new_job_id()
-    stage(base_store, closed, "p", [fixed(20, 1000)], store_host="10.0.0.1:10911")
-    stage(base_store, running, "p", [fixed(20, 2000)], store_host="10.0.0.1:10911")
+    stage(base_store, closed, "p", [fixed(20, 1000)], store_host="10.0.0.1:10911", now_ms=NOW)
+    stage(base_store, running, "p", [fixed(20, 2000)], store_host="10.0.0.1:10911", now_ms=NOW)
     with JobReservation(staging_dir(base_store, closed)) as reservation:
         reservation.close()
     with RocketStore.open_writer(base_store) as w:
@@ -313,14 +317,14 @@ def test_a_task_with_no_rows_or_failing_input_stages_nothing(base_store):
     """Spark aborts a job without waiting for its other tasks: one that runs after the abort must leave nothing."""
     before = tree_digest(base_store)
     listing = sorted(p.relative_to(base_store) for p in base_store.rglob("*"))
-    assert stage(base_store, new_job_id(), "p", [], store_host="10.0.0.1:10911") == []
+    assert stage(base_store, new_job_id(), "p", [], store_host="10.0.0.1:10911", now_ms=NOW) == []
 
     def failing():
         raise ValueError("bad row")
         yield  # pragma: no cover - a generator failing on its first table
 
     with pytest.raises(ValueError, match="bad row"):
-        stage(base_store, new_job_id(), "p", failing(), store_host="10.0.0.1:10911")
+        stage(base_store, new_job_id(), "p", failing(), store_host="10.0.0.1:10911", now_ms=NOW)
     assert sorted(p.relative_to(base_store) for p in base_store.rglob("*")) == listing
     assert tree_digest(base_store) == before
 
@@ -347,14 +351,14 @@ def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, sync_
     job_rows = fixed(60, 1000)  # ~11 KiB: more than the store has in its last file at 100 rows, less at 60
 
     job = new_job_id()
-    stems = stage(root, job, "a", [job_rows], store_host="10.0.0.1:10911")
+    stems = stage(root, job, "a", [job_rows], store_host="10.0.0.1:10911", now_ms=NOW)
     staged_file = (root / ".rocketstore" / "staging" / job / "commitlog" / last.name).stat().st_ino
-    result = publish_staged(root, job, stems, now_ms=1_700_000_100_000, sync_flush=sync_flush)
+    result = publish_staged(root, job, stems, sync_flush=sync_flush)
     assert result["in_place"] and result["count"] == 60
     assert last.stat().st_ino == (staged_file if replaced else store_file)
     with StoreWriter.open(direct, store_host="10.0.0.1:10911") as w:
         w.append_encoded(encode_table(job_rows, store_host="10.0.0.1:10911", uniq_factory=UniqKeyFactory()),
-                         now_ms=1_700_000_100_000)
+                         now_ms=NOW)
     assert same_bytes(root, direct)
     with RocketStore.open(root) as s:
         assert verify_store(s) == []
@@ -362,7 +366,7 @@ def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, sync_
 
     before = tree_digest(killed)
     job = new_job_id()
-    stems = stage(killed, job, "a", [job_rows], store_host="10.0.0.1:10911")
+    stems = stage(killed, job, "a", [job_rows], store_host="10.0.0.1:10911", now_ms=NOW)
     code = ("from rocketstore_spark.store.write.publish import publish_staged\n"
             f"publish_staged({str(killed)!r}, {job!r}, {stems!r}, sync_flush={sync_flush})\n")
     done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROCKETSTORE_FAULT_AT="moved"),
