@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from rocketstore_spark.store import RocketStore
-from rocketstore_spark.store.format.encoder import ENCODE_PIECE_BYTES
 from rocketstore_spark.store.files import writable_window
+from rocketstore_spark.store.format.encoder import ENCODE_PIECE_BYTES
 from rocketstore_spark.store.write import staging
 from rocketstore_spark.store.write.encoded_batch import EncodedBatch
 from rocketstore_spark.store.write.publish import new_job_id, publish_staged
