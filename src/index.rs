@@ -78,6 +78,12 @@ pub fn index_file_size(slots: usize, max_entries: usize) -> Option<usize> {
 
 /// `IndexFile.putKey` for each key in order, while the file has room (`indexCount < max_entries`): the entry,
 /// the slot of its bucket, and the header (written back into `file`). Returns the number of keys put.
+///
+/// Putting keys one by one reads and writes a slot at random for each: with millions of keys and a table of
+/// millions of slots, nearly every key waits for memory (40 ns a key measured). Here the keys are ordered by
+/// bucket first (a stable radix sort), so the slots are visited in ascending order, each once: a bucket's keys
+/// chain to each other in key order, its first key to what the slot held, and the slot ends at its last key.
+/// The entries are then written in key order. The result is byte for byte the one-by-one result.
 pub fn put_keys(
     file: &mut [u8],
     slots: usize,
@@ -104,39 +110,29 @@ pub fn put_keys(
     {
         return Err(IndexError::BadHash(bad));
     }
+    let put = hashes.len().min(max_entries - count);
+    let first = header.index_count; // the entry number of the first key put
+    let buckets: Vec<usize> = hashes[..put].iter().map(|&h| h as usize % slots).collect();
+    let prev = chain_by_bucket(file, &buckets, first, &mut header);
     let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
-    let room = max_entries - count;
-    let put = hashes.len().min(room);
     for k in 0..put {
         let (hash, phy, ts) = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
-        let index_count = header.index_count;
-        let slot_at = INDEX_HEADER_SIZE + (hash as usize % slots) * HASH_SLOT_SIZE;
-        let slot: &mut [u8; 4] = (&mut file[slot_at..slot_at + 4])
-            .try_into()
-            .expect("4 bytes");
-        let mut prev = i32::from_be_bytes(*slot);
-        if prev <= INVALID_INDEX || prev > index_count {
-            prev = INVALID_INDEX;
-        }
         let time_diff = if header.begin_timestamp <= 0 {
             0
         } else {
             // Java's long division truncates towards zero; negative differences become 0
             (ts.wrapping_sub(header.begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
         };
-        *slot = index_count.to_be_bytes();
+        let index_count = header.index_count;
         let at = entries_at + index_count as usize * INDEX_SIZE;
         let entry = &mut file[at..at + INDEX_SIZE];
         entry[0..4].copy_from_slice(&hash.to_be_bytes());
         entry[4..12].copy_from_slice(&phy.to_be_bytes());
         entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
-        entry[16..20].copy_from_slice(&prev.to_be_bytes());
+        entry[16..20].copy_from_slice(&prev[k].to_be_bytes());
         if index_count <= 1 {
             header.begin_phy_offset = phy;
             header.begin_timestamp = ts;
-        }
-        if prev == INVALID_INDEX {
-            header.hash_slot_count += 1;
         }
         header.index_count += 1;
         header.end_phy_offset = phy;
@@ -146,10 +142,151 @@ pub fn put_keys(
     Ok(put)
 }
 
+/// The previous entry of each key's bucket chain (keys numbered from `first` on, in order), with the slots of
+/// `file` updated to each bucket's last key and `header.hash_slot_count` counting the keys that start a chain
+/// (their slot held nothing valid: empty, or an entry number at or past theirs, from a torn write).
+fn chain_by_bucket(
+    file: &mut [u8],
+    buckets: &[usize],
+    first: i32,
+    header: &mut IndexHeader,
+) -> Vec<i32> {
+    let sorted = by_bucket(buckets);
+    let mut prev = vec![INVALID_INDEX; buckets.len()];
+    let mut g = 0;
+    while g < sorted.len() {
+        let bucket = (sorted[g] >> 32) as usize;
+        let slot_at = INDEX_HEADER_SIZE + bucket * HASH_SLOT_SIZE;
+        let slot: &mut [u8; 4] = (&mut file[slot_at..slot_at + 4])
+            .try_into()
+            .expect("4 bytes");
+        let mut last = i32::from_be_bytes(*slot);
+        let mut n = g;
+        while n < sorted.len() && (sorted[n] >> 32) as usize == bucket {
+            let k = (sorted[n] & 0xFFFF_FFFF) as usize;
+            let number = first + k as i32;
+            if last <= INVALID_INDEX || last > number {
+                last = INVALID_INDEX;
+                header.hash_slot_count += 1;
+            }
+            prev[k] = last;
+            last = number;
+            n += 1;
+        }
+        *slot = last.to_be_bytes();
+        g = n;
+    }
+    prev
+}
+
+/// Each key as `bucket << 32 | position`, ordered by bucket, a bucket's keys in position order: a
+/// least-significant-digit radix sort of the packed values on the bucket's bits, 11 a pass (as many passes as the
+/// largest bucket needs), each pass reading in order and writing to 2,048 runs.
+fn by_bucket(buckets: &[usize]) -> Vec<u64> {
+    const BITS: u32 = 11;
+    const DIGITS: usize = 1 << BITS;
+    let mut sorted: Vec<u64> = buckets
+        .iter()
+        .enumerate()
+        .map(|(k, &b)| (b as u64) << 32 | k as u64)
+        .collect();
+    let mut spare = vec![0u64; sorted.len()];
+    let top = buckets.iter().copied().max().unwrap_or(0) as u64;
+    let mut shift = 0;
+    while shift < 32 && (top >> shift) > 0 {
+        let digit = |v: u64| ((v >> (32 + shift)) as usize) & (DIGITS - 1);
+        let mut starts = vec![0usize; DIGITS + 1];
+        for &v in &sorted {
+            starts[digit(v) + 1] += 1;
+        }
+        for d in 0..DIGITS {
+            starts[d + 1] += starts[d];
+        }
+        for &v in &sorted {
+            let d = digit(v);
+            spare[starts[d]] = v;
+            starts[d] += 1;
+        }
+        std::mem::swap(&mut sorted, &mut spare);
+        shift += BITS;
+    }
+    sorted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The one-by-one `putKey` loop, the reference the bucket-ordered [`put_keys`] must equal.\n    /// `IndexFile.putKey` for each key in order, while the file has room (`indexCount < max_entries`): the entry,
+    /// the slot of its bucket, and the header (written back into `file`). Returns the number of keys put.
+    fn put_keys_one_by_one(
+        file: &mut [u8],
+        slots: usize,
+        max_entries: usize,
+        hashes: &[i64],
+        phy_offsets: &[i64],
+        store_timestamps: &[i64],
+    ) -> Result<usize, IndexError> {
+        if slots == 0
+            || index_file_size(slots, max_entries) != Some(file.len())
+            || hashes.len() != phy_offsets.len()
+            || hashes.len() != store_timestamps.len()
+        {
+            return Err(IndexError::Shape);
+        }
+        let mut header = IndexHeader::read(file).ok_or(IndexError::Shape)?;
+        let count = usize::try_from(header.index_count).map_err(|_| IndexError::BadHeader)?;
+        if count > max_entries {
+            return Err(IndexError::BadHeader);
+        }
+        if let Some(bad) = hashes
+            .iter()
+            .position(|&h| !(0..=i64::from(i32::MAX)).contains(&h))
+        {
+            return Err(IndexError::BadHash(bad));
+        }
+        let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
+        let room = max_entries - count;
+        let put = hashes.len().min(room);
+        for k in 0..put {
+            let (hash, phy, ts) = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
+            let index_count = header.index_count;
+            let slot_at = INDEX_HEADER_SIZE + (hash as usize % slots) * HASH_SLOT_SIZE;
+            let slot: &mut [u8; 4] = (&mut file[slot_at..slot_at + 4])
+                .try_into()
+                .expect("4 bytes");
+            let mut prev = i32::from_be_bytes(*slot);
+            if prev <= INVALID_INDEX || prev > index_count {
+                prev = INVALID_INDEX;
+            }
+            let time_diff = if header.begin_timestamp <= 0 {
+                0
+            } else {
+                // Java's long division truncates towards zero; negative differences become 0
+                (ts.wrapping_sub(header.begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
+            };
+            *slot = index_count.to_be_bytes();
+            let at = entries_at + index_count as usize * INDEX_SIZE;
+            let entry = &mut file[at..at + INDEX_SIZE];
+            entry[0..4].copy_from_slice(&hash.to_be_bytes());
+            entry[4..12].copy_from_slice(&phy.to_be_bytes());
+            entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
+            entry[16..20].copy_from_slice(&prev.to_be_bytes());
+            if index_count <= 1 {
+                header.begin_phy_offset = phy;
+                header.begin_timestamp = ts;
+            }
+            if prev == INVALID_INDEX {
+                header.hash_slot_count += 1;
+            }
+            header.index_count += 1;
+            header.end_phy_offset = phy;
+            header.end_timestamp = ts;
+        }
+        header.write(file);
+        Ok(put)
+    }
 
     fn new_file(slots: usize, max_entries: usize) -> Vec<u8> {
         let mut file = vec![0u8; index_file_size(slots, max_entries).unwrap()];
@@ -286,6 +423,50 @@ mod tests {
             let buckets: std::collections::HashSet<usize> =
                 hashes.iter().map(|h| *h as usize % slots).collect();
             prop_assert_eq!(IndexHeader::read(&file).unwrap().hash_slot_count as usize, buckets.len());
+        }
+    }
+
+    proptest! {
+        /// The bucket-ordered puts give the one-by-one loop's bytes: over files partly filled, with stale and
+        /// torn slots, keys crowding few buckets, files filling up, and several calls in a row.
+        #[test]
+        fn bucket_ordered_puts_equal_the_one_by_one_loop(
+            keys in proptest::collection::vec((0i64..5000, any::<i64>(), 0i64..4_000_000_000_000i64), 0..300),
+            slots in 1usize..5000,
+            max in 1usize..400,
+            cuts in proptest::collection::vec(0usize..300, 0..4),
+            stale in proptest::collection::vec((0usize..5000, any::<i32>()), 0..20),
+            begin_count in 0i32..3,
+        ) {
+            let mut file = new_file(slots, max);
+            file[36..40].copy_from_slice(&begin_count.min(max as i32).to_be_bytes());
+            for (bucket, value) in stale {
+                let at = INDEX_HEADER_SIZE + (bucket % slots) * HASH_SLOT_SIZE;
+                file[at..at + 4].copy_from_slice(&value.to_be_bytes());
+            }
+            let mut reference = file.clone();
+            let hashes: Vec<i64> = keys.iter().map(|k| k.0).collect();
+            let phys: Vec<i64> = keys.iter().map(|k| k.1).collect();
+            let ts: Vec<i64> = keys.iter().map(|k| k.2).collect();
+            let mut bounds: Vec<usize> = cuts.into_iter().map(|c| c.min(keys.len())).collect();
+            bounds.push(0);
+            bounds.push(keys.len());
+            bounds.sort_unstable();
+            for w in bounds.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                let got = put_keys(&mut file, slots, max, &hashes[a..b], &phys[a..b], &ts[a..b]);
+                let want = put_keys_one_by_one(&mut reference, slots, max, &hashes[a..b], &phys[a..b], &ts[a..b]);
+                prop_assert_eq!(got, want);
+            }
+            prop_assert!(file == reference);
+        }
+
+        #[test]
+        fn keys_are_ordered_by_bucket_then_position(buckets in proptest::collection::vec(0usize..5_000_000, 0..500)) {
+            let sorted = by_bucket(&buckets);
+            let mut want: Vec<u64> = buckets.iter().enumerate().map(|(k, &b)| (b as u64) << 32 | k as u64).collect();
+            want.sort_unstable();
+            prop_assert_eq!(sorted, want);
         }
     }
 }
