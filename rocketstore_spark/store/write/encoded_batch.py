@@ -1,11 +1,12 @@
 """``EncodedBatch``: records encoded ahead of publication, with what publishing still has to fill in.
 
 Everything that does not depend on where a record lands is done here (by writers and Spark tasks, in
-parallel): properties, UNIQ_KEY, body compression and CRC, the record bytes, the index key hashes. What only the
-publisher can know — physical offset, queue offset and (when not given) the store timestamp — is left as zeros
-at fixed positions and patched at publication. A Spark task stages a batch's record bytes at reserved offsets
-(``phy``) in a job's staged commit log (:mod:`.reservation`) and saves the rest here as metadata; the publisher
-loads the metadata back and finds the bytes by ``phy``.
+parallel): properties, UNIQ_KEY, body compression and CRC, the record bytes, the index key hashes. For the store
+writer, what only the publisher knows — physical offset, queue offset and (when not given) the store timestamp —
+is left as zeros at fixed positions and patched at publication. A Spark task reserves them instead
+(:mod:`.reservation`), encodes its records final and stages them at the reserved offsets (``phy``) in a job's
+staged commit log, and saves the rest here as metadata; the publisher loads the metadata back and finds the bytes
+by ``phy``.
 """
 
 from __future__ import annotations

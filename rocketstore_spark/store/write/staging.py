@@ -1,10 +1,10 @@
 """Staging a write job's records (what each Spark task attempt does, in parallel, before the driver commits).
 
-A task encodes each table it receives (:func:`.encoded_batch.encode_table`), reserves room for it in the job's
-reservation file (:mod:`.reservation`) and writes the record bytes at those offsets into
-``.rocketstore/staging/<job>/commitlog/`` — files named and laid out as the store's commit-log files would be, BLANK
-markers included, each record's PHYSICALOFFSET the reserved one. Only what the publisher must still fill in is
-missing: queue offsets and store times are zero. The metadata (topics, queues, tags codes, index keys, offsets) goes
+A task encodes each table it receives (:func:`.encoded_batch.encode_table`), reserving for it in the job's
+reservation file (:mod:`.reservation`) room in the commit log, queue offsets and a store time, and writes the record
+bytes at those offsets into ``.rocketstore/staging/<job>/commitlog/`` — files named and laid out as the store's
+commit-log files would be, BLANK markers included, every record final (PHYSICALOFFSET, QUEUEOFFSET and
+STORETIMESTAMP the reserved ones). The metadata (topics, queues, tags codes, index keys, offsets) goes
 to ``<stem>.meta.npy`` files, one per up to ``rows_per_file`` messages. The store itself is never touched: a failed,
 retried or speculative attempt leaves bytes only under ``staging/<job>/``, which the driver ignores unless Spark
 committed that attempt, and :func:`discard_staged` (the abort) deletes."""
