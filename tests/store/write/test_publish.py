@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -375,3 +376,29 @@ def test_the_file_the_store_ended_in_gets_the_smaller_copy(tmp_path, base, sync_
     with RocketStore.open_writer(killed) as w:
         assert any("rolled back" in a for a in w.recovery_actions)
     assert tree_digest(killed) == before
+
+
+def test_offsets_a_job_was_staged_with_that_the_store_no_longer_gives_are_assigned_afresh(base_store, tmp_path):
+    """Queue offsets taken by a reservation whose attempt died before it reserved commit-log room leave a gap in a
+    queue although the commit log is whole: the job is published by copy, every queue dense from its old end, and
+    the bytes are the ones a publication of the same records with no gap gives."""
+    import shutil
+
+    from rocketstore_spark.store.write.reservation import JobReservation
+    from rocketstore_spark.store.write.store_meta import staging_dir
+
+    clean = shutil.copytree(base_store, tmp_path / "clean")
+    tables = [fixed(40, 1000), fixed(30, 2000)]
+    results = {}
+    for root in (base_store, clean):
+        job = new_job_id()
+        stems = stage(root, job, "a", tables[:1], store_host="10.0.0.1:10911", now_ms=NOW)
+        if root == base_store:  # a died attempt's queue-log block: offsets taken, no room reserved
+            with JobReservation(staging_dir(root, job)) as reservation:
+                reservation.queue_log.take([("orders", 1)], np.array([3]), lambda keys: np.zeros(len(keys)))
+        stems += stage(root, job, "b", tables[1:], store_host="10.0.0.1:10911", now_ms=NOW)
+        results[root] = publish_staged(root, job, stems)
+    assert not results[base_store]["in_place"] and results[clean]["in_place"]
+    assert same_bytes(base_store, clean)
+    with RocketStore.open(base_store) as s:
+        assert verify_store(s) == []
