@@ -92,6 +92,67 @@ pub fn put_keys(
     phy_offsets: &[i64],
     store_timestamps: &[i64],
 ) -> Result<usize, IndexError> {
+    let (mut header, put) = checked_put(
+        file,
+        slots,
+        max_entries,
+        hashes,
+        phy_offsets,
+        store_timestamps,
+    )?;
+    let first = header.index_count; // the entry number of the first key put
+    let buckets: Vec<usize> = hashes[..put].iter().map(|&h| h as usize % slots).collect();
+    let prev = chain_by_bucket(file, &buckets, first, &mut header);
+    let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
+    for k in 0..put {
+        let key = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
+        put_entry(file, entries_at, &mut header, key, prev[k]);
+    }
+    header.write(file);
+    Ok(put)
+}
+
+/// The next entry (number `header.index_count`) of `key` (hash, physical offset, store time), linked to `prev`,
+/// and the header's counts, ends and (for the file's first entry) begin values.
+fn put_entry(
+    file: &mut [u8],
+    entries_at: usize,
+    header: &mut IndexHeader,
+    key: (i32, i64, i64),
+    prev: i32,
+) {
+    let (hash, phy, ts) = key;
+    let time_diff = if header.begin_timestamp <= 0 {
+        0
+    } else {
+        // Java's long division truncates towards zero; negative differences become 0
+        (ts.wrapping_sub(header.begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
+    };
+    let index_count = header.index_count;
+    let at = entries_at + index_count as usize * INDEX_SIZE;
+    let entry = &mut file[at..at + INDEX_SIZE];
+    entry[0..4].copy_from_slice(&hash.to_be_bytes());
+    entry[4..12].copy_from_slice(&phy.to_be_bytes());
+    entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
+    entry[16..20].copy_from_slice(&prev.to_be_bytes());
+    if index_count <= 1 {
+        header.begin_phy_offset = phy;
+        header.begin_timestamp = ts;
+    }
+    header.index_count += 1;
+    header.end_phy_offset = phy;
+    header.end_timestamp = ts;
+}
+
+/// The header of `file` and how many of the keys it has room for, once the inputs pass [`put_keys`]'s checks.
+fn checked_put(
+    file: &[u8],
+    slots: usize,
+    max_entries: usize,
+    hashes: &[i64],
+    phy_offsets: &[i64],
+    store_timestamps: &[i64],
+) -> Result<(IndexHeader, usize), IndexError> {
     if slots == 0
         || index_file_size(slots, max_entries) != Some(file.len())
         || hashes.len() != phy_offsets.len()
@@ -99,7 +160,7 @@ pub fn put_keys(
     {
         return Err(IndexError::Shape);
     }
-    let mut header = IndexHeader::read(file).ok_or(IndexError::Shape)?;
+    let header = IndexHeader::read(file).ok_or(IndexError::Shape)?;
     let count = usize::try_from(header.index_count).map_err(|_| IndexError::BadHeader)?;
     if count > max_entries {
         return Err(IndexError::BadHeader);
@@ -110,36 +171,7 @@ pub fn put_keys(
     {
         return Err(IndexError::BadHash(bad));
     }
-    let put = hashes.len().min(max_entries - count);
-    let first = header.index_count; // the entry number of the first key put
-    let buckets: Vec<usize> = hashes[..put].iter().map(|&h| h as usize % slots).collect();
-    let prev = chain_by_bucket(file, &buckets, first, &mut header);
-    let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
-    for k in 0..put {
-        let (hash, phy, ts) = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
-        let time_diff = if header.begin_timestamp <= 0 {
-            0
-        } else {
-            // Java's long division truncates towards zero; negative differences become 0
-            (ts.wrapping_sub(header.begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
-        };
-        let index_count = header.index_count;
-        let at = entries_at + index_count as usize * INDEX_SIZE;
-        let entry = &mut file[at..at + INDEX_SIZE];
-        entry[0..4].copy_from_slice(&hash.to_be_bytes());
-        entry[4..12].copy_from_slice(&phy.to_be_bytes());
-        entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
-        entry[16..20].copy_from_slice(&prev[k].to_be_bytes());
-        if index_count <= 1 {
-            header.begin_phy_offset = phy;
-            header.begin_timestamp = ts;
-        }
-        header.index_count += 1;
-        header.end_phy_offset = phy;
-        header.end_timestamp = ts;
-    }
-    header.write(file);
-    Ok(put)
+    Ok((header, hashes.len().min(max_entries - count)))
 }
 
 /// The previous entry of each key's bucket chain (keys numbered from `first` on, in order), with the slots of
@@ -218,74 +250,28 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The one-by-one `putKey` loop, the reference the bucket-ordered [`put_keys`] must equal.\n    /// `IndexFile.putKey` for each key in order, while the file has room (`indexCount < max_entries`): the entry,
-    /// the slot of its bucket, and the header (written back into `file`). Returns the number of keys put.
+    /// The one-by-one `putKey` loop over valid inputs, the reference the bucket-ordered [`put_keys`] must equal.
     fn put_keys_one_by_one(
         file: &mut [u8],
         slots: usize,
-        max_entries: usize,
-        hashes: &[i64],
-        phy_offsets: &[i64],
-        store_timestamps: &[i64],
-    ) -> Result<usize, IndexError> {
-        if slots == 0
-            || index_file_size(slots, max_entries) != Some(file.len())
-            || hashes.len() != phy_offsets.len()
-            || hashes.len() != store_timestamps.len()
-        {
-            return Err(IndexError::Shape);
-        }
-        let mut header = IndexHeader::read(file).ok_or(IndexError::Shape)?;
-        let count = usize::try_from(header.index_count).map_err(|_| IndexError::BadHeader)?;
-        if count > max_entries {
-            return Err(IndexError::BadHeader);
-        }
-        if let Some(bad) = hashes
-            .iter()
-            .position(|&h| !(0..=i64::from(i32::MAX)).contains(&h))
-        {
-            return Err(IndexError::BadHash(bad));
-        }
-        let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
-        let room = max_entries - count;
-        let put = hashes.len().min(room);
-        for k in 0..put {
-            let (hash, phy, ts) = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
-            let index_count = header.index_count;
+        max: usize,
+        keys: &[(i64, i64, i64)],
+    ) -> usize {
+        let mut header = IndexHeader::read(file).unwrap();
+        let put = keys.len().min(max - header.index_count as usize);
+        for &(hash, phy, ts) in &keys[..put] {
             let slot_at = INDEX_HEADER_SIZE + (hash as usize % slots) * HASH_SLOT_SIZE;
-            let slot: &mut [u8; 4] = (&mut file[slot_at..slot_at + 4])
-                .try_into()
-                .expect("4 bytes");
-            let mut prev = i32::from_be_bytes(*slot);
-            if prev <= INVALID_INDEX || prev > index_count {
+            let mut prev = i32::from_be_bytes(file[slot_at..slot_at + 4].try_into().unwrap());
+            if prev <= INVALID_INDEX || prev > header.index_count {
                 prev = INVALID_INDEX;
-            }
-            let time_diff = if header.begin_timestamp <= 0 {
-                0
-            } else {
-                // Java's long division truncates towards zero; negative differences become 0
-                (ts.wrapping_sub(header.begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
-            };
-            *slot = index_count.to_be_bytes();
-            let at = entries_at + index_count as usize * INDEX_SIZE;
-            let entry = &mut file[at..at + INDEX_SIZE];
-            entry[0..4].copy_from_slice(&hash.to_be_bytes());
-            entry[4..12].copy_from_slice(&phy.to_be_bytes());
-            entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
-            entry[16..20].copy_from_slice(&prev.to_be_bytes());
-            if index_count <= 1 {
-                header.begin_phy_offset = phy;
-                header.begin_timestamp = ts;
-            }
-            if prev == INVALID_INDEX {
                 header.hash_slot_count += 1;
             }
-            header.index_count += 1;
-            header.end_phy_offset = phy;
-            header.end_timestamp = ts;
+            file[slot_at..slot_at + 4].copy_from_slice(&header.index_count.to_be_bytes());
+            let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
+            put_entry(file, entries_at, &mut header, (hash as i32, phy, ts), prev);
         }
         header.write(file);
-        Ok(put)
+        put
     }
 
     fn new_file(slots: usize, max_entries: usize) -> Vec<u8> {
@@ -455,8 +441,8 @@ mod tests {
             for w in bounds.windows(2) {
                 let (a, b) = (w[0], w[1]);
                 let got = put_keys(&mut file, slots, max, &hashes[a..b], &phys[a..b], &ts[a..b]);
-                let want = put_keys_one_by_one(&mut reference, slots, max, &hashes[a..b], &phys[a..b], &ts[a..b]);
-                prop_assert_eq!(got, want);
+                let want = put_keys_one_by_one(&mut reference, slots, max, &keys[a..b]);
+                prop_assert_eq!(got, Ok(want));
             }
             prop_assert!(file == reference);
         }
