@@ -18,7 +18,7 @@ from ..files.consume_queue import encode_units
 from ..files.disk_full import disk_full
 from ..files.store_files import create_full_size
 from ..format import layout as L
-from .encoded_batch import EncodedBatch
+from .encoded_batch import EncodedBatch, consecutive_offsets
 from .open_files import OpenFiles
 
 
@@ -43,13 +43,14 @@ class QueueOffsets:
     def assign(self, batch: EncodedBatch) -> np.ndarray:
         """Consecutive offsets per queue for ``batch``'s dispatched records (0 for PREPARED/ROLLBACK halves,
         which no queue references); a ``queueOffset`` the input gave must be the one assigned."""
-        out = np.zeros(len(batch), dtype=np.int64)
-        rows, bounds, queues = batch.queue_groups()
+        groups = batch.queue_groups()
+        rows, bounds, queues = groups
+        base = np.array([self._next.get(q, 0) for q in queues], dtype=np.int64)
+        out = consecutive_offsets(len(batch), groups, base)
         if not len(rows):
             return out
-        base = np.array([self._next.get(q, 0) for q in queues], dtype=np.int64)
         counts = np.diff(bounds)
-        assigned = np.repeat(base - bounds[:-1], counts) + np.arange(len(rows))
+        assigned = out[rows]
         given = batch.queue_offset_given[rows]
         wrong = np.flatnonzero((given >= 0) & (given != assigned))
         if len(wrong):
@@ -58,7 +59,6 @@ class QueueOffsets:
             raise MessageValidationError(
                 f"row {int(rows[i])}: queueOffset {int(given[i])} given for {topic}/{qid}, but that queue's next "
                 f"offset is {int(assigned[i])}; drop the queueOffset column to have offsets assigned")
-        out[rows] = assigned
         for q, b, c in zip(queues, base.tolist(), counts.tolist()):
             self._next[q] = b + c
         self.written_topics.update(q[0] for q in queues)
