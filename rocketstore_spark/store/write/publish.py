@@ -62,7 +62,7 @@ from .queue_skeleton import adopt_skeletons
 from .reservation import close_job, staged_commitlog_dir
 from .rollback import move_to_trash
 from .sink_batches import last_sink_batch, record_sink_batch
-from .staged_commitlog import move_into_store
+from .staged_commitlog import allocate_copies, move_into_store
 from .staging import discard_staged
 from .store_meta import TRASH_DIR, journal_path, meta_dir, remove_empty_dirs, staging_dir
 from .write_recovery import recover_store
@@ -272,6 +272,8 @@ def _publish_in_place(writer: StoreWriter, staged: Path, reserved, chunks: list[
     # offsets and store times, and touches only index files: a second thread builds it while this one moves the
     # files and writes the consume queues (numpy and the native kernels release the GIL). A crash at any point is
     # rolled back from the journal as a whole either way.
+    # the commit log's copies get their room first: a full disk then fails in the commit log, before the index
+    allocate_copies(staged, writer.root / L.COMMITLOG_DIR, start, end, file_size, forced=writer.sync_flush)
     index_full = _FirstDiskFull()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocketstore-index") as pool:
         indexing = pool.submit(index_full.watch, _index_chunks, writer, chunks, stamps)

@@ -17,6 +17,7 @@ from pathlib import Path
 from ...errors import StoreFormatError
 from ..files.disk_full import disk_full
 from ..files.store_files import fsync_path
+from ..files.writable_window import allocate
 
 COPY_CHUNK_BYTES = 64 * 1024 * 1024
 
@@ -32,24 +33,53 @@ def move_into_store(staged: Path, commitlog: Path, start: int, end: int, file_si
     copied. Returns the store files written."""
     commitlog.mkdir(parents=True, exist_ok=True)
     out = []
+    for path, target, copy in _moves(staged, commitlog, start, end, file_size, forced):
+        if copy is None:
+            os.replace(path, target)
+        else:
+            source, dest, lo, hi, what = copy
+            _copy_range(source, dest, lo, hi, what)
+            if dest == path:
+                with disk_full(path, what):
+                    fsync_path(path)  # the store's records must be on disk before their file is replaced
+                os.replace(path, target)
+            else:
+                path.unlink()
+        out.append(target)
+    return out
+
+
+def allocate_copies(staged: Path, commitlog: Path, start: int, end: int, file_size: int, forced: bool) -> None:
+    """Give the ranges :func:`move_into_store` will copy their disk blocks now (``fallocate``), so that a full
+    disk fails here, before anything else of the publication runs beside the move, rather than half-way through
+    a copy."""
+    for _, _, copy in _moves(staged, commitlog, start, end, file_size, forced):
+        if copy is not None:
+            _, dest, lo, hi, what = copy
+            fd = os.open(dest, os.O_RDWR)
+            try:
+                with disk_full(dest, what):
+                    allocate(fd, lo, hi - lo, dest)
+            finally:
+                os.close(fd)
+
+
+def _moves(staged: Path, commitlog: Path, start: int, end: int, file_size: int, forced: bool):
+    """``(staged file, store file, copy)`` for each staged file, in order: ``copy`` is None for a file renamed
+    as it is, else ``(source, destination, lo, hi, what)``, the bytes [lo, hi) copied before the move (see
+    :func:`move_into_store`; the destination is the staged file when it then replaces the store's)."""
     for path in sorted(p for p in staged.iterdir() if p.is_file()):
         file_start = int(path.name)
         target = commitlog / path.name
+        copy = None
         if target.exists():
             lo = max(start, file_start) - file_start  # the store's bytes end here, the job's begin
             hi = min(end, file_start + file_size) - file_start
             if forced and lo < hi - lo:
-                _copy_range(target, path, 0, lo, "the staged commit log")
-                with disk_full(path, "the staged commit log"):
-                    fsync_path(path)  # the store's records must be on disk before their file is replaced
-                os.replace(path, target)
+                copy = (target, path, 0, lo, "the staged commit log")
             else:
-                _copy_range(path, target, lo, hi, "the commit log")
-                path.unlink()
-        else:
-            os.replace(path, target)
-        out.append(target)
-    return out
+                copy = (path, target, lo, hi, "the commit log")
+        yield path, target, copy
 
 
 def _copy_range(source: Path, target: Path, lo: int, hi: int, what: str) -> None:
@@ -71,4 +101,4 @@ def _copy_range(source: Path, target: Path, lo: int, hi: int, what: str) -> None
             pos += done
 
 
-__all__ = ["move_into_store"]
+__all__ = ["allocate_copies", "move_into_store"]
