@@ -86,8 +86,8 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
     # piece_scratch_size: a batch with larger ones encodes into memory of its own)
     scratch = np.empty(4 * ENCODE_PIECE_BYTES, np.uint8)
     clock = None if now_ms is None else (lambda: now_ms)
-    queue_ends = _StoreQueueEnds(root, sizes or {}, overwrite)
-    with queue_ends, JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files, \
+    ends = _StoreEnds(root, sizes or {}, overwrite)
+    with ends, JobReservation(job_dir) as reservation, _StagedFiles(staged_commitlog_dir(job_dir)) as files, \
             SkeletonBuilder(job_dir, cq_file_size) as skeleton:
         for table in tables:
             if table.num_rows == 0:
@@ -97,8 +97,7 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
             def place(lengths, queues, placed=placed):
                 """Reserve room, queue offsets and a store time for the records: they are encoded final, straight
                 at their offsets."""
-                placed.append(reservation.reserve(lengths, lambda: _store_start(root, sizes or {}, overwrite),
-                                                  queues=queues, queue_ends=queue_ends, clock=clock))
+                placed.append(reservation.reserve(lengths, ends.start, queues=queues, queue_ends=ends, clock=clock))
                 with reservation.writing():
                     files.reserved(placed[0].placement)
                 return placed[0].placement.phy, placed[0].first_offsets, placed[0].stamp
@@ -124,34 +123,37 @@ def _stage(root, job_id: str, name: str, tables: Iterable[pa.Table], *, store_ho
     return stems
 
 
-def _store_start(root: Path, sizes: dict, overwrite: bool) -> tuple[int, int]:
-    """Where the job expects to begin: the store's commit-log end (0 when overwriting), and its file size."""
-    detected = detect_sizes(root, **sizes)
-    if overwrite or not (root / L.COMMITLOG_DIR).is_dir():
-        return 0, detected.commit_log_file_size
-    known = known_end(root, detected)  # the last writer's end while the files are as it left them
-    if known is not None:
-        return known, detected.commit_log_file_size
-    with StoreReader(root, detected) as store:
-        return store.max_phy_offset(), detected.commit_log_file_size
-
-
-class _StoreQueueEnds:
-    """The next offset of queues in the store (its consume queues' ends, 0 for a queue it lacks): where a job's
-    records of a queue begin. Opens the store once, for the first queue it is asked about."""
+class _StoreEnds:
+    """Where a job's records begin in the store: :meth:`start` for the commit log, a call for queues. The store is
+    opened once, when first asked (never when overwriting, nor for a store without files of that kind), and its
+    end is the last writer's where the files are as it left them (see :mod:`..files.known_end`)."""
 
     def __init__(self, root: Path, sizes: dict, overwrite: bool):
         self.root, self.sizes, self.overwrite = root, sizes, overwrite
         self._reader: Optional[StoreReader] = None
 
-    def __call__(self, keys: list) -> np.ndarray:
-        if self.overwrite or not (self.root / L.CONSUMEQUEUE_DIR).is_dir():
-            return np.zeros(len(keys), dtype=np.int64)
+    def _store(self) -> StoreReader:
         if self._reader is None:
             detected = detect_sizes(self.root, **self.sizes)
             self._reader = StoreReader(self.root, detected, valid_end=known_end(self.root, detected),
                                        lazy_queues=True)
-        queues = self._reader.queues
+        return self._reader
+
+    def start(self) -> tuple[int, int]:
+        """The store's commit-log end (0 when overwriting), and its file size."""
+        detected = detect_sizes(self.root, **self.sizes)
+        if self.overwrite or not (self.root / L.COMMITLOG_DIR).is_dir():
+            return 0, detected.commit_log_file_size
+        known = known_end(self.root, detected)  # the last writer's end while the files are as it left them
+        if known is not None:
+            return known, detected.commit_log_file_size
+        return self._store().max_phy_offset(), detected.commit_log_file_size
+
+    def __call__(self, keys: list) -> np.ndarray:
+        """The next offset of each queue of ``keys`` ((topic, queue id) pairs; 0 for a queue the store lacks)."""
+        if self.overwrite or not (self.root / L.CONSUMEQUEUE_DIR).is_dir():
+            return np.zeros(len(keys), dtype=np.int64)
+        queues = self._store().queues
         return np.array([cq.max_offset if (cq := queues.get(topic, int(qid))) is not None else 0
                          for topic, qid in keys], dtype=np.int64)
 
