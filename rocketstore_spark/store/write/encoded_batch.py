@@ -90,8 +90,11 @@ class EncodedBatch:
         """Write ``<stem>.meta.npy``: the metadata of staged batches (each part one reservation) as one batch,
         everything but the record bytes, as consecutive ``.npy`` arrays (field names, topic names, then one array
         per field; a zip archive would CRC every byte when read back). A field is written part after part, as
-        ``np.save`` would write the parts concatenated: the concatenation is never built in memory. Not fsynced:
-        only the same job's driver reads it back, through the same page cache."""
+        ``np.save`` would write the parts concatenated: the concatenation is never built in memory. A per-row
+        field holding one value on every row (the usual delay, given offsets, timestamp position...) is written as
+        that one value, and index entries as 32-bit numbers: every byte written here is fresh page-cache memory,
+        written by a task and read by the driver once. Not fsynced: only the same job's driver reads it back,
+        through the same page cache."""
         every_name = [t for part in parts for t in part.topic_names]
         numbering = pc.dictionary_encode(pa.array(every_name, pa.string()))  # topics numbered as they appear
         number = np.asarray(numbering.indices, dtype=np.int32)
@@ -111,11 +114,16 @@ class EncodedBatch:
             base_rows += len(part)
             base_names += len(part.topic_names)
         pieces["topic_idx"] = [p.astype(np.int32, copy=False) for p in pieces["topic_idx"]]
+        if base_rows > 1:
+            for name in _META_ROW_FIELDS:
+                value = _one_value(pieces[name])
+                if value is not None:
+                    pieces[name] = [value]
         with open(str(stem) + META_SUFFIX, "wb") as fh:
             np.save(fh, np.array(_META_FIELDS, dtype=str))
             np.save(fh, np.array(numbering.dictionary.to_pylist(), dtype=object).astype(str))
             for name in _META_FIELDS:
-                _save_concatenated(fh, pieces[name])
+                _save_concatenated(fh, pieces[name], _META_NARROW.get(name))
 
     @classmethod
     def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
@@ -128,6 +136,10 @@ class EncodedBatch:
             topic_names = np.load(fh, allow_pickle=False).tolist()
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             fields = {name: _mapped_npy(fh, mm) for name in names}
+        rows = len(fields["record_offsets"]) - 1
+        for name in _META_ROW_FIELDS:  # a field written as its one value: that value on every row, no memory
+            if name in fields and len(fields[name]) == 1 and rows != 1:
+                fields[name] = np.broadcast_to(fields[name], (rows,))
         return cls(data=np.zeros(0, np.uint8), topic_names=[str(t) for t in topic_names],
                    staged_dir=Path(staged_dir), staged_file_size=int(staged_file_size), **fields)
 
@@ -226,11 +238,30 @@ _META_FIELDS = ("record_offsets", "topic_idx", "queue_id", "queue_offset_given",
                 "chunk_starts")
 _META_FIELDS_AS_STAGED = ("queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
                           "ts_given", "ts_pos", "entry_hash", "phy", "staged_queue_offset")
+#: the per-row fields written as one value when every row holds the same (see save_meta)
+_META_ROW_FIELDS = ("topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
+                    "ts_given", "ts_pos")
+#: fields whose values always fit a narrower type than the batches hold them in: the row of an entry (a batch has
+#: fewer than 2**31 rows) and its key hash (``indexKeyHashMethod``: an int made non-negative)
+_META_NARROW = {"entry_rec": np.int32, "entry_hash": np.int32}
 
 
-def _save_concatenated(fh, pieces: list) -> None:
-    """What ``np.save(fh, np.concatenate(pieces))`` writes, without building the concatenation."""
-    dtype = np.result_type(*pieces)
+def _one_value(pieces: list) -> Optional[np.ndarray]:
+    """The one value every element of ``pieces`` (arrays, some maybe empty) holds, as a 1-element array; None when
+    they hold more than one."""
+    first = next((p[:1] for p in pieces if len(p)), None)
+    if first is None:
+        return None
+    for p in pieces:
+        if len(p) and not (p == first[0]).all():
+            return None
+    return np.array(first)
+
+
+def _save_concatenated(fh, pieces: list, dtype=None) -> None:
+    """What ``np.save(fh, np.concatenate(pieces).astype(dtype))`` writes (``dtype`` by default the pieces' common
+    type), without building the concatenation."""
+    dtype = np.result_type(*pieces) if dtype is None else np.dtype(dtype)
     header = np.lib.format.header_data_from_array_1_0(np.empty(0, dtype))
     header["shape"] = (sum(len(p) for p in pieces),)
     np.lib.format.write_array_header_1_0(fh, header)
