@@ -14,6 +14,8 @@
 //! | [`INDEX_HEADER_SIZE`]       | 4 × slots        | hash slots: the number of the bucket's newest entry     |
 //! | .. + 4 × slots              | 20 × max entries | entries: keyHash (4), phyOffset (8), timeDiff (4, seconds since beginTimestamp), prevIndex (4) |
 
+use std::sync::atomic::{AtomicI32, Ordering};
+
 /// `IndexHeader.INDEX_HEADER_SIZE`
 pub const INDEX_HEADER_SIZE: usize = 40;
 /// `IndexFile.hashSlotSize`
@@ -92,6 +94,31 @@ pub fn put_keys(
     phy_offsets: &[i64],
     store_timestamps: &[i64],
 ) -> Result<usize, IndexError> {
+    put_keys_split(
+        file,
+        slots,
+        max_entries,
+        (hashes, phy_offsets, store_timestamps),
+        ENTRIES_PER_THREAD,
+    )
+}
+
+/// Keys per thread at least: below twice this, one thread does all (starting a thread costs more than putting a
+/// few thousand keys). A new index file's slots and entries are fresh page-cache memory, whose pages cost far
+/// more than the bytes written into them; threads writing disjoint parts fault them in at once.
+const ENTRIES_PER_THREAD: usize = 1 << 16;
+/// At most this many threads put keys (the publication's other work runs beside them).
+const MAX_THREADS: usize = 4;
+
+/// [`put_keys`] with the entries written by threads of at least `per_thread` entries each.
+fn put_keys_split(
+    file: &mut [u8],
+    slots: usize,
+    max_entries: usize,
+    keys: (&[i64], &[i64], &[i64]),
+    per_thread: usize,
+) -> Result<usize, IndexError> {
+    let (hashes, phy_offsets, store_timestamps) = keys;
     let (mut header, put) = checked_put(
         file,
         slots,
@@ -102,14 +129,73 @@ pub fn put_keys(
     )?;
     let first = header.index_count; // the entry number of the first key put
     let buckets: Vec<usize> = hashes[..put].iter().map(|&h| h as usize % slots).collect();
-    let prev = chain_by_bucket(file, &buckets, first, &mut header);
+    let prev = chain_by_bucket(file, &buckets, first, &mut header, per_thread);
     let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
-    for k in 0..put {
+    // the first entries of a file set its begin values (numbers 0 and 1): one by one, as putKey does
+    let mut k = 0;
+    while k < put && header.index_count <= 1 {
         let key = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
         put_entry(file, entries_at, &mut header, key, prev[k]);
+        k += 1;
+    }
+    if k < put {
+        // the rest only read the begin time: their entries are independent of each other
+        let at = entries_at + header.index_count as usize * INDEX_SIZE;
+        let region = &mut file[at..at + (put - k) * INDEX_SIZE];
+        let rest = (
+            &hashes[k..put],
+            &phy_offsets[k..put],
+            &store_timestamps[k..put],
+            &prev[k..put],
+        );
+        write_entries(region, header.begin_timestamp, rest, per_thread);
+        header.index_count += (put - k) as i32;
+        header.end_phy_offset = phy_offsets[put - 1];
+        header.end_timestamp = store_timestamps[put - 1];
     }
     header.write(file);
     Ok(put)
+}
+
+/// The entries of `keys` (hash, physical offset, store time, previous entry) into `region` (20 bytes each, in
+/// order), split over threads of at least `per_thread` entries.
+fn write_entries(
+    region: &mut [u8],
+    begin_timestamp: i64,
+    keys: (&[i64], &[i64], &[i64], &[i32]),
+    per_thread: usize,
+) {
+    let (hashes, phys, tss, prevs) = keys;
+    let n = hashes.len();
+    let threads = thread_count(n, per_thread);
+    let write = |out: &mut [u8], lo: usize| {
+        for (j, entry) in out.chunks_exact_mut(INDEX_SIZE).enumerate() {
+            let k = lo + j;
+            let key = (hashes[k] as i32, phys[k], tss[k]);
+            encode_entry(entry, begin_timestamp, key, prevs[k]);
+        }
+    };
+    if threads == 1 {
+        write(region, 0);
+        return;
+    }
+    let per = n.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut rest = region;
+        let mut lo = 0;
+        while lo < n {
+            let count = per.min(n - lo);
+            let (part, tail) = rest.split_at_mut(count * INDEX_SIZE);
+            rest = tail;
+            let start = lo;
+            if lo + count < n {
+                scope.spawn(move || write(part, start));
+            } else {
+                write(part, start); // the last part on this thread
+            }
+            lo += count;
+        }
+    });
 }
 
 /// The next entry (number `header.index_count`) of `key` (hash, physical offset, store time), linked to `prev`,
@@ -121,20 +207,15 @@ fn put_entry(
     key: (i32, i64, i64),
     prev: i32,
 ) {
-    let (hash, phy, ts) = key;
-    let time_diff = if header.begin_timestamp <= 0 {
-        0
-    } else {
-        // Java's long division truncates towards zero; negative differences become 0
-        (ts.wrapping_sub(header.begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
-    };
+    let (_, phy, ts) = key;
     let index_count = header.index_count;
     let at = entries_at + index_count as usize * INDEX_SIZE;
-    let entry = &mut file[at..at + INDEX_SIZE];
-    entry[0..4].copy_from_slice(&hash.to_be_bytes());
-    entry[4..12].copy_from_slice(&phy.to_be_bytes());
-    entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
-    entry[16..20].copy_from_slice(&prev.to_be_bytes());
+    encode_entry(
+        &mut file[at..at + INDEX_SIZE],
+        header.begin_timestamp,
+        key,
+        prev,
+    );
     if index_count <= 1 {
         header.begin_phy_offset = phy;
         header.begin_timestamp = ts;
@@ -142,6 +223,22 @@ fn put_entry(
     header.index_count += 1;
     header.end_phy_offset = phy;
     header.end_timestamp = ts;
+}
+
+/// One entry's 20 bytes: the key's hash, physical offset, seconds since the file's `begin_timestamp` (0 while
+/// the file has none) and the previous entry of its bucket.
+fn encode_entry(entry: &mut [u8], begin_timestamp: i64, key: (i32, i64, i64), prev: i32) {
+    let (hash, phy, ts) = key;
+    let time_diff = if begin_timestamp <= 0 {
+        0
+    } else {
+        // Java's long division truncates towards zero; negative differences become 0
+        (ts.wrapping_sub(begin_timestamp) / 1000).clamp(0, i64::from(i32::MAX))
+    };
+    entry[0..4].copy_from_slice(&hash.to_be_bytes());
+    entry[4..12].copy_from_slice(&phy.to_be_bytes());
+    entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
+    entry[16..20].copy_from_slice(&prev.to_be_bytes());
 }
 
 /// The header of `file` and how many of the keys it has room for, once the inputs pass [`put_keys`]'s checks.
@@ -176,20 +273,74 @@ fn checked_put(
 
 /// The previous entry of each key's bucket chain (keys numbered from `first` on, in order), with the slots of
 /// `file` updated to each bucket's last key and `header.hash_slot_count` counting the keys that start a chain
-/// (their slot held nothing valid: empty, or an entry number at or past theirs, from a torn write).
+/// (their slot held nothing valid: empty, or an entry number at or past theirs, from a torn write). Buckets are
+/// independent: threads of at least `per_thread` keys each take a range of them (and of the slots, which a new
+/// file has as fresh pages).
 fn chain_by_bucket(
     file: &mut [u8],
     buckets: &[usize],
     first: i32,
     header: &mut IndexHeader,
+    per_thread: usize,
 ) -> Vec<i32> {
     let sorted = by_bucket(buckets);
-    let mut prev = vec![INVALID_INDEX; buckets.len()];
+    let prev: Vec<AtomicI32> = (0..buckets.len())
+        .map(|_| AtomicI32::new(INVALID_INDEX))
+        .collect();
+    let slots = &mut file[INDEX_HEADER_SIZE..];
+    let threads = thread_count(sorted.len(), per_thread);
+    let started = if threads == 1 {
+        chain_buckets(slots, 0, &sorted, first, &prev)
+    } else {
+        // cut the keys near equal parts, each cut moved to the start of a bucket
+        let bucket_of = |v: u64| (v >> 32) as usize;
+        let mut cuts = vec![0usize];
+        for t in 1..threads {
+            let mut at = (sorted.len() * t / threads).max(*cuts.last().unwrap_or(&0));
+            while at > 0 && at < sorted.len() && bucket_of(sorted[at]) == bucket_of(sorted[at - 1])
+            {
+                at += 1;
+            }
+            cuts.push(at.min(sorted.len()));
+        }
+        cuts.push(sorted.len());
+        std::thread::scope(|scope| {
+            let mut rest = slots;
+            let mut base = 0; // the bucket `rest` starts at
+            let mut handles = Vec::new();
+            for w in cuts.windows(2) {
+                let part = &sorted[w[0]..w[1]];
+                let Some(&last) = part.last() else { continue };
+                let end = bucket_of(last) + 1;
+                let (mine, tail) = rest.split_at_mut((end - base) * HASH_SLOT_SIZE);
+                rest = tail;
+                let start = base;
+                base = end;
+                let prev = &prev;
+                handles.push(scope.spawn(move || chain_buckets(mine, start, part, first, prev)));
+            }
+            handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        })
+    };
+    header.hash_slot_count += started;
+    prev.into_iter().map(AtomicI32::into_inner).collect()
+}
+
+/// [`chain_by_bucket`] over the keys `sorted` (ordered by bucket) whose buckets' slots are `slots`, starting at
+/// bucket `base`: sets `prev` of each key and each slot; returns how many keys start a chain.
+fn chain_buckets(
+    slots: &mut [u8],
+    base: usize,
+    sorted: &[u64],
+    first: i32,
+    prev: &[AtomicI32],
+) -> i32 {
+    let mut started = 0;
     let mut g = 0;
     while g < sorted.len() {
         let bucket = (sorted[g] >> 32) as usize;
-        let slot_at = INDEX_HEADER_SIZE + bucket * HASH_SLOT_SIZE;
-        let slot: &mut [u8; 4] = (&mut file[slot_at..slot_at + 4])
+        let slot_at = (bucket - base) * HASH_SLOT_SIZE;
+        let slot: &mut [u8; 4] = (&mut slots[slot_at..slot_at + 4])
             .try_into()
             .expect("4 bytes");
         let mut last = i32::from_be_bytes(*slot);
@@ -199,16 +350,22 @@ fn chain_by_bucket(
             let number = first + k as i32;
             if last <= INVALID_INDEX || last > number {
                 last = INVALID_INDEX;
-                header.hash_slot_count += 1;
+                started += 1;
             }
-            prev[k] = last;
+            prev[k].store(last, Ordering::Relaxed);
             last = number;
             n += 1;
         }
         *slot = last.to_be_bytes();
         g = n;
     }
-    prev
+    started
+}
+
+/// Threads for `n` items of at least `per_thread` each (at most [`MAX_THREADS`], at most the machine's cores).
+fn thread_count(n: usize, per_thread: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    (n / per_thread.max(1)).clamp(1, cores.clamp(1, MAX_THREADS))
 }
 
 /// Each key as `bucket << 32 | position`, ordered by bucket, a bucket's keys in position order: a
@@ -444,6 +601,27 @@ mod tests {
                 let want = put_keys_one_by_one(&mut reference, slots, max, &keys[a..b]);
                 prop_assert_eq!(got, Ok(want));
             }
+            prop_assert!(file == reference);
+        }
+
+        /// Entries written by several threads (a few entries each here) are the one-by-one loop's bytes.
+        #[test]
+        fn entries_split_over_threads_equal_the_one_by_one_loop(
+            keys in proptest::collection::vec((0i64..500, any::<i64>(), 0i64..4_000_000_000_000i64), 0..200),
+            slots in 1usize..500,
+            per_thread in 1usize..9,
+            begin_count in 0i32..3,
+        ) {
+            let max = 150;
+            let mut file = new_file(slots, max);
+            file[36..40].copy_from_slice(&begin_count.to_be_bytes());
+            let mut reference = file.clone();
+            let hashes: Vec<i64> = keys.iter().map(|k| k.0).collect();
+            let phys: Vec<i64> = keys.iter().map(|k| k.1).collect();
+            let ts: Vec<i64> = keys.iter().map(|k| k.2).collect();
+            let got = put_keys_split(&mut file, slots, max, (&hashes, &phys, &ts), per_thread);
+            let want = put_keys_one_by_one(&mut reference, slots, max, &keys);
+            prop_assert_eq!(got, Ok(want));
             prop_assert!(file == reference);
         }
 
