@@ -15,7 +15,9 @@ A planner keeps the recovered store between plans (Spark reuses its Python worke
 its files changed. Listing every queue directory to find out costs ~0.3 s at 20,000 queues; the snapshot stats
 what can change instead: the store's directories (an entry added or removed changes a directory's modification
 time), every commit-log and index file, ``abort`` and ``checkpoint``, and each consume queue's last file (units
-are only ever appended to it). Queue directories and last files come from the opened store, so the snapshot is
+are only ever appended to it). A queue's own directory is stated only where the next unit would start a new file
+(the queue is empty or its last file full): elsewhere a unit added changes the last file, and files that expire
+from a queue hold only units of commit-log files already gone, which the commit log's directory shows. Queue directories and last files come from the opened store, so the snapshot is
 taken after the open; a modification time that is not older than the open by :data:`RACY_NS` marks the snapshot
 untrusted (a change in the same clock tick as the open could leave the time as it was), and the next plan opens
 the store again, as it does whenever a stat differs.
@@ -56,9 +58,10 @@ class StoreSnapshot:
             paths.extend(_tree(queues_dir))
         else:
             paths.append(queues_dir)
-            paths.extend(sorted({os.path.dirname(d) for d, _ in tails}))
-            paths.extend(d for d, _ in tails)
-            paths.extend(last for _, last in tails if last is not None)
+            paths.extend(sorted({os.path.dirname(d) for d, _, _ in tails}))
+            # a queue's directory only for a queue whose next unit starts a file (empty, or its last file full)
+            paths.extend(d for d, last, full in tails if last is None or full)
+            paths.extend(last for _, last, _ in tails if last is not None)
         entries = tuple((p,) + _stamp(p) for p in paths)
         trusted = all(mtime < opened_at_ns - RACY_NS for _, mtime, _ in entries)
         return cls(entries, trusted)

@@ -132,14 +132,18 @@ class QueueSet:
         except FileNotFoundError:
             return None
 
-    def queue_file_tails(self) -> Optional[list[tuple[str, Optional[str]]]]:
-        """(directory, last file or None) of every loaded consume queue of the default layout, as text paths:
-        what a planner stats to see that the queues it planned from did not change (units are only ever
-        appended to a queue's last file; files come and go with its directory's modification time). None when
-        the queues are no such files (RocksDB consume queues)."""
+    def queue_file_tails(self) -> Optional[list[tuple[str, Optional[str], bool]]]:
+        """(directory, last file or None, whether the units fill that file) of every loaded consume queue of the
+        default layout, as text paths: what a planner stats to see that the queues it planned from did not
+        change. Units are only ever appended to a queue's last file; a new file appears in the directory only
+        once the last one is full (files that expire go with the commit-log files under them). None when the
+        queues are no such files (RocksDB consume queues)."""
         if any(not isinstance(cq.files, MappedFileQueue) for cq in self._queues.values()):
             return None
-        return [(cq.files.location, cq.files.files[-1].location if cq.files.files else None)
+        unit = L.CQ_STORE_UNIT_SIZE
+        return [(cq.files.location, cq.files.files[-1].location,
+                 cq.max_offset * unit >= cq.files.files[-1].from_offset + cq.files.file_size)
+                if cq.files.files else (cq.files.location, None, False)
                 for cq in self._queues.values()]
 
     # --- planned ranges ---------------------------------------------------------------------------------
