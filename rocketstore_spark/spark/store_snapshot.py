@@ -17,10 +17,11 @@ what can change instead: the store's directories (an entry added or removed chan
 time), every commit-log and index file, ``abort`` and ``checkpoint``, and each consume queue's last file (units
 are only ever appended to it). A queue's own directory is stated only where the next unit would start a new file
 (the queue is empty or its last file full): elsewhere a unit added changes the last file, and files that expire
-from a queue hold only units of commit-log files already gone, which the commit log's directory shows. Queue directories and last files come from the opened store, so the snapshot is
-taken after the open; a modification time that is not older than the open by :data:`RACY_NS` marks the snapshot
-untrusted (a change in the same clock tick as the open could leave the time as it was), and the next plan opens
-the store again, as it does whenever a stat differs.
+from a queue hold only units of commit-log files already gone, which the commit log's directory shows. Queue
+directories and last files come from the opened store, so the snapshot is taken after the open; a modification
+time that is not older than the open by :data:`RACY_NS` marks the snapshot untrusted (a change in the same clock
+tick as the open could leave the time as it was), and the next plan opens the store again, as it does whenever a
+stat differs.
 """
 
 from __future__ import annotations
