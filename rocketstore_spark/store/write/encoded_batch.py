@@ -129,8 +129,9 @@ class EncodedBatch:
     def load(cls, stem: Path, staged_dir: Path, staged_file_size: int) -> "EncodedBatch":
         """The staged batch at ``stem``: its metadata; record bytes are read later with :meth:`read_into`.
 
-        The numeric arrays are read-only views of the file's memory map: a job's metadata is about a hundred
-        bytes per message, and mapping the page cache spares copying it into fresh memory."""
+        The numeric arrays are read-only views of the file's memory map: a job's metadata is some sixty bytes
+        per message, and mapping the page cache spares copying it into fresh memory. A field saved as its one
+        value is that value broadcast over the rows (read-only, no memory per row)."""
         with open(str(stem) + META_SUFFIX, "rb") as fh:
             names = np.load(fh, allow_pickle=False).tolist()
             topic_names = np.load(fh, allow_pickle=False).tolist()
