@@ -69,6 +69,8 @@ pub enum IndexError {
     BadHeader,
     /// Key `.0`'s hash is not an `indexKeyHashMethod` value (0 ..= `Integer.MAX_VALUE`).
     BadHash(usize),
+    /// Key `.0`'s record row lies outside its part's per-record columns.
+    BadRow(usize),
 }
 
 /// The size of an index file of `slots` hash slots and `max_entries` entries.
@@ -78,8 +80,52 @@ pub fn index_file_size(slots: usize, max_entries: usize) -> Option<usize> {
         .checked_add(max_entries.checked_mul(INDEX_SIZE)?)
 }
 
-/// `IndexFile.putKey` for each key in order, while the file has room (`indexCount < max_entries`): the entry,
-/// the slot of its bucket, and the header (written back into `file`). Returns the number of keys put.
+/// Keys to put, in order: each key's hash and the record it indexes, whose physical offset and store time are
+/// the part's per-record columns at `rows[k]` (at `k` when `rows` is None). A publication hands over the keys
+/// of many batches this way, each batch's columns as they are: no key is copied before it is put.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyPart<'a> {
+    pub hashes: &'a [i32],
+    pub rows: Option<&'a [i32]>,
+    pub phy_offsets: &'a [i64],
+    pub store_timestamps: &'a [i64],
+}
+
+impl KeyPart<'_> {
+    fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// (hash, physical offset, store time) of key `j` (checked to be in bounds by [`checked_put`]).
+    fn key(&self, j: usize) -> (i32, i64, i64) {
+        let row = self.rows.map_or(j, |rows| rows[j] as usize);
+        (
+            self.hashes[j],
+            self.phy_offsets[row],
+            self.store_timestamps[row],
+        )
+    }
+}
+
+/// The keys of `parts` from key number `k` on, in order.
+fn keys_from<'a>(parts: &'a [KeyPart<'a>], k: usize) -> impl Iterator<Item = (i32, i64, i64)> + 'a {
+    let mut skip = k;
+    let mut first = 0;
+    while first < parts.len() && skip >= parts[first].len() {
+        skip -= parts[first].len();
+        first += 1;
+    }
+    parts[first..]
+        .iter()
+        .enumerate()
+        .flat_map(move |(i, part)| {
+            let from = if i == 0 { skip } else { 0 };
+            (from..part.len()).map(move |j| part.key(j))
+        })
+}
+
+/// `IndexFile.putKey` for each key of `parts` in order, while the file has room (`indexCount < max_entries`):
+/// the entry, the slot of its bucket, and the header (written back into `file`). Returns the number of keys put.
 ///
 /// Putting keys one by one reads and writes a slot at random for each: with millions of keys and a table of
 /// millions of slots, nearly every key waits for memory (40 ns a key measured). Here the keys are ordered by
@@ -90,17 +136,9 @@ pub fn put_keys(
     file: &mut [u8],
     slots: usize,
     max_entries: usize,
-    hashes: &[i64],
-    phy_offsets: &[i64],
-    store_timestamps: &[i64],
+    parts: &[KeyPart<'_>],
 ) -> Result<usize, IndexError> {
-    put_keys_split(
-        file,
-        slots,
-        max_entries,
-        (hashes, phy_offsets, store_timestamps),
-        ENTRIES_PER_THREAD,
-    )
+    put_keys_split(file, slots, max_entries, parts, ENTRIES_PER_THREAD)
 }
 
 /// Keys per thread at least: below twice this, one thread does all (starting a thread costs more than putting a
@@ -110,31 +148,28 @@ const ENTRIES_PER_THREAD: usize = 1 << 16;
 /// At most this many threads put keys (the publication's other work runs beside them).
 const MAX_THREADS: usize = 4;
 
-/// [`put_keys`] with the entries written by threads of at least `per_thread` entries each.
+/// [`put_keys`] with the slots and entries written by threads of at least `per_thread` keys each.
 fn put_keys_split(
     file: &mut [u8],
     slots: usize,
     max_entries: usize,
-    keys: (&[i64], &[i64], &[i64]),
+    parts: &[KeyPart<'_>],
     per_thread: usize,
 ) -> Result<usize, IndexError> {
-    let (hashes, phy_offsets, store_timestamps) = keys;
-    let (mut header, put) = checked_put(
-        file,
-        slots,
-        max_entries,
-        hashes,
-        phy_offsets,
-        store_timestamps,
-    )?;
+    let (mut header, put) = checked_put(file, slots, max_entries, parts)?;
     let first = header.index_count; // the entry number of the first key put
-    let buckets: Vec<usize> = hashes[..put].iter().map(|&h| h as usize % slots).collect();
+    let buckets: Vec<usize> = keys_from(parts, 0)
+        .take(put)
+        .map(|(h, _, _)| h as usize % slots)
+        .collect();
     let prev = chain_by_bucket(file, &buckets, first, &mut header, per_thread);
     let entries_at = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE;
     // the first entries of a file set its begin values (numbers 0 and 1): one by one, as putKey does
     let mut k = 0;
-    while k < put && header.index_count <= 1 {
-        let key = (hashes[k] as i32, phy_offsets[k], store_timestamps[k]);
+    for key in keys_from(parts, 0).take(put) {
+        if header.index_count > 1 {
+            break;
+        }
         put_entry(file, entries_at, &mut header, key, prev[k]);
         k += 1;
     }
@@ -142,37 +177,38 @@ fn put_keys_split(
         // the rest only read the begin time: their entries are independent of each other
         let at = entries_at + header.index_count as usize * INDEX_SIZE;
         let region = &mut file[at..at + (put - k) * INDEX_SIZE];
-        let rest = (
-            &hashes[k..put],
-            &phy_offsets[k..put],
-            &store_timestamps[k..put],
+        write_entries(
+            region,
+            header.begin_timestamp,
+            (parts, k),
             &prev[k..put],
+            per_thread,
         );
-        write_entries(region, header.begin_timestamp, rest, per_thread);
-        header.index_count += (put - k) as i32;
-        header.end_phy_offset = phy_offsets[put - 1];
-        header.end_timestamp = store_timestamps[put - 1];
+        if let Some((_, phy, ts)) = keys_from(parts, put - 1).next() {
+            header.index_count += (put - k) as i32;
+            header.end_phy_offset = phy;
+            header.end_timestamp = ts;
+        }
     }
     header.write(file);
     Ok(put)
 }
 
-/// The entries of `keys` (hash, physical offset, store time, previous entry) into `region` (20 bytes each, in
-/// order), split over threads of at least `per_thread` entries.
+/// The entries of the keys of `parts` from number `from` on, one per `prevs` (the previous entry of each),
+/// into `region` (20 bytes each, in order), split over threads of at least `per_thread` entries.
 fn write_entries(
     region: &mut [u8],
     begin_timestamp: i64,
-    keys: (&[i64], &[i64], &[i64], &[i32]),
+    (parts, from): (&[KeyPart<'_>], usize),
+    prevs: &[i32],
     per_thread: usize,
 ) {
-    let (hashes, phys, tss, prevs) = keys;
-    let n = hashes.len();
+    let n = prevs.len();
     let threads = thread_count(n, per_thread);
     let write = |out: &mut [u8], lo: usize| {
-        for (j, entry) in out.chunks_exact_mut(INDEX_SIZE).enumerate() {
-            let k = lo + j;
-            let key = (hashes[k] as i32, phys[k], tss[k]);
-            encode_entry(entry, begin_timestamp, key, prevs[k]);
+        let keys = keys_from(parts, from + lo);
+        for ((entry, key), prev) in out.chunks_exact_mut(INDEX_SIZE).zip(keys).zip(&prevs[lo..]) {
+            encode_entry(entry, begin_timestamp, key, *prev);
         }
     };
     if threads == 1 {
@@ -241,34 +277,45 @@ fn encode_entry(entry: &mut [u8], begin_timestamp: i64, key: (i32, i64, i64), pr
     entry[16..20].copy_from_slice(&prev.to_be_bytes());
 }
 
-/// The header of `file` and how many of the keys it has room for, once the inputs pass [`put_keys`]'s checks.
+/// The header of `file` and how many of the keys it has room for, once the inputs pass [`put_keys`]'s checks:
+/// the file as long as `slots` and `max_entries` make it, each part's columns consistent and its rows inside
+/// them, every hash an `indexKeyHashMethod` value.
 fn checked_put(
     file: &[u8],
     slots: usize,
     max_entries: usize,
-    hashes: &[i64],
-    phy_offsets: &[i64],
-    store_timestamps: &[i64],
+    parts: &[KeyPart<'_>],
 ) -> Result<(IndexHeader, usize), IndexError> {
-    if slots == 0
-        || index_file_size(slots, max_entries) != Some(file.len())
-        || hashes.len() != phy_offsets.len()
-        || hashes.len() != store_timestamps.len()
-    {
+    if slots == 0 || index_file_size(slots, max_entries) != Some(file.len()) {
         return Err(IndexError::Shape);
+    }
+    let mut base = 0;
+    for part in parts {
+        let records = part.phy_offsets.len();
+        if part.store_timestamps.len() != records {
+            return Err(IndexError::Shape);
+        }
+        match part.rows {
+            None if records != part.len() => return Err(IndexError::Shape),
+            Some(rows) if rows.len() != part.len() => return Err(IndexError::Shape),
+            Some(rows) => {
+                if let Some(bad) = rows.iter().position(|&r| r < 0 || r as usize >= records) {
+                    return Err(IndexError::BadRow(base + bad));
+                }
+            }
+            None => {}
+        }
+        if let Some(bad) = part.hashes.iter().position(|&h| h < 0) {
+            return Err(IndexError::BadHash(base + bad));
+        }
+        base += part.len();
     }
     let header = IndexHeader::read(file).ok_or(IndexError::Shape)?;
     let count = usize::try_from(header.index_count).map_err(|_| IndexError::BadHeader)?;
     if count > max_entries {
         return Err(IndexError::BadHeader);
     }
-    if let Some(bad) = hashes
-        .iter()
-        .position(|&h| !(0..=i64::from(i32::MAX)).contains(&h))
-    {
-        return Err(IndexError::BadHash(bad));
-    }
-    Ok((header, hashes.len().min(max_entries - count)))
+    Ok((header, base.min(max_entries - count)))
 }
 
 /// The previous entry of each key's bucket chain (keys numbered from `first` on, in order), with the slots of
@@ -407,6 +454,46 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn narrow(hashes: &[i64]) -> Vec<i32> {
+        hashes.iter().map(|&h| h as i32).collect()
+    }
+
+    /// [`put_keys`] of keys given as one part of flat columns.
+    fn put_flat(
+        file: &mut [u8],
+        slots: usize,
+        max: usize,
+        hashes: &[i64],
+        phys: &[i64],
+        ts: &[i64],
+    ) -> Result<usize, IndexError> {
+        let hashes = narrow(hashes);
+        let part = KeyPart {
+            hashes: &hashes,
+            rows: None,
+            phy_offsets: phys,
+            store_timestamps: ts,
+        };
+        put_keys(file, slots, max, &[part])
+    }
+
+    fn put_split_flat(
+        file: &mut [u8],
+        slots: usize,
+        max: usize,
+        (hashes, phys, ts): (&[i64], &[i64], &[i64]),
+        per_thread: usize,
+    ) -> Result<usize, IndexError> {
+        let hashes = narrow(hashes);
+        let part = KeyPart {
+            hashes: &hashes,
+            rows: None,
+            phy_offsets: phys,
+            store_timestamps: ts,
+        };
+        put_keys_split(file, slots, max, &[part], per_thread)
+    }
+
     /// The one-by-one `putKey` loop over valid inputs, the reference the bucket-ordered [`put_keys`] must equal.
     fn put_keys_one_by_one(
         file: &mut [u8],
@@ -457,7 +544,7 @@ mod tests {
     #[test]
     fn keys_of_one_bucket_chain_newest_first() {
         let mut file = new_file(4, 8);
-        let put = put_keys(
+        let put = put_flat(
             &mut file,
             4,
             8,
@@ -491,20 +578,20 @@ mod tests {
         // a slot pointing past indexCount (a torn write) is treated as empty
         file[INDEX_HEADER_SIZE..INDEX_HEADER_SIZE + 4].copy_from_slice(&7i32.to_be_bytes());
         assert_eq!(
-            put_keys(&mut file, 2, 3, &[0, 2, 4], &[1, 2, 3], &[0, 0, 0]),
+            put_flat(&mut file, 2, 3, &[0, 2, 4], &[1, 2, 3], &[0, 0, 0]),
             Ok(2)
         );
         assert_eq!(entry(&file, 2, 1).3, 0);
         assert_eq!(entry(&file, 2, 2).3, 1);
         assert_eq!(IndexHeader::read(&file).unwrap().index_count, 3);
-        assert_eq!(put_keys(&mut file, 2, 3, &[1], &[4], &[0]), Ok(0));
+        assert_eq!(put_flat(&mut file, 2, 3, &[1], &[4], &[0]), Ok(0));
     }
 
     #[test]
     fn time_diffs_are_clamped_like_java() {
         let mut file = new_file(1, 4);
         let ts = [5_000, 4_000, 5_000 + (i64::from(i32::MAX) + 10) * 1000];
-        put_keys(&mut file, 1, 4, &[0, 0, 0], &[0, 0, 0], &ts).unwrap();
+        put_flat(&mut file, 1, 4, &[0, 0, 0], &[0, 0, 0], &ts).unwrap();
         assert_eq!(entry(&file, 1, 1).2, 0); // begin 0 when the first key is put
         assert_eq!(entry(&file, 1, 2).2, 0); // before the begin
         assert_eq!(entry(&file, 1, 3).2, i32::MAX);
@@ -514,20 +601,30 @@ mod tests {
     fn bad_inputs_are_errors() {
         let mut file = new_file(2, 2);
         assert_eq!(
-            put_keys(&mut file, 3, 2, &[], &[], &[]),
+            put_flat(&mut file, 3, 2, &[], &[], &[]),
             Err(IndexError::Shape)
         );
         assert_eq!(
-            put_keys(&mut file, 2, 2, &[1], &[], &[]),
+            put_flat(&mut file, 2, 2, &[1], &[], &[]),
             Err(IndexError::Shape)
         );
         assert_eq!(
-            put_keys(&mut file, 2, 2, &[-1], &[0], &[0]),
+            put_flat(&mut file, 2, 2, &[-1], &[0], &[0]),
             Err(IndexError::BadHash(0))
+        );
+        let part = KeyPart {
+            hashes: &[1, 1],
+            rows: Some(&[0, 1]),
+            phy_offsets: &[0],
+            store_timestamps: &[0],
+        };
+        assert_eq!(
+            put_keys(&mut file, 2, 2, &[part]),
+            Err(IndexError::BadRow(1))
         );
         file[36..40].copy_from_slice(&9i32.to_be_bytes());
         assert_eq!(
-            put_keys(&mut file, 2, 2, &[1], &[0], &[0]),
+            put_flat(&mut file, 2, 2, &[1], &[0], &[0]),
             Err(IndexError::BadHeader)
         );
     }
@@ -547,8 +644,8 @@ mod tests {
             let ts = vec![1_000i64; keys.len()];
             let cut = split.min(keys.len());
             // two calls give what one gives
-            put_keys(&mut file, slots, max, &hashes[..cut], &phys[..cut], &ts[..cut]).unwrap();
-            put_keys(&mut file, slots, max, &hashes[cut..], &phys[cut..], &ts[cut..]).unwrap();
+            put_flat(&mut file, slots, max, &hashes[..cut], &phys[..cut], &ts[..cut]).unwrap();
+            put_flat(&mut file, slots, max, &hashes[cut..], &phys[cut..], &ts[cut..]).unwrap();
             for (n, (hash, phy)) in keys.iter().enumerate() {
                 let mut at = slot(&file, *hash as usize % slots);
                 let mut found = false;
@@ -597,10 +694,47 @@ mod tests {
             bounds.sort_unstable();
             for w in bounds.windows(2) {
                 let (a, b) = (w[0], w[1]);
-                let got = put_keys(&mut file, slots, max, &hashes[a..b], &phys[a..b], &ts[a..b]);
+                let got = put_flat(&mut file, slots, max, &hashes[a..b], &phys[a..b], &ts[a..b]);
                 let want = put_keys_one_by_one(&mut reference, slots, max, &keys[a..b]);
                 prop_assert_eq!(got, Ok(want));
             }
+            prop_assert!(file == reference);
+        }
+
+        /// Keys given as several parts, each key naming its record in the part's columns, are put as the same
+        /// keys given flat (one thread or several).
+        #[test]
+        fn parts_with_rows_equal_the_flat_keys(
+            parts in proptest::collection::vec(
+                (proptest::collection::vec((any::<i64>(), 0i64..4_000_000_000_000i64), 1..20),
+                 proptest::collection::vec((0i32..400, any::<prop::sample::Index>()), 0..40)), 0..5),
+            slots in 1usize..300,
+            per_thread in 1usize..9,
+        ) {
+            let max = 120;
+            let mut file = new_file(slots, max);
+            let mut reference = file.clone();
+            let records: Vec<(Vec<i64>, Vec<i64>)> = parts.iter()
+                .map(|(recs, _)| (recs.iter().map(|r| r.0).collect(), recs.iter().map(|r| r.1).collect()))
+                .collect();
+            let keys: Vec<(Vec<i32>, Vec<i32>)> = parts.iter()
+                .map(|(recs, ks)| (ks.iter().map(|k| k.0).collect(),
+                                   ks.iter().map(|k| k.1.index(recs.len()) as i32).collect()))
+                .collect();
+            let given: Vec<KeyPart> = keys.iter().zip(&records).map(|((h, r), (p, t))| KeyPart {
+                hashes: h, rows: Some(r), phy_offsets: p, store_timestamps: t,
+            }).collect();
+            let (mut fh, mut fp, mut ft) = (vec![], vec![], vec![]);
+            for ((h, r), (p, t)) in keys.iter().zip(&records) {
+                for (hash, row) in h.iter().zip(r) {
+                    fh.push(i64::from(*hash));
+                    fp.push(p[*row as usize]);
+                    ft.push(t[*row as usize]);
+                }
+            }
+            let got = put_keys_split(&mut file, slots, max, &given, per_thread);
+            let want = put_flat(&mut reference, slots, max, &fh, &fp, &ft);
+            prop_assert_eq!(got, want);
             prop_assert!(file == reference);
         }
 
@@ -619,7 +753,7 @@ mod tests {
             let hashes: Vec<i64> = keys.iter().map(|k| k.0).collect();
             let phys: Vec<i64> = keys.iter().map(|k| k.1).collect();
             let ts: Vec<i64> = keys.iter().map(|k| k.2).collect();
-            let got = put_keys_split(&mut file, slots, max, (&hashes, &phys, &ts), per_thread);
+            let got = put_split_flat(&mut file, slots, max, (&hashes, &phys, &ts), per_thread);
             let want = put_keys_one_by_one(&mut reference, slots, max, &keys);
             prop_assert_eq!(got, Ok(want));
             prop_assert!(file == reference);

@@ -26,6 +26,8 @@ const ENCODE_TOO_LONG: i64 = 2;
 const INDEX_BAD_HEADER: i64 = 3;
 /// A key's hash is not an `indexKeyHashMethod` value.
 const INDEX_BAD_HASH: i64 = 4;
+/// A key's record row lies outside its part's columns.
+const INDEX_BAD_ROW: i64 = 5;
 
 /// The fixed columns, in the order Python passes them.
 const INT_COLUMNS: [&str; 11] = [
@@ -228,31 +230,58 @@ fn java_string_hash(py: Python<'_>, text: &[u8], seed: i32) -> i32 {
     py.detach(|| java_hash::java_hash(seed, text))
 }
 
-/// put_index_keys(file, slots, max_entries, hashes, phy_offsets, store_timestamps) -> (problem, keys put or row)
+/// put_index_keys(file, slots, max_entries, parts) -> (problem, keys put or key)
 ///
-/// `file`: the index file's writable bytes (its memory map); `hashes`, `phy_offsets`, `store_timestamps`: int64,
-/// one per key. Keys are put in order while the file has room; the header is updated in `file`.
+/// `file`: the index file's writable bytes (its memory map); `parts`: a list of `(hashes, rows, phy_offsets,
+/// store_timestamps)`, the keys in order: `hashes` int32, one per key; `rows` int32 (one per key, the row of its
+/// record in the part's columns) or None (key k is record k); `phy_offsets`, `store_timestamps`: int64, one per
+/// record. Keys are put in order while the file has room; the header is updated in `file`.
 #[pyfunction]
 fn put_index_keys(
     py: Python<'_>,
     file: &Bound<'_, PyAny>,
     slots: usize,
     max_entries: usize,
-    hashes: &Bound<'_, PyAny>,
-    phy_offsets: &Bound<'_, PyAny>,
-    store_timestamps: &Bound<'_, PyAny>,
+    parts: Vec<(
+        Bound<'_, PyAny>,
+        Option<Bound<'_, PyAny>>,
+        Bound<'_, PyAny>,
+        Bound<'_, PyAny>,
+    )>,
 ) -> PyResult<(i64, i64)> {
-    let hashes = View::<i64>::read(hashes)?;
-    let phy = View::<i64>::read(phy_offsets)?;
-    let ts = View::<i64>::read(store_timestamps)?;
-    let mut file = View::<u8>::write(file, &[hashes.span(), phy.span(), ts.span()])?;
-    let (h, p, t, bytes) = (hashes.slice(), phy.slice(), ts.slice(), file.slice_mut());
-    match py.detach(|| index::put_keys(bytes, slots, max_entries, h, p, t)) {
+    type PartViews = (View<i32>, Option<View<i32>>, View<i64>, View<i64>);
+    let mut views: Vec<PartViews> = Vec::with_capacity(parts.len());
+    let mut spans = Vec::new();
+    for (hashes, rows, phy, ts) in &parts {
+        let part = (
+            View::<i32>::read(hashes)?,
+            rows.as_ref().map(View::<i32>::read).transpose()?,
+            View::<i64>::read(phy)?,
+            View::<i64>::read(ts)?,
+        );
+        spans.extend([part.0.span(), part.2.span(), part.3.span()]);
+        spans.extend(part.1.as_ref().map(View::span));
+        views.push(part);
+    }
+    let mut file = View::<u8>::write(file, &spans)?;
+    let keys: Vec<index::KeyPart> = views
+        .iter()
+        .map(|(hashes, rows, phy, ts)| index::KeyPart {
+            hashes: hashes.slice(),
+            rows: rows.as_ref().map(View::slice),
+            phy_offsets: phy.slice(),
+            store_timestamps: ts.slice(),
+        })
+        .collect();
+    let bytes = file.slice_mut();
+    match py.detach(|| index::put_keys(bytes, slots, max_entries, &keys)) {
         Ok(put) => Ok((ENCODE_OK, put as i64)),
         Err(IndexError::BadHeader) => Ok((INDEX_BAD_HEADER, -1)),
-        Err(IndexError::BadHash(row)) => Ok((INDEX_BAD_HASH, row as i64)),
+        Err(IndexError::BadHash(key)) => Ok((INDEX_BAD_HASH, key as i64)),
+        Err(IndexError::BadRow(key)) => Ok((INDEX_BAD_ROW, key as i64)),
         Err(IndexError::Shape) => Err(PyValueError::new_err(
-            "put_index_keys: the key columns differ in length or the file's size does not match its slots and entries",
+            "put_index_keys: a part's columns differ in length or the file's size does not match its slots and \
+             entries",
         )),
     }
 }
@@ -466,6 +495,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serialize_properties, m)?)?;
     m.add("INDEX_BAD_HEADER", INDEX_BAD_HEADER)?;
     m.add("INDEX_BAD_HASH", INDEX_BAD_HASH)?;
+    m.add("INDEX_BAD_ROW", INDEX_BAD_ROW)?;
     m.add("ENCODE_OK", ENCODE_OK)?;
     m.add("ENCODE_BAD_OFFSETS", ENCODE_BAD_OFFSETS)?;
     m.add("ENCODE_TOO_LONG", ENCODE_TOO_LONG)?;

@@ -42,24 +42,45 @@ def index_file_size(slots: int, max_entries: int) -> int:
     return L.INDEX_HEADER_SIZE + slots * L.INDEX_SLOT_SIZE + max_entries * L.INDEX_ENTRY_SIZE
 
 
-def put_keys(file, slots: int, max_entries: int, key_hashes: np.ndarray, phy_offsets: np.ndarray,
-             store_timestamps: np.ndarray, path: Path) -> tuple[int, IndexHeader]:
-    """``IndexFile.putKey`` for each key in order while the file has room: entries, bucket slots and header
-    written into ``file`` (the writable map of the index file at ``path``) by the native kernel. Returns how
-    many keys were put and the new header."""
-    def column(values):  # aligned too: a staged batch's columns are views of a memory-mapped file
-        return np.require(values, dtype=np.int64, requirements=["C", "A"])
+#: keys to put (see :func:`put_keys`): ``(hashes, rows or None, phy_offsets, store_timestamps)``
+KeyPart = tuple
 
-    hashes = column(key_hashes)
-    problem, value = _native.put_index_keys(file, slots, max_entries, hashes, column(phy_offsets),
-                                            column(store_timestamps))
+
+def put_keys(file, slots: int, max_entries: int, parts: list, path: Path) -> tuple[int, IndexHeader]:
+    """``IndexFile.putKey`` for each key of ``parts`` in order while the file has room: entries, bucket slots and
+    header written into ``file`` (the writable map of the index file at ``path``) by the native kernel. Returns
+    how many keys were put and the new header.
+
+    Each part is ``(hashes, rows, phy_offsets, store_timestamps)``: a hash per key (``indexKeyHashMethod``:
+    0 ..= 2^31-1), the row of its record in the part's per-record columns (None: key k is record k), each
+    record's physical offset and store time. The kernel looks each key's record up itself: a publication's
+    batches are handed over as they are, nothing gathered or concatenated first."""
+    def column(values, dtype):  # aligned too: a staged batch's columns are views of a memory-mapped file
+        return np.require(values, dtype=dtype, requirements=["C", "A"])
+
+    given = [(column(h, np.int32), None if r is None else column(r, np.int32), column(p, np.int64),
+              column(t, np.int64)) for h, r, p, t in parts]
+    problem, value = _native.put_index_keys(file, slots, max_entries, given)
     if problem == _native.INDEX_BAD_HEADER:
         raise StoreFormatError(f"index header's indexCount is outside 0..{max_entries}; the file is damaged: move "
                                "it out of index/ (the broker rebuilds what it needs)", str(path), 36)
-    if problem == _native.INDEX_BAD_HASH:
-        raise StoreFormatError(f"key {value}: expected an indexKeyHashMethod value (0 ..= 2^31-1), found "
-                               f"{int(hashes[value])}", str(path))
+    if problem in (_native.INDEX_BAD_HASH, _native.INDEX_BAD_ROW):
+        hashes, rows, records = _key(given, value)
+        if problem == _native.INDEX_BAD_HASH:
+            raise StoreFormatError(f"key {value}: expected an indexKeyHashMethod value (0 ..= 2^31-1), found "
+                                   f"{int(hashes)}", str(path))
+        raise StoreFormatError(f"key {value}: expected the row of its record among the {records} given, found "
+                               f"row {int(rows)}", str(path))
     return value, IndexHeader(*L.INDEX_HEADER.unpack_from(file, 0))
+
+
+def _key(parts: list, k: int) -> tuple:
+    """(hash, row or None, records of its part) of key number ``k`` of ``parts``."""
+    for hashes, rows, phy, _ in parts:
+        if k < len(hashes):
+            return hashes[k], (None if rows is None else rows[k]), len(phy)
+        k -= len(hashes)
+    raise IndexError(k)
 
 
 def index_key(topic: str, key: str) -> str:

@@ -303,21 +303,18 @@ class StoreWriter:
     def index_batches(self, batches: list[EncodedBatch], phys: list[np.ndarray], store_tss: list[np.ndarray]) -> None:
         """:meth:`index_batch` of each batch in turn, put :data:`INDEX_PUT_KEYS` keys or more at a time: on a
         thread beside the publisher's, each return from the native kernel waits for the GIL (up to the
-        interpreter's switch interval, 5 ms), once per call rather than once per batch."""
+        interpreter's switch interval, 5 ms), once per call rather than once per batch. Each batch's keys go to
+        the kernel as they are (hashes, the rows of their records, the records' offsets and times)."""
         group: list = []
         count = 0
         for b, phy, ts in zip(batches, phys, store_tss):
             if len(b.entry_rec):
-                group.append((b.entry_hash, phy[b.entry_rec], ts[b.entry_rec]))
+                group.append((b.entry_hash, b.entry_rec, phy, ts))
                 count += len(b.entry_rec)
             if count >= INDEX_PUT_KEYS:
-                self._put_index_keys(group)
+                self.index.put_parts(group)
                 group, count = [], 0
-        self._put_index_keys(group)
-
-    def _put_index_keys(self, group: list) -> None:
-        if group:
-            self.index.put(*(np.concatenate(column) if len(group) > 1 else column[0] for column in zip(*group)))
+        self.index.put_parts(group)
 
     # --- closing -----------------------------------------------------------------------------------------
 

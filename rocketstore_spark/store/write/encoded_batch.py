@@ -57,8 +57,8 @@ class EncodedBatch:
     store_ts: np.ndarray  # int64
     ts_given: np.ndarray  # bool: False → the publisher stamps its own time
     ts_pos: np.ndarray  # int64, position of STORETIMESTAMP inside the record (56 or 68)
-    entry_rec: np.ndarray  # int64: record of each index entry (UNIQ_KEY first, then KEYS tokens)
-    entry_hash: np.ndarray  # int64: indexKeyHashMethod(topic#key)
+    entry_rec: np.ndarray  # int32: record of each index entry (UNIQ_KEY first, then KEYS tokens)
+    entry_hash: np.ndarray  # int32: indexKeyHashMethod(topic#key)
     phy: Optional[np.ndarray] = None  # int64: where a staged batch's records are, in its job's staged commit log
     staged_queue_offset: Optional[np.ndarray] = None  # int64: the queue offsets a staged batch's records hold
     chunk_starts: Optional[np.ndarray] = None  # int64: first row of each reservation (staged batches)
@@ -389,11 +389,11 @@ def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndar
     ends = np.cumsum(per_row)
     total = int(ends[-1]) if n else 0
     if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.int32), np.zeros(0, np.int32)
     first = ends - per_row  # each row's first entry
     prefix = np.array([_topic_prefix_hash(topic) for topic in topic_names], dtype=np.int64)[topic_idx]
     # every entry is written once, where it belongs: the row's UNIQ_KEY first, then its KEYS tokens
-    entry_rec = np.empty(total, dtype=np.int64)
+    entry_rec = np.empty(total, dtype=np.int32)
     entry_hash = np.empty(total, dtype=np.int64)
     rows = np.flatnonzero(has_uniq)
     if len(rows):
@@ -409,7 +409,7 @@ def _index_entries(msgs: PreparedMessages, topic_names: list, topic_idx: np.ndar
         entry_rec[slot] = token_row
         entry_hash[slot] = key_hash
     hashes = np.abs(entry_hash)
-    return entry_rec, np.where(hashes >= 1 << 31, 0, hashes).astype(np.int64)
+    return entry_rec, np.where(hashes >= 1 << 31, 0, hashes).astype(np.int32)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -71,39 +71,47 @@ class IndexWriter:
         self._open(path)
 
     def put(self, key_hashes: np.ndarray, phy_offsets: np.ndarray, store_timestamps: np.ndarray) -> None:
-        """Append entries in the given order (key hashes already ``abs``-ed as ``indexKeyHashMethod``)."""
-        key_hashes = np.asarray(key_hashes, dtype=np.int64)
-        phy_offsets = np.asarray(phy_offsets, dtype=np.int64)
-        store_timestamps = np.asarray(store_timestamps, dtype=np.int64)
-        done = 0
-        while done < len(key_hashes):
+        """Append entries in the given order (key hashes already ``abs``-ed as ``indexKeyHashMethod``), one key
+        per record."""
+        self.put_parts([(key_hashes, None, phy_offsets, store_timestamps)])
+
+    def put_parts(self, parts: list) -> None:
+        """Append the keys of ``parts`` in order (see :func:`~..files.index_file.put_keys` for a part's
+        columns), rolling to a new file whenever one fills up."""
+        parts = [part for part in parts if len(part[0])]
+        while parts:
             if self._header is None or self._header.index_count >= self.max_entries:
                 self._roll(int(time.time() * 1000))
-            room = self.max_entries - self._header.index_count
-            part = slice(done, done + room)
-            self._put_in_file(key_hashes[part], phy_offsets[part], store_timestamps[part])
-            done += len(key_hashes[part])
+            head, parts = _cut(parts, self.max_entries - self._header.index_count)
+            self._put_in_file(head)
 
-    def _put_in_file(self, hashes: np.ndarray, phy: np.ndarray, ts: np.ndarray) -> None:
+    def _put_in_file(self, parts: list) -> None:
         """Entries numbered on from the header's count, each linked to its bucket's previous newest (the native
         ``putKey`` kernel); the pages it will touch are allocated first."""
         first = self._header.index_count
-        k = len(hashes)
-        slot_base = L.INDEX_HEADER_SIZE
-        entry_base = slot_base + self.slots * L.INDEX_SLOT_SIZE
+        k = sum(len(part[0]) for part in parts)
+        entry_base = L.INDEX_HEADER_SIZE + self.slots * L.INDEX_SLOT_SIZE
         start = entry_base + first * L.INDEX_ENTRY_SIZE
-        self._allocate(slot_base + (hashes % self.slots) * L.INDEX_SLOT_SIZE, start, start + k * L.INDEX_ENTRY_SIZE)
-        put, self._header = put_keys(self._mm, self.slots, self.max_entries, hashes, phy, ts, self._path)
+        self._allocate(parts, k, start, start + k * L.INDEX_ENTRY_SIZE)
+        put, self._header = put_keys(self._mm, self.slots, self.max_entries, parts, self._path)
         if put != k:  # an internal invariant: put() hands over no more keys than the file has room for
             raise AssertionError(f"index file took {put} of {k} keys")
 
-    def _allocate(self, slot_bytes: np.ndarray, lo: int, hi: int) -> None:
-        """Give the file blocks for the pages of the slots at ``slot_bytes`` and of bytes [lo, hi) before the map
-        touches them: the file is sparse, and a page the filesystem cannot allocate then would kill the process
-        (SIGBUS, on any access on tmpfs); here a full disk is a :class:`~...errors.DiskFullError`."""
+    def _allocate(self, parts: list, keys: int, lo: int, hi: int) -> None:
+        """Give the file blocks for the pages of the slots the keys of ``parts`` use and of bytes [lo, hi) before
+        the map touches them: the file is sparse, and a page the filesystem cannot allocate then would kill the
+        process (SIGBUS, on any access on tmpfs); here a full disk is a :class:`~...errors.DiskFullError`.
+        Keys four times as many as the slots' pages leave hardly a page of slots untouched (e^-4): the slots
+        are allocated whole then, without a pass over the keys."""
         page = mmap.PAGESIZE
+        slots_end = L.INDEX_HEADER_SIZE + self.slots * L.INDEX_SLOT_SIZE
         touched = np.zeros(-(-self.size // page), dtype=bool)  # a flag per page of the file: no sort of the slots
-        touched[slot_bytes // page] = True
+        if keys >= 4 * (slots_end // page):
+            touched[:-(-slots_end // page)] = True
+        else:
+            for hashes, _, _, _ in parts:
+                buckets = np.asarray(hashes, dtype=np.int64) % self.slots
+                touched[(L.INDEX_HEADER_SIZE + buckets * L.INDEX_SLOT_SIZE) // page] = True
         touched[lo // page:(hi + page - 1) // page] = True
         pages = np.flatnonzero(touched)
         cuts = np.flatnonzero(np.diff(pages) != 1) + 1
@@ -140,6 +148,27 @@ class IndexWriter:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _cut(parts: list, n: int) -> tuple[list, list]:
+    """``parts`` as (the first ``n`` keys, the rest), each as parts."""
+    head, rest = [], []
+    for part in parts:
+        hashes, rows, phy, ts = part
+        if n <= 0:
+            rest.append(part)
+        elif len(hashes) <= n:
+            head.append(part)
+            n -= len(hashes)
+        else:
+            if rows is None:  # one record per key: the records are cut with the keys
+                head.append((hashes[:n], None, phy[:n], ts[:n]))
+                rest.append((hashes[n:], None, phy[n:], ts[n:]))
+            else:
+                head.append((hashes[:n], rows[:n], phy, ts))
+                rest.append((hashes[n:], rows[n:], phy, ts))
+            n = 0
+    return head, rest
 
 
 __all__ = ["IndexWriter", "index_file_name"]
