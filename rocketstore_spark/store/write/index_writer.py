@@ -92,26 +92,26 @@ class IndexWriter:
         k = sum(len(part[0]) for part in parts)
         entry_base = L.INDEX_HEADER_SIZE + self.slots * L.INDEX_SLOT_SIZE
         start = entry_base + first * L.INDEX_ENTRY_SIZE
-        self._allocate(parts, k, start, start + k * L.INDEX_ENTRY_SIZE)
+        self._allocate(parts, start, start + k * L.INDEX_ENTRY_SIZE)
         put, self._header = put_keys(self._mm, self.slots, self.max_entries, parts, self._path)
         if put != k:  # an internal invariant: put() hands over no more keys than the file has room for
             raise AssertionError(f"index file took {put} of {k} keys")
 
-    def _allocate(self, parts: list, keys: int, lo: int, hi: int) -> None:
+    def _allocate(self, parts: list, lo: int, hi: int) -> None:
         """Give the file blocks for the pages of the slots the keys of ``parts`` use and of bytes [lo, hi) before
         the map touches them: the file is sparse, and a page the filesystem cannot allocate then would kill the
-        process (SIGBUS, on any access on tmpfs); here a full disk is a :class:`~...errors.DiskFullError`.
-        Keys four times as many as the slots' pages leave hardly a page of slots untouched (e^-4): the slots
-        are allocated whole then, without a pass over the keys."""
+        process (SIGBUS, on any access on tmpfs); here a full disk is a :class:`~...errors.DiskFullError`. Only
+        the slot pages the keys use get blocks (keys such as generated uniq keys hash to a few neighbourhoods)."""
         page = mmap.PAGESIZE
-        slots_end = L.INDEX_HEADER_SIZE + self.slots * L.INDEX_SLOT_SIZE
         touched = np.zeros(-(-self.size // page), dtype=bool)  # a flag per page of the file: no sort of the slots
-        if keys >= 4 * (slots_end // page):
-            touched[:-(-slots_end // page)] = True
-        else:
-            for hashes, _, _, _ in parts:
-                buckets = np.asarray(hashes, dtype=np.int64) % self.slots
-                touched[(L.INDEX_HEADER_SIZE + buckets * L.INDEX_SLOT_SIZE) // page] = True
+        for hashes, _, _, _ in parts:
+            # the page of each key's slot, in place in one array (slots < 2^29: the byte offsets fit 32 bits)
+            at = np.remainder(np.asarray(hashes, dtype=np.int64 if self.slots >= 1 << 29 else np.int32),
+                              self.slots)
+            at *= L.INDEX_SLOT_SIZE
+            at += L.INDEX_HEADER_SIZE
+            at //= page
+            touched[at] = True
         touched[lo // page:(hi + page - 1) // page] = True
         pages = np.flatnonzero(touched)
         cuts = np.flatnonzero(np.diff(pages) != 1) + 1
