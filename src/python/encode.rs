@@ -230,6 +230,14 @@ fn java_string_hash(py: Python<'_>, text: &[u8], seed: i32) -> i32 {
     py.detach(|| java_hash::java_hash(seed, text))
 }
 
+/// A part of keys as Python passes it: `(hashes, rows or None, phy_offsets, store_timestamps)`.
+type KeyPartArgs<'py> = (
+    Bound<'py, PyAny>,
+    Option<Bound<'py, PyAny>>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+);
+
 /// put_index_keys(file, slots, max_entries, parts) -> (problem, keys put or key)
 ///
 /// `file`: the index file's writable bytes (its memory map); `parts`: a list of `(hashes, rows, phy_offsets,
@@ -242,12 +250,7 @@ fn put_index_keys(
     file: &Bound<'_, PyAny>,
     slots: usize,
     max_entries: usize,
-    parts: Vec<(
-        Bound<'_, PyAny>,
-        Option<Bound<'_, PyAny>>,
-        Bound<'_, PyAny>,
-        Bound<'_, PyAny>,
-    )>,
+    parts: Vec<KeyPartArgs<'_>>,
 ) -> PyResult<(i64, i64)> {
     type PartViews = (View<i32>, Option<View<i32>>, View<i64>, View<i64>);
     let mut views: Vec<PartViews> = Vec::with_capacity(parts.len());
