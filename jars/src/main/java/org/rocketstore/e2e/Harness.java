@@ -17,6 +17,8 @@ import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.store.OffsetStore;
+import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
@@ -407,9 +409,13 @@ public final class Harness {
         consumer.setConsumeThreadMin(1);
         consumer.setConsumeThreadMax(1);
         Set<String> seen = ConcurrentHashMap.newKeySet();
+        Map<Integer, Long> next = new ConcurrentHashMap<>();  // queue id -> the offset after the last one received
         CountDownLatch done = new CountDownLatch(expected);
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
             for (MessageExt m : msgs) {
+                if (topic.equals(m.getTopic())) {
+                    next.merge(m.getQueueId(), m.getQueueOffset() + 1, Math::max);
+                }
                 if (seen.add(m.getQueueId() + "/" + m.getQueueOffset())) {
                     received(m);
                     done.countDown();
@@ -419,10 +425,34 @@ public final class Harness {
         });
         consumer.start();
         boolean all = done.await(TIMEOUT_MS, TimeUnit.MILLISECONDS);
-        Thread.sleep(1_000);  // let the last acknowledgements reach the offset store
+        awaitAcknowledged(consumer, topic, next);
         consumer.shutdown();  // persists the consumed offsets on the broker
         if (!all) {
             throw new IllegalStateException("push consumer received " + seen.size() + " of " + expected);
+        }
+    }
+
+    /**
+     * Waits (at most 30 s) until the push consumer's offset store holds, for every queue of {@code topic} a message
+     * was received from, the offset after the last one received: a listener's return is acknowledged after it, and
+     * the shutdown persists only what the store holds by then.
+     */
+    private static void awaitAcknowledged(DefaultMQPushConsumer consumer, String topic, Map<Integer, Long> next)
+            throws Exception {
+        OffsetStore store = consumer.getDefaultMQPushConsumerImpl().getOffsetStore();
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (System.currentTimeMillis() < deadline) {
+            boolean acknowledged = true;
+            for (MessageQueue mq : consumer.fetchSubscribeMessageQueues(topic)) {
+                Long want = next.get(mq.getQueueId());
+                if (want != null && store.readOffset(mq, ReadOffsetType.READ_FROM_MEMORY) < want) {
+                    acknowledged = false;
+                }
+            }
+            if (acknowledged) {
+                return;
+            }
+            Thread.sleep(100);
         }
     }
 
