@@ -467,16 +467,10 @@ mod tests {
         phys: &[i64],
         ts: &[i64],
     ) -> Result<usize, IndexError> {
-        let hashes = narrow(hashes);
-        let part = KeyPart {
-            hashes: &hashes,
-            rows: None,
-            phy_offsets: phys,
-            store_timestamps: ts,
-        };
-        put_keys(file, slots, max, &[part])
+        put_split_flat(file, slots, max, (hashes, phys, ts), ENTRIES_PER_THREAD)
     }
 
+    /// [`put_keys_split`] of keys given as one part of flat columns.
     fn put_split_flat(
         file: &mut [u8],
         slots: usize,
