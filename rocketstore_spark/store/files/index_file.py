@@ -42,10 +42,6 @@ def index_file_size(slots: int, max_entries: int) -> int:
     return L.INDEX_HEADER_SIZE + slots * L.INDEX_SLOT_SIZE + max_entries * L.INDEX_ENTRY_SIZE
 
 
-#: keys to put (see :func:`put_keys`): ``(hashes, rows or None, phy_offsets, store_timestamps)``
-KeyPart = tuple
-
-
 def put_keys(file, slots: int, max_entries: int, parts: list, path: Path) -> tuple[int, IndexHeader]:
     """``IndexFile.putKey`` for each key of ``parts`` in order while the file has room: entries, bucket slots and
     header written into ``file`` (the writable map of the index file at ``path``) by the native kernel. Returns

@@ -242,8 +242,8 @@ _META_FIELDS_AS_STAGED = ("queue_id", "queue_offset_given", "dispatch", "tags_co
 #: the per-row fields written as one value when every row holds the same (see save_meta)
 _META_ROW_FIELDS = ("topic_idx", "queue_id", "queue_offset_given", "dispatch", "tags_code", "delay_ms", "store_ts",
                     "ts_given", "ts_pos")
-#: fields whose values always fit a narrower type than the batches hold them in: the row of an entry (a batch has
-#: fewer than 2**31 rows) and its key hash (``indexKeyHashMethod``: an int made non-negative)
+#: fields saved as int32 whatever type a batch holds them in: the row of an entry (a batch has fewer than 2**31
+#: rows) and its key hash (``indexKeyHashMethod``: an int made non-negative)
 _META_NARROW = {"entry_rec": np.int32, "entry_hash": np.int32}
 
 
